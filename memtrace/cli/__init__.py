@@ -1,0 +1,32 @@
+"""The `memtrace` command: thin click commands over the library."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import Console
+
+from memtrace import __version__
+from memtrace.cli.neo4j import neo4j_group
+from memtrace.errors import MemtraceError
+
+
+class MemtraceGroup(click.Group):
+    """Prints memtrace errors as one clear message (exit 1) instead of a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MemtraceError as exc:
+            Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+            raise SystemExit(1) from exc
+
+
+@click.group(cls=MemtraceGroup)
+@click.version_option(__version__, prog_name="memtrace")
+def cli() -> None:
+    """Find out why an LLM memory system gave a wrong answer, and fix it."""
+
+
+cli.add_command(neo4j_group)

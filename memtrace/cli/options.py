@@ -1,0 +1,44 @@
+"""Options shared by commands that talk to Neo4j."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from memtrace.settings import Settings, load_settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def neo4j_options(command: F) -> F:
+    """Add --uri/--user/--password/--database and pass a resolved ``settings`` argument."""
+
+    @click.option("--uri", envvar="NEO4J_URI", help="Bolt URI (default: the managed server).")
+    @click.option("--user", envvar="NEO4J_USER", help="Neo4j user [default: neo4j].")
+    @click.option(
+        "--password",
+        envvar="NEO4J_PASSWORD",
+        help="Neo4j password (default: the managed server's).",
+        show_envvar=True,
+    )
+    @click.option("--database", envvar="NEO4J_DATABASE", help="Database [default: neo4j].")
+    @functools.wraps(command)
+    def wrapper(
+        *args: Any,
+        uri: str | None,
+        user: str | None,
+        password: str | None,
+        database: str | None,
+        **kwargs: Any,
+    ) -> Any:
+        settings = settings_from_cli(uri=uri, user=user, password=password, database=database)
+        return command(*args, settings=settings, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def settings_from_cli(**neo4j: str | None) -> Settings:
+    return load_settings(neo4j=neo4j)

@@ -1,0 +1,111 @@
+"""The Neo4j boundary: one driver per `connect`, driver errors translated into ours."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import neo4j
+from neo4j import GraphDatabase, ManagedTransaction
+from neo4j import exceptions as neo4j_errors
+from pydantic import SecretStr
+
+from memtrace.cypher import Query
+from memtrace.errors import Neo4jAuthError, Neo4jError, Neo4jUnavailableError, QueryError
+from memtrace.settings import Neo4jSettings, Settings, load_settings
+
+T = TypeVar("T")
+
+
+def _auth(user: str, password: SecretStr | None) -> tuple[str, str] | None:
+    return (user, password.get_secret_value()) if password is not None else None
+
+
+def _text(query: Query | str) -> str:
+    return query.text if isinstance(query, Query) else query
+
+
+@contextmanager
+def translate_errors(where: str) -> Iterator[None]:
+    """Turn driver exceptions into memtrace errors that say what to do next."""
+    try:
+        yield
+    except neo4j_errors.AuthError as exc:
+        raise Neo4jAuthError(
+            f"Neo4j at {where} refused the credentials; check NEO4J_USER / NEO4J_PASSWORD"
+        ) from exc
+    except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired, OSError) as exc:
+        raise Neo4jUnavailableError(
+            f"no Neo4j answers at {where} ({exc}); start one with `memtrace neo4j start` "
+            "or point NEO4J_URI at yours"
+        ) from exc
+    except neo4j_errors.Neo4jError as exc:
+        raise QueryError(f"{exc.code}: {exc.message}") from exc
+    except neo4j_errors.DriverError as exc:
+        raise Neo4jError(str(exc)) from exc
+
+
+class Database:
+    """A connected Neo4j database. Values always travel as parameters."""
+
+    def __init__(self, driver: neo4j.Driver, settings: Neo4jSettings) -> None:
+        self.driver = driver
+        self.settings = settings
+        self.database = settings.database
+
+    def run(self, query: Query | str, **params: Any) -> list[dict[str, Any]]:
+        """Run one auto-committed query and return its records as dicts."""
+        with translate_errors(self.settings.uri):
+            records, _, _ = self.driver.execute_query(
+                _text(query), parameters_=params, database_=self.database
+            )
+        return [record.data() for record in records]
+
+    def session(self) -> neo4j.Session:
+        return self.driver.session(database=self.database)
+
+    def write_transaction(self, work: Callable[[ManagedTransaction], T]) -> T:
+        """Run ``work`` in one retried write transaction."""
+        with translate_errors(self.settings.uri), self.session() as session:
+            return session.execute_write(work)
+
+    def read_transaction(self, work: Callable[[ManagedTransaction], T]) -> T:
+        with translate_errors(self.settings.uri), self.session() as session:
+            return session.execute_read(work)
+
+    def close(self) -> None:
+        self.driver.close()
+
+
+@contextmanager
+def connect(settings: Settings | None = None) -> Iterator[Database]:
+    """Open a driver, check connectivity, yield a Database, close it afterwards."""
+    resolved = (settings or load_settings()).neo4j
+    with translate_errors(resolved.uri):
+        driver = GraphDatabase.driver(resolved.uri, auth=_auth(resolved.user, resolved.password))
+        try:
+            driver.verify_connectivity()
+        except BaseException:
+            driver.close()
+            raise
+    database = Database(driver, resolved)
+    try:
+        yield database
+    finally:
+        database.close()
+
+
+def ping(uri: str, user: str, password: SecretStr | None) -> bool:
+    """True when a server at ``uri`` answers ``RETURN 1``; used while waiting for a start."""
+    # A plain session, not execute_query: the latter retries with backoff, which would delay a
+    # start by seconds and log every refused connection.
+    try:
+        with (
+            GraphDatabase.driver(uri, auth=_auth(user, password)) as driver,
+            driver.session() as session,
+        ):
+            record = session.run("RETURN 1 AS ok").single()
+            return record is not None and record["ok"] == 1
+    except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired, OSError):
+        return False

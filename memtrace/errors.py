@@ -1,0 +1,46 @@
+"""The one exception tree. Driver, HTTP and OS errors are translated into these at the boundary."""
+
+from __future__ import annotations
+
+
+class MemtraceError(Exception):
+    """Base of every error memtrace raises on purpose; the CLI prints these without a traceback."""
+
+
+class ConfigError(MemtraceError):
+    """Settings are missing or contradictory."""
+
+
+class ServerError(MemtraceError):
+    """The managed local Neo4j server could not be installed, started or stopped."""
+
+
+class Neo4jError(MemtraceError):
+    """Talking to Neo4j failed."""
+
+
+class Neo4jUnavailableError(Neo4jError):
+    """No Neo4j server answers at the configured address."""
+
+
+class Neo4jAuthError(Neo4jError):
+    """Neo4j refused the credentials."""
+
+
+class QueryError(Neo4jError):
+    """Neo4j rejected or failed a query."""
+
+
+class InputError(MemtraceError):
+    """Bad user input: names the file, the place in it and what is wrong."""
+
+    def __init__(self, path: str, location: str | None, problem: str) -> None:
+        self.path = path
+        self.location = location
+        self.problem = problem
+        where = f"{path}:{location}" if location else path
+        super().__init__(f"{where}: {problem}")
+
+
+class LLMError(MemtraceError):
+    """An OpenAI-compatible endpoint failed or answered with unusable output."""
