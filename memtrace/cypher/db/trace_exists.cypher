@@ -1,0 +1,4 @@
+// Whether a trace node exists.
+// params: $trace_id
+// returns: exists
+RETURN EXISTS { MATCH (:Trace {id: $trace_id}) } AS exists

@@ -1,0 +1,15 @@
+// Delete up to $limit nodes of one trace (sessions, operations, variables, cases); repeat until 0.
+// params: $trace_id, $limit
+// returns: deleted
+CALL () {
+  MATCH (n:Variable {trace_id: $trace_id}) RETURN n
+  UNION ALL
+  MATCH (n:Operation {trace_id: $trace_id}) RETURN n
+  UNION ALL
+  MATCH (n:Case {trace_id: $trace_id}) RETURN n
+  UNION ALL
+  MATCH (n:Session {trace_id: $trace_id}) RETURN n
+}
+WITH n LIMIT $limit
+DETACH DELETE n
+RETURN count(*) AS deleted

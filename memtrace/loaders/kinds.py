@@ -1,0 +1,52 @@
+"""Normalized operation kinds: an ordered, documented rule table (docs/graph-model.md)."""
+
+from __future__ import annotations
+
+import re
+from typing import Final, Literal, get_args
+
+Kind = Literal[
+    "extraction", "update", "deletion", "embedding", "retrieval", "generation", "judge", "other"
+]
+KINDS: Final[tuple[str, ...]] = get_args(Kind)
+
+# First match wins. Matched case-insensitively against the operation name.
+NAME_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
+    (kind, re.compile(pattern, re.IGNORECASE))
+    for kind, pattern in (
+        ("judge", r"judge"),
+        ("deletion", r"delete|remove|forget"),
+        ("retrieval", r"search|retriev|recall|lookup"),
+        ("embedding", r"add_to_vector_store|embed|index|insert|(^|\.)add$"),
+        ("extraction", r"extract|finalize_memory_unit"),
+        ("update", r"update|merge|buffer"),
+        ("generation", r"question-answering|question_answering|answer|generat|respond|completion"),
+    )
+)
+
+# Used only when no name rule matched. Matched against the whole category.
+CATEGORY_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
+    (kind, re.compile(pattern, re.IGNORECASE))
+    for kind, pattern in (
+        ("extraction", r"extract\w*|extraction"),
+        ("update", r"update"),
+        ("deletion", r"delet\w*"),
+        ("embedding", r"embed\w*"),
+        ("retrieval", r"retriev\w*|search"),
+        ("generation", r"generat\w*|answer\w*"),
+        ("judge", r"judg\w*"),
+        ("other", r"other"),
+    )
+)
+
+
+def derive_kind(name: str, category: str | None) -> str:
+    """The kind of an operation from its name, then its category; ``other`` when nothing fits."""
+    for kind, pattern in NAME_RULES:
+        if pattern.search(name):
+            return kind
+    if category:
+        for kind, pattern in CATEGORY_RULES:
+            if pattern.fullmatch(category.strip()):
+                return kind
+    return "other"

@@ -1,0 +1,191 @@
+"""Validated trace records, shared by both input formats (docs/trace-format.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictInt
+
+from memtrace.loaders.kinds import Kind
+
+FORMAT_VERSION: Final = 1
+
+ErrorType = Literal[
+    "ExtractionError",
+    "UpdateError",
+    "DeletionError",
+    "RetrievalError",
+    "ResponseError",
+    "AnnotationError",
+    "LLMAsAJudgeError",
+]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+def parse_timestamp(text: str) -> int:
+    """Microseconds since the epoch (UTC) of an ISO 8601 / smartcomment timestamp."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"bad timestamp {text!r}: expected ISO 8601 or 'YYYY-MM-DD HH:MM:SS.mmm'"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _check_timestamp(text: str) -> str:
+    parse_timestamp(text)
+    return text
+
+
+Id = Annotated[str, Field(min_length=1, max_length=1024, strict=True)]
+Text = Annotated[str | None, Field(strict=True)]
+Timestamp = Annotated[str, Field(strict=True), AfterValidator(_check_timestamp)]
+Metadata = dict[str, Any]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TraceRecord(Record):
+    type: Literal["trace"]
+    format_version: Literal[1]
+    id: Id
+    system: Text = None
+    dataset: Text = None
+    user_id: Text = None
+    created_at: Timestamp | None = None
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class SessionRecord(Record):
+    type: Literal["session"]
+    id: Id
+    name: Text = None
+    category: Text = None
+    created_at: Timestamp | None = None
+    comment: Text = None
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class OperationRecord(Record):
+    type: Literal["operation"]
+    id: Id
+    name: Annotated[str, Field(min_length=1, strict=True)]
+    kind: Kind | None = None
+    category: Text = None
+    session: Id | None = None
+    created_at: Timestamp
+    seq: Annotated[StrictInt, Field(ge=0)] | None = None
+    reads: list[Id] = Field(default_factory=list)
+    writes: list[Id] = Field(default_factory=list)
+    comment: Text = None
+    filename: Text = None
+    lineno: StrictInt | None = None
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class VariableRecord(Record):
+    type: Literal["variable"]
+    id: Id
+    name: Annotated[str, Field(min_length=1, strict=True)]
+    version: Annotated[StrictInt, Field(ge=1)] = 1
+    category: Text = None
+    class_name: Text = None
+    value: Text = None
+    created_at: Timestamp
+    session: Id | None = None
+    seq: Annotated[StrictInt, Field(ge=0)] | None = None
+    comment: Text = None
+    filename: Text = None
+    lineno: StrictInt | None = None
+    metadata: Metadata = Field(default_factory=dict)
+
+    @property
+    def is_marker(self) -> bool:
+        return self.class_name == "delete_marker" or self.category == "marker"
+
+
+class EdgeRecord(Record):
+    type: Literal["edge"]
+    id: Id
+    op: Id
+    source: Id
+    target: Id
+    category: Text = None
+    created_at: Timestamp | None = None
+    comment: Text = None
+    filename: Text = None
+    lineno: StrictInt | None = None
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class Label(Record):
+    op_id: Id
+    error_type: ErrorType
+    reason: Text = None
+    source: Annotated[str, Field(strict=True)] = "annotation"
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class CaseRecord(Record):
+    type: Literal["case"]
+    id: Id
+    query: Id
+    query_text: Text = None
+    prediction: Id | None = None
+    prediction_text: Text = None
+    golden_answers: list[Annotated[str, Field(strict=True)]] = Field(default_factory=list)
+    judge_score: StrictFloat | StrictInt | None = None
+    failed: Annotated[bool, Field(strict=True)] | None = None
+    category: Text = None
+    evidence: list[Id] = Field(default_factory=list)
+    missing_evidence: list[Annotated[str, Field(strict=True)]] = Field(default_factory=list)
+    labels: list[Label] = Field(default_factory=list)
+    metadata: Metadata = Field(default_factory=dict)
+
+    @property
+    def is_failed(self) -> bool | None:
+        if self.failed is not None:
+            return self.failed
+        if self.judge_score is None:
+            return None
+        return float(self.judge_score) == 0.0
+
+
+BodyRecord = SessionRecord | OperationRecord | VariableRecord | EdgeRecord | CaseRecord
+AnyRecord = TraceRecord | BodyRecord
+
+
+def metadata_properties(metadata: Metadata) -> dict[str, Any]:
+    """``metadata`` as a JSON string plus queryable ``meta_<key>`` copies of simple values."""
+    if not metadata:
+        return {}
+    props: dict[str, Any] = {"metadata": json.dumps(metadata, ensure_ascii=False, sort_keys=True)}
+    for key, value in metadata.items():
+        if _META_KEY.match(key) and _is_simple(value):
+            props[f"meta_{key}"] = value
+    return props
+
+
+def _is_simple(value: Any) -> bool:
+    if isinstance(value, list):
+        return bool(value) and any(
+            all(_is_scalar(item, kind) for item in value) for kind in (str, bool, int, float)
+        )
+    return any(_is_scalar(value, kind) for kind in (str, bool, int, float))
+
+
+def _is_scalar(value: Any, kind: type) -> bool:
+    if kind is int:
+        return type(value) is int and abs(value) < 2**63
+    return type(value) is kind

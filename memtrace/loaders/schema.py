@@ -1,0 +1,56 @@
+"""Database administration for the trace graph: schema, statistics, scoped deletion."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memtrace.cypher import all_queries, get_query
+from memtrace.db import Database
+
+DELETE_BATCH = 10_000
+INDEX_WAIT_SECONDS = 300
+
+
+def init_schema(db: Database) -> list[str]:
+    """Create every constraint and index of docs/graph-model.md if missing; return their names."""
+    names = []
+    for query in all_queries():
+        if query.name.startswith("db/init/"):
+            db.run(query)
+            names.append(query.name.removeprefix("db/init/"))
+    db.run(get_query("db/await_indexes"), seconds=INDEX_WAIT_SECONDS)
+    return names
+
+
+def graph_stats(db: Database) -> dict[str, Any]:
+    """Counts of every label and relationship type, plus one row per trace."""
+    counts = db.run(get_query("db/stats"))[0]
+    return {"counts": counts, "traces": db.run(get_query("db/traces"))}
+
+
+def delete_trace_nodes(db: Database, trace_id: str, batch: int = DELETE_BATCH) -> int:
+    """Delete every node of one trace except the Trace node, in batches; return how many."""
+    query = get_query("load/delete_trace_nodes")
+    total = 0
+    while True:
+        deleted = int(db.run(query, trace_id=trace_id, limit=batch)[0]["deleted"])
+        total += deleted
+        if deleted < batch:
+            return total
+
+
+def delete_trace(db: Database, trace_id: str) -> int:
+    """Delete one trace entirely; return the number of nodes deleted (0 if it did not exist)."""
+    deleted = delete_trace_nodes(db, trace_id)
+    return deleted + int(db.run(get_query("db/delete_trace"), trace_id=trace_id)[0]["deleted"])
+
+
+def delete_everything(db: Database, batch: int = DELETE_BATCH) -> int:
+    """Delete every node of the database (memtrace's and anything else), in batches."""
+    query = get_query("db/delete_all_batch")
+    total = 0
+    while True:
+        deleted = int(db.run(query, limit=batch)[0]["deleted"])
+        total += deleted
+        if deleted < batch:
+            return total
