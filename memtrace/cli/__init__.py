@@ -8,6 +8,8 @@ import click
 from rich.console import Console
 
 from memtrace import __version__
+from memtrace.cli.db import db_group
+from memtrace.cli.load import load_command
 from memtrace.cli.neo4j import neo4j_group
 from memtrace.errors import MemtraceError
 
@@ -30,3 +32,5 @@ def cli() -> None:
 
 
 cli.add_command(neo4j_group)
+cli.add_command(db_group)
+cli.add_command(load_command)

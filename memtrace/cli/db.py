@@ -1,0 +1,84 @@
+"""`memtrace db init|stats|delete`: schema, counts and scoped deletion of the trace graph."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from memtrace.cli.options import neo4j_options
+from memtrace.db import connect
+from memtrace.errors import ConfigError
+from memtrace.loaders.schema import delete_everything, delete_trace, graph_stats, init_schema
+from memtrace.settings import Settings
+
+console = Console()
+
+
+@click.group("db")
+def db_group() -> None:
+    """Schema, statistics and deletion of loaded traces."""
+
+
+@db_group.command("init")
+@neo4j_options
+def init_command(settings: Settings) -> None:
+    """Create the constraints and indexes of the graph model (idempotent)."""
+    with connect(settings) as db:
+        names = init_schema(db)
+    console.print(f"{len(names)} constraints and indexes in place: {', '.join(names)}")
+
+
+@db_group.command("stats")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@neo4j_options
+def stats_command(as_json: bool, settings: Settings) -> None:
+    """Node and relationship counts, and every trace with its load state."""
+    with connect(settings) as db:
+        stats = graph_stats(db)
+    if as_json:
+        click.echo(json.dumps(stats, indent=2, default=str))
+        return
+    counts = Table(title="Graph")
+    counts.add_column("element")
+    counts.add_column("count", justify="right")
+    for key, value in stats["counts"].items():
+        counts.add_row(key, f"{value:,}")
+    console.print(counts)
+    traces = Table(title="Traces")
+    columns: tuple[str, ...] = ("id", "system", "dataset", "source", "load_state")
+    columns += ("operations", "variables", "edges", "cases", "failed_cases", "labels")
+    for column in columns:
+        traces.add_column(column)
+    for row in stats["traces"]:
+        traces.add_row(*("" if row[c] is None else str(row[c]) for c in columns))
+    console.print(traces)
+
+
+@db_group.command("delete")
+@click.option("--trace", "trace_ids", multiple=True, help="Trace id to delete (repeatable).")
+@click.option("--all", "everything", is_flag=True, help="Delete the whole database.")
+@click.option("--yes", is_flag=True, help="Confirm --all.")
+@neo4j_options
+def delete_command(
+    trace_ids: tuple[str, ...], everything: bool, yes: bool, settings: Settings
+) -> None:
+    """Delete traces by id; wiping the whole database needs --all --yes."""
+    if everything and trace_ids:
+        raise ConfigError("give either --trace ID or --all --yes, not both")
+    if everything and not yes:
+        raise ConfigError("--all deletes every node in the database; add --yes to confirm")
+    if not everything and not trace_ids:
+        raise ConfigError("nothing to delete: give --trace ID (or --all --yes)")
+    with connect(settings) as db:
+        if everything:
+            console.print(f"deleted {delete_everything(db):,} nodes")
+            return
+        for trace_id in trace_ids:
+            deleted = delete_trace(db, trace_id)
+            if deleted == 0:
+                console.print(f"trace {trace_id!r}: not found")
+            else:
+                console.print(f"trace {trace_id!r}: deleted {deleted:,} nodes")
