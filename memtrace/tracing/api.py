@@ -1,0 +1,247 @@
+"""The public tracing API: module functions bound to the active tracer and operation.
+
+The active tracer lives in a context variable (async tasks and copied contexts see their own),
+with a process-wide fallback so threads started inside ``trace(...)`` record into it too. With
+no active tracer every call returns at once: a decorated function costs one context-variable
+lookup and one extra call.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from types import TracebackType
+from typing import Any, ParamSpec, TypeVar
+
+from memtrace.tracing.clock import Clock
+from memtrace.tracing.tracer import OFF, OpState, Tracer, Var
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_tracer: ContextVar[Tracer | None] = ContextVar("memtrace_tracer", default=None)
+_op: ContextVar[OpState | None] = ContextVar("memtrace_operation", default=None)
+_session: ContextVar[str | None] = ContextVar("memtrace_session", default=None)
+_process_tracer: list[Tracer] = []  # fallback for threads; a list so no `global` is needed
+
+
+def active() -> Tracer | None:
+    tracer = _tracer.get()
+    if tracer is None and _process_tracer:
+        return _process_tracer[-1]
+    return tracer
+
+
+@contextmanager
+def trace(
+    path: str | Path,
+    trace_id: str,
+    *,
+    system: str | None = None,
+    dataset: str | None = None,
+    clock: Clock | None = None,
+    metadata: dict[str, Any] | None = None,
+    enabled: bool = True,
+) -> Iterator[Tracer | None]:
+    """Record everything inside the block into the native trace file ``path``."""
+    if not enabled:
+        yield None
+        return
+    tracer = Tracer(
+        Path(path), trace_id, system=system, dataset=dataset, clock=clock, metadata=metadata
+    )
+    token = _tracer.set(tracer)
+    _process_tracer.append(tracer)
+    try:
+        yield tracer
+    finally:
+        _process_tracer.remove(tracer)
+        _tracer.reset(token)
+        tracer.close()
+
+
+@contextmanager
+def session(
+    name: str,
+    *,
+    session_id: str | None = None,
+    category: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Iterator[str | None]:
+    """A stage of the run; operations and variables created inside belong to it."""
+    tracer = active()
+    if tracer is None:
+        yield None
+        return
+    sid = tracer.session(name, session_id=session_id, category=category, metadata=metadata)
+    token = _session.set(sid)
+    try:
+        yield sid
+    finally:
+        _session.reset(token)
+
+
+class operation:  # lower-case: used like a function, @operation(...) or with operation(...)
+    """An operation: a decorator or a context manager.
+
+    Inside it, ``read``/``write``/``edge``/``mutation``/``delete`` attach to it. An exception
+    is recorded in the operation's metadata and re-raised.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        category: str | None = None,
+        kind: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.category = category
+        self.kind = kind
+        self.metadata = metadata
+        self._state: OpState | None = None
+        self._token: Any = None
+
+    def __enter__(self) -> OpState | None:
+        tracer = active()
+        if tracer is None:
+            return None
+        self._state = tracer.start_operation(
+            self.name,
+            session=_session.get(),
+            category=self.category,
+            kind=self.kind,
+            metadata=self.metadata,
+        )
+        self._token = _op.set(self._state)
+        return self._state
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        state = self._state
+        if state is None:
+            return
+        _op.reset(self._token)
+        if exc is not None:
+            state.metadata["error"] = f"{type(exc).__name__}: {exc}"
+        tracer = active()
+        if tracer is not None:
+            tracer.finish_operation(state)
+        self._state = None
+
+    def __call__(self, func: Callable[P, R]) -> Callable[P, R]:
+        spec = (self.name, self.category, self.kind, self.metadata)
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def run_async(*args: P.args, **kwargs: P.kwargs) -> Any:
+                if _tracer.get() is None and not _process_tracer:
+                    return await func(*args, **kwargs)
+                with operation(spec[0], category=spec[1], kind=spec[2], metadata=spec[3]):
+                    return await func(*args, **kwargs)
+
+            return run_async  # type: ignore[return-value]
+
+        @functools.wraps(func)
+        def run(*args: P.args, **kwargs: P.kwargs) -> R:
+            if _tracer.get() is None and not _process_tracer:
+                return func(*args, **kwargs)
+            with operation(spec[0], category=spec[1], kind=spec[2], metadata=spec[3]):
+                return func(*args, **kwargs)
+
+        return run
+
+
+def current_operation() -> OpState | None:
+    return _op.get()
+
+
+def variable(
+    name: str,
+    value: Any,
+    *,
+    category: str | None = None,
+    class_name: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Var:
+    """Register ``value`` under identity ``(class_name, name)``; a changed value is a new version.
+
+    Registering does not attach the variable to an operation: use ``read``/``write``.
+    """
+    tracer = active()
+    if tracer is None:
+        return OFF
+    return tracer.variable(
+        name,
+        value,
+        category=category,
+        class_name=class_name,
+        session=_session.get(),
+        metadata=metadata,
+    )
+
+
+def read(*variables: Var) -> None:
+    op = _op.get()
+    if op is not None:
+        op.read(*variables)
+
+
+def write(*variables: Var) -> None:
+    op = _op.get()
+    if op is not None:
+        op.write(*variables)
+
+
+def edge(source: Var, target: Var) -> None:
+    op = _op.get()
+    if op is not None:
+        op.edge(source, target)
+
+
+def mutation(
+    var: Var,
+    value: Any,
+    *,
+    category: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Var:
+    """An in-place update of ``var``: a new version, written by the current operation."""
+    tracer = active()
+    if tracer is None or not var.id:
+        return OFF
+    new = tracer.variable(
+        var.name,
+        value,
+        category=category,
+        class_name=var.class_name,
+        session=_session.get(),
+        metadata=metadata,
+    )
+    if new.id != var.id:
+        edge(var, new)
+    return new
+
+
+def delete(var: Var) -> None:
+    """Explicit deletion of ``var`` by the current operation: an edge to the marker variable."""
+    tracer = active()
+    if tracer is None or not var.id:
+        return
+    edge(var, tracer.marker())
+
+
+def case(**record: Any) -> None:
+    """Record one evaluated question (a native ``case`` record; see docs/trace-format.md)."""
+    tracer = active()
+    if tracer is not None:
+        tracer.case(record)

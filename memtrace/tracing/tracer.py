@@ -1,0 +1,246 @@
+"""The recording core: turns registered variables and finished operations into native records.
+
+Write order keeps every prefix of the file valid: a variable is written when it is registered,
+an operation (with its reads and writes) when it finishes, its edges right after it, a case
+when it is recorded. Everything a record references is therefore already in the file.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memtrace.tracing.clock import Clock, WallClock
+from memtrace.tracing.writer import JsonlWriter
+
+FORMAT_VERSION = 1
+MARKER_NAME = "deleted"
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    """A handle on one recorded version of a variable."""
+
+    id: str
+    name: str
+    version: int
+    class_name: str | None = None
+
+
+OFF = Var(id="", name="", version=0)  # what the API hands out while tracing is off
+
+
+def text(value: Any) -> str | None:
+    """Variable values are text; structured values become canonical JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+@dataclass(slots=True)
+class OpState:
+    id: str
+    name: str
+    created_at: str
+    seq: int
+    session: str | None
+    category: str | None = None
+    kind: str | None = None
+    reads: list[str] = field(default_factory=list)
+    writes: list[str] = field(default_factory=list)
+    edges: list[tuple[str, str]] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def read(self, *variables: Var) -> None:
+        for var in variables:
+            if var.id and var.id not in self.reads and var.id not in self.writes:
+                self.reads.append(var.id)
+
+    def write(self, *variables: Var) -> None:
+        for var in variables:
+            if var.id and var.id not in self.writes:
+                self.writes.append(var.id)
+
+    def edge(self, source: Var, target: Var) -> None:
+        """Exact flow ``source -> target`` inside this operation (both become endpoints)."""
+        if source.id and target.id:
+            self.read(source)
+            self.write(target)
+            self.edges.append((source.id, target.id))
+
+
+class Tracer:
+    """One trace file. Thread-safe: counters, version table and the file share one lock."""
+
+    def __init__(
+        self,
+        path: Path,
+        trace_id: str,
+        *,
+        system: str | None = None,
+        dataset: str | None = None,
+        clock: Clock | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        self.trace_id = trace_id
+        self.path = path
+        self._clock = clock or WallClock()
+        self._writer = JsonlWriter(path)
+        self._lock = threading.RLock()
+        self._seq = 0
+        self._counters: dict[str, int] = {}
+        self._latest: dict[tuple[str | None, str], tuple[Var, str | None]] = {}
+        self._sessions: set[str] = set()
+        self._emit(
+            {
+                "type": "trace",
+                "format_version": FORMAT_VERSION,
+                "id": trace_id,
+                "system": system,
+                "dataset": dataset,
+                "created_at": self._clock.now(),
+                "metadata": metadata or {},
+            }
+        )
+
+    def _emit(self, record: dict[str, Any]) -> None:
+        self._writer.write({k: v for k, v in record.items() if v is not None and v != {}})
+
+    def _next(self, prefix: str) -> str:
+        count = self._counters.get(prefix, 0) + 1
+        self._counters[prefix] = count
+        return f"{prefix}-{count:06d}"
+
+    def _stamp(self) -> tuple[str, int]:
+        with self._lock:
+            self._seq += 1
+            return self._clock.now(), self._seq
+
+    def session(
+        self,
+        name: str,
+        *,
+        session_id: str | None = None,
+        category: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> str:
+        with self._lock:
+            sid = session_id or self._next("session")
+            if sid not in self._sessions:
+                self._sessions.add(sid)
+                self._emit(
+                    {
+                        "type": "session",
+                        "id": sid,
+                        "name": name,
+                        "category": category,
+                        "created_at": self._clock.now(),
+                        "metadata": metadata,
+                    }
+                )
+            return sid
+
+    def variable(
+        self,
+        name: str,
+        value: Any,
+        *,
+        category: str | None = None,
+        class_name: str | None = None,
+        session: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Var:
+        """The variable ``(class_name, name)`` holding ``value``: a new version if it changed."""
+        value_text = text(value)
+        key = (class_name, name)
+        with self._lock:
+            latest = self._latest.get(key)
+            if latest is not None and latest[1] == value_text:
+                return latest[0]
+            version = latest[0].version + 1 if latest else 1
+            prefix = f"{class_name}:{name}" if class_name else name
+            var = Var(id=f"{prefix}@{version}", name=name, version=version, class_name=class_name)
+            self._latest[key] = (var, value_text)
+            created_at, seq = self._stamp()
+            self._emit(
+                {
+                    "type": "variable",
+                    "id": var.id,
+                    "name": name,
+                    "version": version,
+                    "category": category,
+                    "class_name": class_name,
+                    "value": value_text,
+                    "created_at": created_at,
+                    "seq": seq,
+                    "session": session,
+                    "metadata": metadata,
+                }
+            )
+            return var
+
+    def marker(self) -> Var:
+        """The one deletion marker variable of this trace."""
+        return self.variable(MARKER_NAME, "DELETED", category="marker", class_name="delete_marker")
+
+    def start_operation(
+        self,
+        name: str,
+        *,
+        session: str | None,
+        category: str | None = None,
+        kind: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> OpState:
+        with self._lock:
+            op_id = self._next("op")
+            created_at, seq = self._stamp()
+        return OpState(
+            id=op_id,
+            name=name,
+            created_at=created_at,
+            seq=seq,
+            session=session,
+            category=category,
+            kind=kind,
+            metadata=dict(metadata or {}),
+        )
+
+    def finish_operation(self, op: OpState) -> None:
+        with self._lock:
+            self._emit(
+                {
+                    "type": "operation",
+                    "id": op.id,
+                    "name": op.name,
+                    "kind": op.kind,
+                    "category": op.category,
+                    "session": op.session,
+                    "created_at": op.created_at,
+                    "seq": op.seq,
+                    "reads": op.reads,
+                    "writes": op.writes,
+                    "metadata": op.metadata,
+                }
+            )
+            for source, target in op.edges:
+                self._emit(
+                    {
+                        "type": "edge",
+                        "id": self._next("edge"),
+                        "op": op.id,
+                        "source": source,
+                        "target": target,
+                    }
+                )
+
+    def case(self, record: dict[str, Any]) -> None:
+        """A native ``case`` record (fields as in docs/trace-format.md, without ``type``)."""
+        with self._lock:
+            self._emit({"type": "case", **record})
+
+    def close(self) -> None:
+        self._writer.close()

@@ -1,0 +1,192 @@
+"""The tracing SDK on a toy memory system: the file it writes is the graph we expect."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memtrace.errors import InputError
+from memtrace.loaders.index import build_index
+from memtrace.loaders.native import read_native
+from memtrace.tracing import (
+    SimClock,
+    case,
+    complete_prefix,
+    delete,
+    edge,
+    mutation,
+    operation,
+    read,
+    session,
+    trace,
+    variable,
+    write,
+)
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def by_type(path: Path, kind: str) -> list[dict[str, Any]]:
+    return [r for r in records(path) if r["type"] == kind]
+
+
+@operation("memory_system.extract_facts", category="extraction")
+def extract(message: str) -> list[str]:
+    msg = variable("msg-1", message, category="message")
+    facts = [part.strip() for part in message.split(".") if part.strip()]
+    out = variable("facts-1", facts, category="llm_response")
+    edge(msg, out)
+    return facts
+
+
+def toy_run(path: Path) -> None:
+    with trace(path, "toy", system="toy", clock=SimClock()):
+        with session("memory_construction"):
+            facts = extract("Ana lives in Porto. Ana has a cat.")
+            with operation("memory_system.update_memory_decision"):
+                prompt = variable("memory-update-decision-prompt", "Decide.", category="prompt")
+                read(prompt)
+                mem = variable("mem-1", facts[0], category="memory_entry")
+                write(mem)
+                mem2 = mutation(mem, facts[0] + " since 2020")
+                mutation(mem2, facts[0] + " since 2020")  # unchanged: no new version
+            with operation("memory_system.delete_memory"):
+                delete(mem2)
+        with session("memory_search"), operation("question-answering"):
+            query = variable("q-1", "Where does Ana live?", class_name="query")
+            pred = variable("prediction-1", "Porto", class_name="prediction")
+            edge(query, pred)
+        case(
+            id="q-1", query=query.id, prediction=pred.id, golden_answers=["Porto"], judge_score=1.0
+        )
+
+
+def test_toy_system_produces_the_expected_graph(tmp_path: Path) -> None:
+    path = tmp_path / "toy.jsonl"
+    toy_run(path)
+    index = build_index(str(path), read_native(path))  # the loader accepts it
+    ops = {op["name"]: op for op in by_type(path, "operation")}
+    assert ops["memory_system.extract_facts"]["reads"] == ["msg-1@1"]
+    assert ops["memory_system.extract_facts"]["writes"] == ["facts-1@1"]
+    update = ops["memory_system.update_memory_decision"]
+    assert update["reads"] == ["memory-update-decision-prompt@1"]
+    assert update["writes"] == ["mem-1@1", "mem-1@2"]
+    deletion = ops["memory_system.delete_memory"]
+    assert deletion["reads"] == ["mem-1@2"]
+    assert deletion["writes"] == ["delete_marker:deleted@1"]
+    edges = {(e["op"], e["source"], e["target"]) for e in by_type(path, "edge")}
+    assert (deletion["id"], "mem-1@2", "delete_marker:deleted@1") in edges
+    assert (update["id"], "mem-1@1", "mem-1@2") in edges
+    versions = [v["id"] for v in by_type(path, "variable") if v["name"] == "mem-1"]
+    assert versions == ["mem-1@1", "mem-1@2"]
+    assert index.next_versions == [("mem-1@1", "mem-1@2")]
+    assert index.counts.cases == 1
+    sessions = {s["id"]: s["name"] for s in by_type(path, "session")}
+    assert {ops[n]["session"] for n in ops if n != "question-answering"} == {"session-000001"}
+    assert sessions[ops["question-answering"]["session"]] == "memory_search"
+
+
+def test_same_value_same_version_changed_value_new_version(tmp_path: Path) -> None:
+    path = tmp_path / "v.jsonl"
+    with trace(path, "v", clock=SimClock()):
+        a = variable("top_k", 10, category="parameter")
+        b = variable("top_k", 10, category="parameter")
+        c = variable("top_k", 5, category="parameter")
+        d = variable("top_k", 5, class_name="other")
+    assert a == b and a.id == "top_k@1"
+    assert c.id == "top_k@2" and c.version == 2
+    assert d.id == "other:top_k@1"
+    assert [v["value"] for v in by_type(path, "variable")] == ["10", "5", "5"]
+
+
+def test_same_clock_same_bytes(tmp_path: Path) -> None:
+    toy_run(tmp_path / "a.jsonl")
+    toy_run(tmp_path / "b.jsonl")
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+
+
+def test_disabled_tracing_records_nothing_and_returns_results(tmp_path: Path) -> None:
+    assert extract("One. Two.") == ["One", "Two"]
+    with trace(tmp_path / "off.jsonl", "off", enabled=False) as tracer:
+        assert tracer is None
+        assert extract("One.") == ["One"]
+        assert variable("x", 1).id == ""
+    assert not (tmp_path / "off.jsonl").exists()
+
+
+def test_an_exception_is_recorded_and_reraised(tmp_path: Path) -> None:
+    path = tmp_path / "err.jsonl"
+
+    @operation("memory_system.extract_facts")
+    def broken() -> None:
+        raise ValueError("model refused")
+
+    with trace(path, "err", clock=SimClock()), pytest.raises(ValueError):
+        broken()
+    (op,) = by_type(path, "operation")
+    assert op["metadata"] == {"error": "ValueError: model refused"}
+
+
+def test_every_prefix_of_complete_lines_is_a_valid_trace(tmp_path: Path) -> None:
+    full = tmp_path / "full.jsonl"
+    toy_run(full)
+    lines = full.read_bytes().splitlines(keepends=True)
+    for n in range(1, len(lines) + 1):
+        prefix = tmp_path / f"p{n}.jsonl"
+        prefix.write_bytes(b"".join(lines[:n]))
+        build_index(str(prefix), read_native(prefix))
+
+
+def test_a_torn_last_line_is_rejected_then_cut_off(tmp_path: Path) -> None:
+    path = tmp_path / "torn.jsonl"
+    toy_run(path)
+    data = path.read_bytes()
+    path.write_bytes(data[:-7])  # the crash tore the last record
+    with pytest.raises(InputError, match="malformed JSON"):
+        build_index(str(path), read_native(path))
+    assert complete_prefix(path) > 0
+    build_index(str(path), read_native(path))
+
+
+def test_async_tasks_keep_their_own_current_operation(tmp_path: Path) -> None:
+    path = tmp_path / "async.jsonl"
+
+    @operation("memory_system.search_vector_store")
+    async def search(n: int) -> None:
+        query = variable(f"q-{n}", f"question {n}", class_name="query")
+        await asyncio.sleep(0.01 * (3 - n))  # interleave the tasks
+        read(query)
+
+    async def main() -> None:
+        await asyncio.gather(*(search(n) for n in range(3)))
+
+    with trace(path, "async"):
+        asyncio.run(main())
+    ops = by_type(path, "operation")
+    assert sorted(op["reads"][0] for op in ops) == ["query:q-0@1", "query:q-1@1", "query:q-2@1"]
+
+
+def test_threads_write_whole_lines(tmp_path: Path) -> None:
+    path = tmp_path / "threads.jsonl"
+
+    def work(n: int) -> None:
+        for i in range(50):
+            with operation("memory_system.add_to_vector_store"):
+                write(variable(f"mem-{n}-{i}", "x" * 500, category="memory_entry"))
+
+    with trace(path, "threads"):
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    index = build_index(str(path), read_native(path))
+    assert index.counts.operations == 200 and index.counts.variables == 200
+    assert all(len(op["writes"]) == 1 for op in by_type(path, "operation"))
