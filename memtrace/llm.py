@@ -1,0 +1,346 @@
+"""The LLM boundary: one small client over the official ``openai`` package.
+
+Works with any OpenAI-compatible endpoint (``settings.llm``). What it adds to the raw client:
+
+* structured output: a reply is parsed as JSON and validated against a pydantic model; an invalid
+  reply is answered once with the validation error and a request to fix it, then ``LLMError``;
+* bounded retries with exponential backoff (honouring ``Retry-After``) on 429, 5xx, timeouts and
+  connection errors; other HTTP errors fail at once;
+* an on-disk cache keyed by model + the full request, so a re-run makes zero calls;
+* ``Usage`` accounting (calls, cache hits, tokens) that callers sum per case;
+* ``run_concurrently`` for many independent calls with a bounded number of threads.
+
+Errors are ``LLMError`` with the endpoint and status; the API key is never part of a message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import openai
+from pydantic import BaseModel, ValidationError
+
+from memtrace.errors import LLMError
+from memtrace.settings import LLMSettings, Settings
+
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+R = TypeVar("R")
+
+Message = dict[str, str]
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one or more requests cost. ``calls`` counts HTTP requests actually sent."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.calls + other.calls,
+            self.cache_hits + other.cache_hits,
+            self.tokens_in + other.tokens_in,
+            self.tokens_out + other.tokens_out,
+        )
+
+    @staticmethod
+    def total(items: Iterable[Usage]) -> Usage:
+        result = Usage()
+        for item in items:
+            result = result + item
+        return result
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class Structured(Generic[M]):
+    value: M
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class Embeddings:
+    vectors: list[list[float]]
+    usage: Usage
+
+
+class ResponseCache:
+    """One JSON file per request hash; writes are atomic so concurrent runs never see half files."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    @staticmethod
+    def key(payload: dict[str, Any]) -> str:
+        text = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Any | None:
+        try:
+            return json.loads(self._path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def put(self, key: str, value: Any) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(value, handle, ensure_ascii=False)
+        os.replace(tmp, path)
+
+
+def _retryable(exc: Exception) -> bool:
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code == 429 or exc.status_code >= 500
+    return isinstance(exc, openai.APIConnectionError)  # includes APITimeoutError
+
+
+def _retry_after(exc: Exception) -> float | None:
+    if isinstance(exc, openai.APIStatusError):
+        value = exc.response.headers.get("retry-after")
+        try:
+            return float(value) if value is not None else None
+        except ValueError:
+            return None
+    return None
+
+
+def parse_json_reply(text: str, model: type[M]) -> M:
+    """Parse a reply (optionally in a ```json fence) and validate it; raises ValueError."""
+    match = _FENCE.match(text)
+    body = match.group(1) if match else text.strip()
+    try:
+        return model.model_validate_json(body)
+    except ValidationError as exc:
+        raise ValueError(
+            f"reply does not match the schema: {exc.errors(include_url=False)}"
+        ) from exc
+
+
+class LLMClient:
+    """A synchronous, thread-safe client; share one instance between threads."""
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        cache_dir: Path | None = None,
+        *,
+        max_retries: int = 4,
+        backoff_seconds: float = 0.5,
+        max_backoff_seconds: float = 20.0,
+        json_mode: bool = True,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not settings.base_url:
+            raise LLMError(
+                "no LLM endpoint configured: set OPENAI_BASE_URL (and OPENAI_API_KEY) "
+                "or [llm] base_url in settings.toml"
+            )
+        self.model = settings.model
+        self.base_url = settings.base_url
+        self._key = settings.api_key.get_secret_value() if settings.api_key else "none"
+        # Our own retry loop (below) knows which failures are worth a retry; the client's is off.
+        self._client = openai.OpenAI(
+            api_key=self._key,
+            base_url=settings.base_url,
+            timeout=settings.timeout_seconds,
+            max_retries=0,
+        )
+        self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
+        self.max_retries = max_retries
+        self.backoff_seconds = backoff_seconds
+        self.max_backoff_seconds = max_backoff_seconds
+        self.json_mode = json_mode
+        self._sleep = sleep
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, cache: bool = True, **kwargs: Any) -> LLMClient:
+        cache_dir = settings.home / "llm-cache" if cache else None
+        return cls(settings.llm, cache_dir, **kwargs)
+
+    # -- public calls -------------------------------------------------------------------------
+
+    def complete(
+        self, prompt: str | Sequence[Message], *, system: str | None = None, **options: Any
+    ) -> Completion:
+        """A plain text completion. ``options`` go to the API (temperature, max_tokens, ...)."""
+        return self._chat(_messages(prompt, system), options)
+
+    def complete_json(
+        self,
+        prompt: str | Sequence[Message],
+        model: type[M],
+        *,
+        system: str | None = None,
+        **options: Any,
+    ) -> Structured[M]:
+        """A completion parsed into ``model``; one repair round on invalid output."""
+        schema = json.dumps(model.model_json_schema(), separators=(",", ":"))
+        instruction = f"Reply with one JSON object (no prose) matching this JSON Schema: {schema}"
+        messages = _messages(prompt, f"{system}\n\n{instruction}" if system else instruction)
+        if self.json_mode:
+            options = {"response_format": {"type": "json_object"}, **options}
+        # The cache holds the validated reply under the original request, so a re-run is free
+        # even when the first reply needed a repair round.
+        payload = {"endpoint": "chat", "model": self.model, "messages": messages, **options}
+        cached = self._cache_get(payload)
+        if cached is not None:
+            return Structured(parse_json_reply(cached["text"], model), Usage(cache_hits=1))
+        first = self._chat(messages, options, cache=False)
+        try:
+            value = parse_json_reply(first.text, model)
+            usage = first.usage
+            text = first.text
+        except ValueError as exc:
+            repair = [
+                *messages,
+                {"role": "assistant", "content": first.text},
+                {
+                    "role": "user",
+                    "content": f"That reply was invalid ({str(exc)[:500]}). {instruction}",
+                },
+            ]
+            second = self._chat(repair, options, cache=False)
+            usage = first.usage + second.usage
+            text = second.text
+            try:
+                value = parse_json_reply(text, model)
+            except ValueError as again:
+                raise LLMError(
+                    f"{self.base_url}: model {self.model} returned invalid JSON twice: {again}"
+                ) from again
+        self._cache_put(payload, {"text": text})
+        return Structured(value, usage)
+
+    def embed(self, texts: Sequence[str], *, model: str | None = None) -> Embeddings:
+        """Embeddings for ``texts`` (one request; cached as a whole)."""
+        name = model or self.model
+        payload = {"endpoint": "embeddings", "model": name, "input": list(texts)}
+        cached = self._cache_get(payload)
+        if cached is not None:
+            return Embeddings(cached["vectors"], Usage(cache_hits=1))
+
+        def call() -> Any:
+            return self._client.embeddings.create(model=name, input=list(texts))
+
+        response = self._with_retries(call)
+        vectors = [list(item.embedding) for item in sorted(response.data, key=lambda d: d.index)]
+        tokens = response.usage.prompt_tokens if response.usage else 0
+        self._cache_put(payload, {"vectors": vectors})
+        return Embeddings(vectors, Usage(calls=1, tokens_in=tokens))
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _chat(
+        self, messages: list[Message], options: dict[str, Any], *, cache: bool = True
+    ) -> Completion:
+        payload = {"endpoint": "chat", "model": self.model, "messages": messages, **options}
+        cached = self._cache_get(payload) if cache else None
+        if cached is not None:
+            return Completion(cached["text"], Usage(cache_hits=1))
+
+        def call() -> Any:
+            return self._client.chat.completions.create(
+                model=self.model,
+                messages=messages,  # type: ignore[arg-type]
+                **options,
+            )
+
+        response = self._with_retries(call)
+        if not response.choices:
+            raise LLMError(f"{self.base_url}: model {self.model} returned no choices")
+        text = response.choices[0].message.content or ""
+        usage = response.usage
+        spent = Usage(
+            calls=1,
+            tokens_in=usage.prompt_tokens if usage else 0,
+            tokens_out=usage.completion_tokens if usage else 0,
+        )
+        if cache:
+            self._cache_put(payload, {"text": text})
+        return Completion(text, spent)
+
+    def _with_retries(self, call: Callable[[], T]) -> T:
+        attempt = 0
+        while True:
+            try:
+                return call()
+            except openai.OpenAIError as exc:
+                if not _retryable(exc) or attempt >= self.max_retries:
+                    raise self._error(exc, attempt) from exc
+                delay = min(self.backoff_seconds * 2**attempt, self.max_backoff_seconds)
+                hinted = _retry_after(exc)
+                self._sleep(min(hinted, self.max_backoff_seconds) if hinted else delay)
+                attempt += 1
+
+    def _error(self, exc: Exception, retries: int) -> LLMError:
+        if isinstance(exc, openai.APITimeoutError):
+            what = "timed out"
+        elif isinstance(exc, openai.APIStatusError):
+            what = f"HTTP {exc.status_code}: {exc.message}"
+        elif isinstance(exc, openai.APIConnectionError):
+            what = f"connection failed: {exc}"
+        else:
+            what = f"{type(exc).__name__}: {exc}"
+        after = f" after {retries} retries" if retries else ""
+        message = f"LLM request to {self.base_url} (model {self.model}) {what}{after}"
+        if self._key and self._key != "none":
+            message = message.replace(self._key, "***")
+        return LLMError(message)
+
+    def _cache_get(self, payload: dict[str, Any]) -> Any | None:
+        return self.cache.get(ResponseCache.key(payload)) if self.cache else None
+
+    def _cache_put(self, payload: dict[str, Any], value: Any) -> None:
+        if self.cache:
+            self.cache.put(ResponseCache.key(payload), value)
+
+
+def _messages(prompt: str | Sequence[Message], system: str | None) -> list[Message]:
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+    return [{"role": "system", "content": system}, *messages] if system else messages
+
+
+def run_concurrently(
+    work: Callable[[T], R], items: Sequence[T], max_workers: int = 8
+) -> list[R | LLMError]:
+    """Apply ``work`` to every item with at most ``max_workers`` in flight, keeping order.
+
+    An ``LLMError`` becomes that item's result so one failure does not stop the others.
+    """
+
+    def guarded(item: T) -> R | LLMError:
+        try:
+            return work(item)
+        except LLMError as exc:
+            return exc
+
+    if not items:
+        return []
+    with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(items)))) as pool:
+        return list(pool.map(guarded, items))

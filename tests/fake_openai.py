@@ -1,0 +1,183 @@
+"""A real local OpenAI-compatible HTTP server for tests, driven by a script of replies.
+
+Usage in a test module::
+
+    from fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
+
+    def test_x(fake_openai: FakeOpenAI) -> None:
+        fake_openai.script(Reply(status=429), Reply(content='{"ok": true}'))
+        ... point openai / LLMClient at fake_openai.base_url ...
+        assert len(fake_openai.chat_requests) == 2
+
+Each chat request consumes the next scripted reply; when the script is empty, ``default`` answers
+(``None`` = HTTP 500 "script exhausted", so an unexpected call fails loudly). ``/v1/embeddings``
+returns deterministic vectors derived from each input's hash. Every request is recorded
+(header names lower-cased).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer: a completion with ``content``, or an error ``status``."""
+
+    content: str = ""
+    status: int = 200
+    delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    prompt_tokens: int = 11
+    completion_tokens: int = 7
+
+
+@dataclass(frozen=True)
+class Recorded:
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+
+class FakeOpenAI:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._script: list[Reply] = []
+        self.default: Reply | None = None
+        self.requests: list[Recorded] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    @property
+    def chat_requests(self) -> list[Recorded]:
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self._script.extend(replies)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _next(self) -> Reply | None:
+        with self._lock:
+            return self._script.pop(0) if self._script else self.default
+
+    def _record(self, item: Recorded) -> None:
+        with self._lock:
+            self.requests.append(item)
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # silence stderr
+                return
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                fake._record(
+                    Recorded(self.path, body, {k.lower(): v for k, v in self.headers.items()})
+                )
+                if self.path.endswith("/embeddings"):
+                    self._send(200, _embeddings(body))
+                    return
+                if not self.path.endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                reply = fake._next()
+                if reply is None:
+                    self._send(500, {"error": {"message": "script exhausted", "type": "server"}})
+                    return
+                if reply.delay:
+                    time.sleep(reply.delay)
+                if reply.status != 200:
+                    error = {"message": f"scripted {reply.status}", "type": "scripted"}
+                    self._send(reply.status, {"error": error}, reply.headers)
+                    return
+                self._send(200, _completion(body, reply), reply.headers)
+
+            def _send(
+                self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+            ) -> None:
+                data = json.dumps(payload).encode("utf-8")
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for key, value in (headers or {}).items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout test); nothing to deliver
+
+        return Handler
+
+
+def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": reply.content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+        },
+    }
+
+
+def _embeddings(body: dict[str, Any]) -> dict[str, Any]:
+    inputs = body.get("input", [])
+    texts = [inputs] if isinstance(inputs, str) else list(inputs)
+    data = []
+    for index, text in enumerate(texts):
+        digest = hashlib.sha256(str(text).encode("utf-8")).digest()
+        vector = [(b - 128) / 128 for b in digest[:8]]
+        data.append({"object": "embedding", "index": index, "embedding": vector})
+    tokens = sum(len(str(t).split()) for t in texts)
+    return {
+        "object": "list",
+        "data": data,
+        "model": body.get("model", "fake"),
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+
+
+@pytest.fixture(name="fake_openai")
+def fake_openai_fixture() -> Iterator[FakeOpenAI]:
+    server = FakeOpenAI()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,184 @@
+"""memtrace.llm against a real local HTTP server, through the real openai client."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
+from pydantic import BaseModel, SecretStr
+
+from memtrace.errors import LLMError
+from memtrace.llm import LLMClient, Usage, parse_json_reply, run_concurrently
+from memtrace.settings import LLMSettings
+
+
+class Verdict(BaseModel):
+    faulty: bool
+    reason: str
+
+
+GOOD = json.dumps({"faulty": True, "reason": "dropped the fact"})
+
+
+def make_client(
+    server: FakeOpenAI, tmp_path: Path | None = None, timeout: float = 5.0, **kwargs: object
+) -> tuple[LLMClient, list[float]]:
+    sleeps: list[float] = []
+    settings = LLMSettings(
+        base_url=server.base_url,
+        api_key=SecretStr("sk-secret-test-key"),
+        model="judge-model",
+        timeout_seconds=timeout,
+    )
+    client = LLMClient(settings, tmp_path, sleep=sleeps.append, **kwargs)  # type: ignore[arg-type]
+    return client, sleeps
+
+
+def test_text_completion_counts_tokens(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply(content="hello", prompt_tokens=20, completion_tokens=3))
+    client, _ = make_client(fake_openai)
+    result = client.complete("say hello", system="be brief", temperature=0)
+    assert result.text == "hello"
+    assert result.usage == Usage(calls=1, tokens_in=20, tokens_out=3)
+    body = fake_openai.chat_requests[0].body
+    assert body["model"] == "judge-model"
+    assert body["messages"][0] == {"role": "system", "content": "be brief"}
+    assert body["temperature"] == 0
+    assert fake_openai.chat_requests[0].headers["authorization"] == "Bearer sk-secret-test-key"
+
+
+def test_structured_output_is_validated(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply(content=f"```json\n{GOOD}\n```"))
+    client, _ = make_client(fake_openai)
+    result = client.complete_json("judge this", Verdict)
+    assert result.value == Verdict(faulty=True, reason="dropped the fact")
+    body = fake_openai.chat_requests[0].body
+    assert body["response_format"] == {"type": "json_object"}
+    assert "JSON Schema" in body["messages"][0]["content"]
+
+
+def test_malformed_json_is_repaired_once(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply(content="{not json"), Reply(content=GOOD))
+    client, _ = make_client(fake_openai)
+    result = client.complete_json("judge this", Verdict)
+    assert result.value.faulty is True
+    assert result.usage.calls == 2
+    repair = fake_openai.chat_requests[1].body["messages"]
+    assert repair[-2] == {"role": "assistant", "content": "{not json"}
+    assert "invalid" in repair[-1]["content"]
+
+
+def test_invalid_twice_raises(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply(content='{"faulty": "maybe"}'), Reply(content="still no"))
+    client, _ = make_client(fake_openai)
+    with pytest.raises(LLMError, match="invalid JSON twice"):
+        client.complete_json("judge this", Verdict)
+    assert len(fake_openai.chat_requests) == 2
+
+
+def test_429_then_success_backs_off(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(
+        Reply(status=429), Reply(status=429, headers={"retry-after": "1.5"}), Reply(content="ok")
+    )
+    client, sleeps = make_client(fake_openai, backoff_seconds=0.25)
+    assert client.complete("x").text == "ok"
+    assert sleeps == [0.25, 1.5]
+    assert len(fake_openai.chat_requests) == 3
+
+
+def test_500_exhausts_bounded_retries(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(*[Reply(status=500)] * 3)
+    client, sleeps = make_client(fake_openai, max_retries=2)
+    with pytest.raises(LLMError) as info:
+        client.complete("x")
+    assert "HTTP 500" in str(info.value) and "after 2 retries" in str(info.value)
+    assert "sk-secret-test-key" not in str(info.value)
+    assert len(fake_openai.chat_requests) == 3
+    assert len(sleeps) == 2
+
+
+def test_client_errors_are_not_retried(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply(status=401))
+    client, sleeps = make_client(fake_openai)
+    with pytest.raises(LLMError, match="HTTP 401"):
+        client.complete("x")
+    assert sleeps == [] and len(fake_openai.chat_requests) == 1
+
+
+def test_timeout_is_retried_then_reported(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply(content="late", delay=1.0), Reply(content="late", delay=1.0))
+    client, _ = make_client(fake_openai, timeout=0.2, max_retries=1)
+    with pytest.raises(LLMError, match="timed out after 1 retries"):
+        client.complete("x")
+
+
+def test_timeout_then_success(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply(content="late", delay=1.0), Reply(content="fast"))
+    client, sleeps = make_client(fake_openai, timeout=0.3)
+    assert client.complete("x").text == "fast"
+    assert len(sleeps) == 1
+
+
+def test_cache_makes_reruns_free(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    fake_openai.script(Reply(content="{broken"), Reply(content=GOOD))
+    client, _ = make_client(fake_openai, tmp_path)
+    first = client.complete_json("judge this", Verdict)
+    again, _ = make_client(fake_openai, tmp_path)  # a new process would see the same files
+    second = again.complete_json("judge this", Verdict)
+    assert second.value == first.value
+    assert second.usage == Usage(cache_hits=1)
+    assert len(fake_openai.chat_requests) == 2  # only the first run's two calls
+    fake_openai.script(Reply(content=GOOD))
+    other = again.complete_json("judge that", Verdict)  # a different prompt is a miss
+    assert other.usage.calls == 1
+
+
+def test_concurrency_is_bounded_and_ordered(fake_openai: FakeOpenAI) -> None:
+    fake_openai.default = Reply(content="same", delay=0.1)
+    client, _ = make_client(fake_openai)
+    active = 0
+    peak = 0
+    lock = threading.Lock()
+
+    def work(i: int) -> str:
+        nonlocal active, peak
+        with lock:
+            active += 1
+            peak = max(peak, active)
+        try:
+            return f"{i}:{client.complete(f'prompt {i}').text}"
+        finally:
+            with lock:
+                active -= 1
+
+    results = run_concurrently(work, list(range(9)), max_workers=3)
+    assert results == [f"{i}:same" for i in range(9)]
+    assert peak == 3
+
+
+def test_concurrent_failures_stay_per_item(fake_openai: FakeOpenAI) -> None:
+    client, _ = make_client(fake_openai, max_retries=0)
+    fake_openai.default = None  # every call: 500 "script exhausted"
+    results = run_concurrently(lambda p: client.complete(p).text, ["a", "b"], max_workers=2)
+    assert all(isinstance(r, LLMError) for r in results)
+
+
+def test_embeddings(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    client, _ = make_client(fake_openai, tmp_path)
+    result = client.embed(["alpha beta", "gamma"], model="embedder")
+    assert len(result.vectors) == 2 and len(result.vectors[0]) == 8
+    assert result.usage.calls == 1
+    assert client.embed(["alpha beta", "gamma"], model="embedder").usage.cache_hits == 1
+
+
+def test_missing_endpoint_is_a_clear_error() -> None:
+    with pytest.raises(LLMError, match="OPENAI_BASE_URL"):
+        LLMClient(LLMSettings())
+
+
+def test_parse_json_reply_rejects_prose() -> None:
+    with pytest.raises(ValueError):
+        parse_json_reply("Sure! here it is", Verdict)
