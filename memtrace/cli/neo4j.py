@@ -55,8 +55,20 @@ def install() -> None:
 
 
 @neo4j_group.command()
-@click.option("--bolt-port", default=7687, show_default=True, type=click.IntRange(1, 65535))
-@click.option("--http-port", default=7474, show_default=True, type=click.IntRange(1, 65535))
+@click.option(
+    "--bolt-port",
+    envvar="MEMTRACE_BOLT_PORT",
+    default=7687,
+    show_default=True,
+    type=click.IntRange(1, 65535),
+)
+@click.option(
+    "--http-port",
+    envvar="MEMTRACE_HTTP_PORT",
+    default=7474,
+    show_default=True,
+    type=click.IntRange(1, 65535),
+)
 @click.option("--no-auth", is_flag=True, help="Disable authentication (throwaway servers only).")
 @click.option("--heap", callback=_size, help="Heap size, e.g. 2g [default: from free RAM].")
 @click.option("--page-cache", callback=_size, help="Page cache, e.g. 1g [default: from free RAM].")

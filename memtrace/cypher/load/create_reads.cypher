@@ -1,8 +1,0 @@
-// Link each operation to the variables it reads (rows: one operation, its variables).
-// params: $trace_id, $rows
-// returns: -
-UNWIND $rows AS row
-MATCH (o:Operation {trace_id: $trace_id, id: row.op})
-UNWIND row.vars AS var_id
-MATCH (v:Variable {trace_id: $trace_id, id: var_id})
-MERGE (o)-[:READS]->(v)
