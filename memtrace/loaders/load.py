@@ -140,7 +140,7 @@ def expand_paths(patterns: list[str]) -> list[Path]:
 
 
 def detect_format(file: Path) -> Format:
-    """Native when the first non-blank line is a trace record, smartcomment for any other object."""
+    """Native when the first non-blank line is a JSON object with a ``type``; else smartcomment."""
     try:
         with file.open("rb") as handle:
             for raw in handle:
@@ -150,7 +150,7 @@ def detect_format(file: Path) -> Format:
                     first = json.loads(raw)
                 except (json.JSONDecodeError, UnicodeDecodeError):
                     first = None
-                if isinstance(first, dict) and first.get("type") == "trace":
+                if isinstance(first, dict) and "type" in first:
                     return "native"
                 if raw.lstrip().startswith(b"{"):
                     return "smartcomment"

@@ -67,7 +67,7 @@ def node_rows(index: TraceIndex, location: str, record: AnyRecord) -> Iterator[Q
                 "lineno": record.lineno,
                 **metadata_properties(record.metadata),
             }
-            yield "load/merge_variables", {"id": record.id, "props": _clean(props)}
+            yield "load/create_variables", {"id": record.id, "props": _clean(props)}
         case OperationRecord():
             entry = index.operations[record.id]
             props = {
@@ -83,7 +83,7 @@ def node_rows(index: TraceIndex, location: str, record: AnyRecord) -> Iterator[Q
                 "lineno": record.lineno,
                 **metadata_properties(record.metadata),
             }
-            yield "load/merge_operations", {"id": record.id, "props": _clean(props)}
+            yield "load/create_operations", {"id": record.id, "props": _clean(props)}
         case SessionRecord():
             props = {
                 "name": record.name,
@@ -93,7 +93,7 @@ def node_rows(index: TraceIndex, location: str, record: AnyRecord) -> Iterator[Q
                 "comment": record.comment,
                 **metadata_properties(record.metadata),
             }
-            yield "load/merge_sessions", {"id": record.id, "props": _clean(props)}
+            yield "load/create_sessions", {"id": record.id, "props": _clean(props)}
         case CaseRecord():
             props = {
                 "query_id": record.query,
@@ -107,7 +107,7 @@ def node_rows(index: TraceIndex, location: str, record: AnyRecord) -> Iterator[Q
                 "missing_evidence": record.missing_evidence or None,
                 **metadata_properties(record.metadata),
             }
-            yield "load/merge_cases", {"id": record.id, "props": _clean(props)}
+            yield "load/create_cases", {"id": record.id, "props": _clean(props)}
 
 
 def relationship_rows(index: TraceIndex, location: str, record: AnyRecord) -> Iterator[QueryRow]:
@@ -116,25 +116,18 @@ def relationship_rows(index: TraceIndex, location: str, record: AnyRecord) -> It
         return
     match record:
         case OperationRecord():
-            if record.session is not None:
-                yield "load/create_in_session", {"op": record.id, "session": record.session}
-            if record.reads:
-                yield (
-                    "load/create_reads",
-                    {"op": record.id, "vars": list(dict.fromkeys(record.reads))},
-                )
-            if record.writes:
-                writes = list(dict.fromkeys(record.writes))
-                yield "load/create_writes", {"op": record.id, "vars": writes}
-            deps = index.depends_on(record)
-            if deps:
-                yield (
-                    "load/create_depends_on",
-                    {
-                        "op": record.id,
-                        "deps": [{"op": op, "via": via} for op, via in deps.items()],
-                    },
-                )
+            yield (
+                "load/create_operation_links",
+                {
+                    "op": record.id,
+                    "session": record.session,
+                    "reads": list(dict.fromkeys(record.reads)),
+                    "writes": list(dict.fromkeys(record.writes)),
+                    "deps": [
+                        {"op": op, "via": via} for op, via in index.depends_on(record).items()
+                    ],
+                },
+            )
         case EdgeRecord():
             yield (
                 "load/create_flows_to",

@@ -245,28 +245,25 @@ def _convert(graph: SCGraph, path: str) -> Iterator[tuple[str, AnyRecord]]:
         node_locations.setdefault(variable.id, location)
         yield location, variable
     edges_by_op: dict[str, list[SCEdge]] = defaultdict(list)
-    edge_records: list[tuple[str, AnyRecord]] = []
     for i, item in enumerate(data.edges):
         location = f"data.edges[{i}]"
         edge = _validate(SCEdge, item, path, location)
         edges_by_op[edge.op_id].append(edge)
-        edge_records.append(
-            (
-                location,
-                EdgeRecord(
-                    type="edge",
-                    id=edge.edge_id,
-                    op=edge.op_id,
-                    source=edge.source_full_node_id,
-                    target=edge.target_full_node_id,
-                    category=edge.category,
-                    created_at=edge.created_at,
-                    comment=edge.comment,
-                    filename=edge.filename,
-                    lineno=edge.lineno,
-                    metadata=edge.metadata,
-                ),
-            )
+        yield (
+            location,
+            EdgeRecord(
+                type="edge",
+                id=edge.edge_id,
+                op=edge.op_id,
+                source=edge.source_full_node_id,
+                target=edge.target_full_node_id,
+                category=edge.category,
+                created_at=edge.created_at,
+                comment=edge.comment,
+                filename=edge.filename,
+                lineno=edge.lineno,
+                metadata=edge.metadata,
+            ),
         )
     operations: list[OperationRecord] = []
     for i, item in enumerate(data.operations):
@@ -292,7 +289,6 @@ def _convert(graph: SCGraph, path: str) -> Iterator[tuple[str, AnyRecord]]:
         )
         operations.append(record)
         yield location, record
-    yield from edge_records
     yield from _cases(graph, path, variables, node_locations, operations)
 
 

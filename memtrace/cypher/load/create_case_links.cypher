@@ -4,11 +4,11 @@
 UNWIND $rows AS row
 MATCH (c:Case {trace_id: $trace_id, id: row.id})
 MATCH (q:Variable {trace_id: $trace_id, id: row.query})
-MERGE (c)-[:QUERY]->(q)
+CREATE (c)-[:QUERY]->(q)
 SET c.query = coalesce(c.query, q.value)
 WITH c, row
 OPTIONAL MATCH (p:Variable {trace_id: $trace_id, id: row.prediction})
 FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END |
-  MERGE (c)-[:PREDICTION]->(p)
+  CREATE (c)-[:PREDICTION]->(p)
   SET c.prediction = coalesce(c.prediction, p.value)
 )

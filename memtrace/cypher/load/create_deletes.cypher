@@ -4,4 +4,4 @@
 UNWIND $rows AS row
 MATCH (o:Operation {trace_id: $trace_id, id: row.op})
 MATCH (v:Variable {trace_id: $trace_id, id: row.var})
-MERGE (o)-[d:DELETES {edge_id: row.edge_id}]->(v)
+CREATE (o)-[:DELETES {edge_id: row.edge_id}]->(v)

@@ -5,4 +5,4 @@ UNWIND $rows AS row
 MATCH (c:Case {trace_id: $trace_id, id: row.case})
 UNWIND row.vars AS var_id
 MATCH (v:Variable {trace_id: $trace_id, id: var_id})
-MERGE (c)-[:EVIDENCE]->(v)
+CREATE (c)-[:EVIDENCE]->(v)

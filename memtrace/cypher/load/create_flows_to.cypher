@@ -4,5 +4,5 @@
 UNWIND $rows AS row
 MATCH (s:Variable {trace_id: $trace_id, id: row.source})
 MATCH (t:Variable {trace_id: $trace_id, id: row.target})
-MERGE (s)-[f:FLOWS_TO {edge_id: row.id}]->(t)
+CREATE (s)-[f:FLOWS_TO {edge_id: row.id}]->(t)
 SET f.op_id = row.op, f.category = row.category

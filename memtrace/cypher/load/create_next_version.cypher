@@ -4,4 +4,4 @@
 UNWIND $rows AS row
 MATCH (a:Variable {trace_id: $trace_id, id: row.older})
 MATCH (b:Variable {trace_id: $trace_id, id: row.newer})
-MERGE (a)-[:NEXT_VERSION]->(b)
+CREATE (a)-[:NEXT_VERSION]->(b)

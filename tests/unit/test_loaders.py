@@ -1,0 +1,178 @@
+"""Offline tests of the loader: parsing, validation, kind mapping, row builders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memtrace.errors import InputError
+from memtrace.loaders.index import build_index
+from memtrace.loaders.kinds import derive_kind
+from memtrace.loaders.load import LoadOptions, detect_format, expand_paths, load_paths
+from memtrace.loaders.models import OperationRecord, metadata_properties, parse_timestamp
+from memtrace.loaders.native import read_native
+from memtrace.loaders.rows import node_rows, relationship_rows
+from memtrace.loaders.smartcomment import python_text
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+SMALL = DATA / "native" / "small.jsonl"
+
+# file -> (location, the specific problem)
+MALFORMED: dict[str, tuple[str | None, str]] = {
+    "empty.jsonl": (None, "empty file: no records"),
+    "malformed_json.jsonl": ("2", "malformed JSON: Expecting value"),
+    "not_an_object.jsonl": ("2", "a record must be a JSON object, got an array"),
+    "first_not_trace.jsonl": ("1", "the first record must be the trace record"),
+    "unknown_format_version.jsonl": ("1", "unsupported format_version 2"),
+    "unknown_record_type.jsonl": ("2", "unknown record type 'widget'"),
+    "missing_type.jsonl": ("2", "record has no 'type' field"),
+    "missing_id.jsonl": ("2", "variable.id: required field is missing"),
+    "wrong_type.jsonl": ("2", "variable.version: Input should be a valid integer"),
+    "bad_timestamp.jsonl": ("2", "bad timestamp 'yesterday'"),
+    "unknown_field.jsonl": ("3", "operation.colour: unknown field"),
+    "edge_to_unknown_variable.jsonl": ("4", "edge.target: unknown variable 'ghost@1'"),
+    "reads_unknown_variable.jsonl": ("3", "operation.reads[1]: unknown variable 'nope@1'"),
+    "duplicate_id_different_content.jsonl": (
+        "3",
+        "duplicate variable id 'a@1' with different content (first defined at 2)",
+    ),
+    "label_unknown_operation.jsonl": ("3", "case.labels[0].op_id: unknown operation 'op-x'"),
+    "bad_error_type.jsonl": ("4", "case.labels[0].error_type: Input should be"),
+    "second_trace.jsonl": ("3", "a second trace record"),
+    "unknown_session.jsonl": ("3", "operation.session: unknown session 's9'"),
+    "same_identity_two_ids.jsonl": ("3", "has the same class_name, name and version as 'a@1'"),
+    "bad_kind.jsonl": ("2", "operation.kind: Input should be 'extraction'"),
+    "not_utf8.jsonl": ("2", "not UTF-8 text"),
+    "smartcomment_node_without_id.json": ("data.nodes[0]", "full_node_id: required field"),
+    "smartcomment_annotation_unknown_op.json": (
+        "data.annotations[0]",
+        "final_op_id: unknown operation 'op-404'",
+    ),
+    "smartcomment_edge_unknown_node.json": ("data.edges[0]", "edge.target: unknown variable"),
+    "smartcomment_truncated.json": ("1", "malformed JSON"),
+}
+
+
+def test_corpus_is_complete() -> None:
+    assert sorted(p.name for p in (DATA / "malformed").iterdir()) == sorted(MALFORMED)
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_file_gives_its_specific_error(name: str) -> None:
+    location, problem = MALFORMED[name]
+    path = DATA / "malformed" / name
+    with pytest.raises(InputError) as caught:
+        load_paths(None, [str(path)], LoadOptions(dry_run=True))
+    assert caught.value.path == str(path)
+    assert caught.value.location == location
+    assert problem in caught.value.problem
+    assert str(caught.value).startswith(f"{path}:")
+
+
+@pytest.mark.parametrize(
+    ("name", "category", "kind"),
+    [
+        ("memory_system.extract_facts", "extraction", "extraction"),
+        ("memory_system.update_memory_decision", "update", "update"),
+        ("memory_system.add_to_vector_store", "embedding", "embedding"),
+        ("memory_system.search_vector_store", "retrieval", "retrieval"),
+        ("memory_system.retrieve", None, "retrieval"),
+        ("question-answering", "evaluation", "generation"),
+        ("llm-judge", "evaluation", "judge"),
+        ("memory_system.message_buffer_update", None, "update"),
+        ("memory_system.finalize_memory_unit", None, "extraction"),
+        ("memory_system.add", None, "embedding"),
+        ("memory_system.memory_update", None, "update"),
+        ("memory_system.delete_memory", None, "deletion"),
+        ("summarize", "generation", "generation"),
+        ("summarize", "evaluation", "other"),
+        ("step", None, "other"),
+    ],
+)
+def test_kind_mapping(name: str, category: str | None, kind: str) -> None:
+    assert derive_kind(name, category) == kind
+
+
+def test_timestamps_both_formats() -> None:
+    smart = parse_timestamp("2024-05-01 10:00:00.020")
+    iso = parse_timestamp("2024-05-01T10:00:00.020Z")
+    assert smart == iso
+    assert parse_timestamp("2024-05-01T12:00:00.020+02:00") == iso
+    with pytest.raises(ValueError, match="bad timestamp"):
+        parse_timestamp("01/05/2024")
+
+
+def test_metadata_flattening() -> None:
+    props = metadata_properties({"evidence": ["D1:3"], "n": 2, "nested": {"a": 1}, "bad key": 1})
+    assert props["meta_evidence"] == ["D1:3"]
+    assert props["meta_n"] == 2
+    assert "meta_nested" not in props and "meta_bad key" not in props
+    assert '"nested": {"a": 1}' in props["metadata"]
+    assert metadata_properties({"mixed": [1, "a"]}).get("meta_mixed") is None
+
+
+def test_python_text() -> None:
+    assert python_text("'When did it happen?'") == "When did it happen?"
+    assert python_text('"it\'s"') == "it's"
+    assert python_text("plain") == "plain"
+
+
+def test_index_counts_seq_and_dependencies() -> None:
+    index = build_index(str(SMALL), read_native(SMALL))
+    counts = index.counts
+    assert (counts.operations, counts.variables, counts.sessions) == (7, 10, 2)
+    assert (counts.edges, counts.cases, counts.failed_cases, counts.labels) == (4, 1, 1, 1)
+    assert index.next_versions == [("mem-1@1", "mem-1@2")]
+    # ties on created_at are broken by record type, then id
+    seqs = {key: entry.seq for key, entry in [*index.operations.items(), *index.variables.items()]}
+    order = sorted(seqs, key=seqs.__getitem__)
+    assert order[:3] == ["msg-1@1", "prompt@1", "op-extract"]
+    records = {r.id: r for _, r in read_native(SMALL) if isinstance(r, OperationRecord)}
+    assert index.depends_on(records["op-update"]) == {
+        "op-extract": ["facts@1"],
+        "op-add": ["mem-1@1"],
+    }
+
+
+def test_rows_skip_repeated_records_and_mark_deletes() -> None:
+    index = build_index(str(SMALL), read_native(SMALL))
+    rows = [row for loc, rec in read_native(SMALL) for row in node_rows(index, loc, rec)]
+    variable_rows = [row for name, row in rows if name == "load/create_variables"]
+    assert len(variable_rows) == 10  # prompt@1 appears twice, identically
+    answer = next(r for n, r in rows if n == "load/create_operations" and r["id"] == "op-answer")
+    assert answer["props"]["kind"] == "generation"
+    rels = [row for loc, rec in read_native(SMALL) for row in relationship_rows(index, loc, rec)]
+    deletes = [row for name, row in rels if name == "load/create_deletes"]
+    assert deletes == [{"op": "op-delete", "var": "mem-1@2", "edge_id": "e4"}]
+    links = next(
+        r for n, r in rels if n == "load/create_operation_links" and r["op"] == "op-answer"
+    )
+    assert links["reads"] == ["query-1@1", "context@1"]
+
+
+def test_detect_and_expand(tmp_path: Path) -> None:
+    assert detect_format(SMALL) == "native"
+    assert detect_format(DATA / "malformed" / "smartcomment_truncated.json") == "smartcomment"
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.jsonl").write_text("{}")
+    (tmp_path / "b.json").write_text("{}")
+    (tmp_path / "notes.txt").write_text("x")
+    assert [p.name for p in expand_paths([str(tmp_path)])] == ["b.json", "a.jsonl"]
+    assert [p.name for p in expand_paths([f"{tmp_path}/**/*.jsonl"])] == ["a.jsonl"]
+    with pytest.raises(InputError, match="no such file"):
+        expand_paths([str(tmp_path / "missing*.jsonl")])
+
+
+def test_trace_id_override_needs_one_file(tmp_path: Path) -> None:
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(SMALL.read_bytes())
+    with pytest.raises(InputError, match="--trace-id needs exactly one file"):
+        load_paths(None, [str(SMALL), str(copy)], LoadOptions(trace_id="x", dry_run=True))
+
+
+def test_same_trace_twice_in_one_run_is_refused(tmp_path: Path) -> None:
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(SMALL.read_bytes())
+    with pytest.raises(InputError, match="trace id 'small' is also the trace of"):
+        load_paths(None, [str(SMALL), str(copy)], LoadOptions(dry_run=True))
