@@ -11,6 +11,7 @@ from memtrace import __version__
 from memtrace.cli.db import db_group
 from memtrace.cli.load import load_command
 from memtrace.cli.neo4j import neo4j_group
+from memtrace.cli.run import run_command
 from memtrace.errors import MemtraceError
 
 
@@ -34,3 +35,4 @@ def cli() -> None:
 cli.add_command(neo4j_group)
 cli.add_command(db_group)
 cli.add_command(load_command)
+cli.add_command(run_command)

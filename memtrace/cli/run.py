@@ -1,0 +1,120 @@
+"""`memtrace run`: run a traced reference memory system over LoCoMo-format data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from memtrace.systems.locomo import SAMPLE_PATH, Subset, load_locomo
+from memtrace.systems.runner import SYSTEMS, RunReport, load_traces, run_system
+
+
+def parse_subset(conversations: str | None, sessions: str | None, questions: int | None) -> Subset:
+    def split(text: str | None) -> tuple[str, ...]:
+        return tuple(p.strip() for p in (text or "").split(",") if p.strip())
+
+    try:
+        session_numbers = tuple(int(s) for s in split(sessions))
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated numbers, got {sessions!r}") from None
+    return Subset(split(conversations), session_numbers, questions)
+
+
+def subset_options(command: click.Command) -> click.Command:
+    for option in reversed(
+        [
+            click.Option(
+                ["--data"],
+                type=click.Path(path_type=Path, dir_okay=False),
+                default=None,
+                help="LoCoMo-format JSON [default: the generated sample shipped with memtrace].",
+            ),
+            click.Option(
+                ["--conversations"], help="Comma-separated conversation numbers or sample ids."
+            ),
+            click.Option(["--sessions"], help="Comma-separated session numbers to replay."),
+            click.Option(["--questions"], type=int, help="The first N questions per conversation."),
+        ]
+    ):
+        command.params.insert(0, option)
+    return command
+
+
+def render_accuracy(console: Console, report: RunReport) -> None:
+    table = Table(title=f"{report.system}: judge accuracy by category")
+    for column in ("category", "correct", "total", "accuracy"):
+        table.add_column(column, justify="left" if column == "category" else "right")
+    for category, (correct, total) in sorted(
+        report.accuracy().items(), key=lambda x: x[0] == "all"
+    ):
+        table.add_row(category, str(correct), str(total), f"{correct / total:.1%}")
+    console.print(table)
+
+
+@subset_options
+@click.command("run")
+@click.argument("system", type=click.Choice(sorted(SYSTEMS)))
+@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "--backend", type=click.Choice(["offline", "openai"]), default="offline", show_default=True
+)
+@click.option(
+    "--deterministic",
+    is_flag=True,
+    help="Simulated clock: the same input gives byte-identical traces.",
+)
+@click.option("--trace-prefix", default="", help="Prefix for trace ids (keeps runs apart).")
+@click.option("--load", "load", is_flag=True, help="Load the traces into Neo4j.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def run_command(
+    system: str,
+    data: Path | None,
+    conversations: str | None,
+    sessions: str | None,
+    questions: int | None,
+    out: Path,
+    backend: str,
+    deterministic: bool,
+    trace_prefix: str,
+    load: bool,
+    as_json: bool,
+) -> None:
+    """Run SYSTEM over LoCoMo-format data and write one native trace per conversation."""
+    convs = load_locomo(data or SAMPLE_PATH, parse_subset(conversations, sessions, questions))
+    console = Console(stderr=as_json)
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"{system} ({backend})", total=len(convs))
+        report = run_system(
+            system,
+            convs,
+            out,
+            backend=backend,
+            deterministic=deterministic,
+            prefix=trace_prefix,
+            progress=lambda _conv: progress.advance(task),
+        )
+    loaded = load_traces(report.traces) if load else []
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "system": system,
+                    "traces": [str(p) for p in report.traces],
+                    "accuracy": {
+                        k: {"correct": c, "total": t} for k, (c, t) in report.accuracy().items()
+                    },
+                    "loaded": loaded,
+                }
+            )
+        )
+        return
+    render_accuracy(console, report)
+    for path in report.traces:
+        console.print(f"trace: {path}")
+    for trace_id in loaded:
+        console.print(f"loaded: {trace_id}")

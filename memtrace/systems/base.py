@@ -1,0 +1,205 @@
+"""The skeleton every reference system shares: replay a conversation, then answer and judge.
+
+Subclasses implement ``ingest`` (memory construction for one message), ``retrieve`` (the context
+for one question) and ``where_lost`` (provenance of an evidence sentence missing from the
+context). Tracing is ambient: with no active tracer every tracing call is a no-op.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+
+from memtrace.systems.core import (
+    Applied,
+    Backend,
+    ConversationRun,
+    Fault,
+    Item,
+    Loss,
+    QuestionResult,
+)
+from memtrace.systems.evidence import evidence
+from memtrace.systems.judge import parse_label
+from memtrace.systems.locomo import Conversation, Question, Turn
+from memtrace.systems.params import Params, use
+from memtrace.systems.prompts import DEFAULTS, JUDGE, QUESTION_ANSWERING
+from memtrace.tracing import Var, case, edge, operation, read, session, variable
+from memtrace.tracing.api import current_operation
+
+_DATE = re.compile(r"(\d{1,2} \w+),? (\d{4})")
+
+
+def session_date(date_time: str) -> str:
+    """``1:56 pm on 8 May, 2023`` -> ``8 May 2023``."""
+    match = _DATE.search(date_time)
+    return f"{match.group(1)} {match.group(2)}" if match else date_time
+
+
+def op_id() -> str:
+    op = current_operation()
+    return op.id if op else ""
+
+
+class System(ABC):
+    name: str
+
+    def __init__(
+        self,
+        backend: Backend,
+        params: Params | None = None,
+        prompts: Mapping[str, str] | None = None,
+        faults: Sequence[Fault] = (),
+    ) -> None:
+        self.backend = backend
+        self.params = params or Params()
+        self.prompts = {**DEFAULTS, **(prompts or {})}
+        self.faults = list(faults)
+        self.run_state = ConversationRun(sample_id="", trace_id="")
+
+    def prompt(self, name: str) -> str:
+        """The prompt text, registered as a variable and read by the current operation."""
+        read(variable(name, self.prompts[name], category="prompt"))
+        return self.prompts[name]
+
+    def fault(self, kind: str, anchor: str) -> Fault | None:
+        return next((f for f in self.faults if f.type == kind and f.anchor == anchor), None)
+
+    def applied(self, fault: Fault, detail: str) -> None:
+        self.run_state.applied.append(Applied(fault.id, op_id(), detail))
+
+    def case_id(self, conv: Conversation, question: Question) -> str:
+        return f"locomo-qa-{conv.number}-{question.number}"
+
+    def message_name(self, conv: Conversation, dia_id: str) -> str:
+        return f"U{conv.number}:{dia_id}"
+
+    @abstractmethod
+    def reset(self) -> None: ...
+
+    @abstractmethod
+    def ingest(self, turn: Turn, date: str, message: Var) -> None: ...
+
+    def finish_construction(self) -> None:  # noqa: B027 - optional hook
+        """Flush buffered state after the last message (naive RAG's last chunk)."""
+
+    @abstractmethod
+    def retrieve(self, query: Var, question: Question, case_id: str) -> tuple[list[Item], Var, str]:
+        """The answer context (items and the variable holding them), and the id of the
+        operation that built it."""
+
+    @abstractmethod
+    def where_lost(self, key: str, search_op: str) -> Loss | None:
+        """Where an evidence sentence absent from the context was lost; None if unknown."""
+
+    def run(self, conv: Conversation) -> ConversationRun:
+        self.reset()
+        self.run_state = ConversationRun(sample_id=conv.sample_id, trace_id="")
+        self.messages: dict[str, Var] = {}
+        self.dates: dict[str, str] = {}
+        for sess in conv.sessions:
+            date = session_date(sess.date_time)
+            with session(
+                f"locomo-{conv.number}-session-{sess.number}",
+                category="memory_construction",
+                metadata={"date_time": sess.date_time},
+            ):
+                for turn in sess.turns:
+                    self.dates[turn.dia_id] = date
+                    self.messages[turn.dia_id] = variable(
+                        self.message_name(conv, turn.dia_id),
+                        {"content": turn.text, "speaker": turn.speaker, "timestamp": date},
+                        category="message",
+                        metadata={"dia_id": turn.dia_id},
+                    )
+                    self.ingest(turn, date, self.messages[turn.dia_id])
+        with session("memory_construction_finalize", category="memory_construction"):
+            self.finish_construction()
+        turns = conv.turns()
+        for question in conv.questions:
+            result = self.ask(conv, question, turns)
+            self.run_state.results.append(result)
+        return self.run_state
+
+    def ask(
+        self, conv: Conversation, question: Question, turns: Mapping[str, Turn]
+    ) -> QuestionResult:
+        case_id = self.case_id(conv, question)
+        found = evidence(question, turns, self.dates)
+        present = [d for d in question.evidence if d in self.messages]
+        with session("memory_search", category="memory_search"):
+            query = variable(
+                case_id,
+                question.text,
+                category="message & query",
+                class_name="query",
+                metadata={
+                    "evidence": [self.message_name(conv, d) for d in present],
+                    "question_type": question.category,
+                },
+            )
+            context, context_var, search_op = self.retrieve(query, question, case_id)
+        with session("memory_evaluation", category="memory_evaluation"):
+            prediction, prediction_var, qa_op = self.answer(
+                query, case_id, question, context, context_var
+            )
+            passed = self.judge(query, question, case_id, prediction_var, prediction)
+        in_context = {k for item in context for k in item.sources}
+        case(
+            id=case_id,
+            query=query.id,
+            prediction=prediction_var.id or None,
+            golden_answers=[question.answer],
+            judge_score=1.0 if passed else 0.0,
+            category=question.category,
+            evidence=[self.messages[d].id for d in present],
+            missing_evidence=[d for d in question.evidence if d not in self.messages],
+            metadata={"evidence_keys": list(found.keys), "evidence_supported": found.supported},
+        )
+        return QuestionResult(
+            case_id=case_id,
+            category=question.category,
+            passed=passed,
+            prediction=prediction,
+            keys=found.keys if found.supported else (),
+            missing={k: self.where_lost(k, search_op) for k in found.keys if k not in in_context},
+            qa_op=qa_op,
+            search_op=search_op,
+        )
+
+    def answer(
+        self, query: Var, case_id: str, question: Question, context: list[Item], context_var: Var
+    ) -> tuple[str, Var, str]:
+        with operation("question-answering", category="evaluation", kind="generation"):
+            read(query, context_var)
+            prompt = self.prompt(QUESTION_ANSWERING)
+            usable = context
+            fault = self.fault("ResponseError", case_id)
+            if fault is not None:
+                usable = [item for item in context if not item.sources & fault.sources]
+                if len(usable) < len(context):
+                    self.applied(fault, f"answered ignoring {len(context) - len(usable)} items")
+            text = self.backend.answer(prompt, question.text, usable)
+            prediction = variable(case_id, text, category="llm_response", class_name="prediction")
+            edge(query, prediction)
+            edge(context_var, prediction)
+            return text, prediction, op_id()
+
+    def judge(
+        self, query: Var, question: Question, case_id: str, prediction: Var, text: str
+    ) -> bool:
+        with operation("llm-judge", category="evaluation", kind="judge"):
+            read(query, prediction)
+            prompt = self.prompt(JUDGE)
+            use(self.params, "judge_f1_threshold")
+            gold = variable(case_id, [question.answer], class_name="golden_answers")
+            read(gold)
+            response = self.backend.judge(prompt, question.text, question.answer, text, self.params)
+            response_var = variable(case_id, response, class_name="judge_response")
+            edge(prediction, response_var)
+            edge(gold, response_var)
+            passed = parse_label(response)
+            score = variable(case_id, 1.0 if passed else 0.0, class_name="judge_score")
+            edge(response_var, score)
+            return passed

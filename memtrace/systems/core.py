@@ -1,0 +1,122 @@
+"""What every reference system shares: facts with provenance, context items, results."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from memtrace.systems.params import Params
+from memtrace.tracing import Var
+
+ErrorType = Literal[
+    "ExtractionError", "UpdateError", "DeletionError", "RetrievalError", "ResponseError"
+]
+
+
+def source_key(dia_id: str, sentence: int) -> str:
+    """Provenance unit: one sentence of one message (``D1:3#0``)."""
+    return f"{dia_id}#{sentence}"
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    text: str
+    speaker: str
+    sources: frozenset[str]
+
+
+@dataclass(slots=True)
+class Item:
+    """One unit of the answer context: a memory, a chunk or a window message."""
+
+    key: str
+    text: str
+    date: str
+    sources: frozenset[str]
+    var: Var
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """A planted fault: ``anchor`` is a dia_id (construction faults) or a case id."""
+
+    id: str
+    type: ErrorType
+    target: str
+    anchor: str
+    sources: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    fault_id: str
+    op_id: str
+    detail: str
+
+
+@dataclass(slots=True)
+class Loss:
+    """Where one evidence sentence was lost in a run (for derived labels)."""
+
+    type: ErrorType
+    op_id: str
+
+
+@dataclass(slots=True)
+class QuestionResult:
+    case_id: str
+    category: str
+    passed: bool
+    prediction: str
+    keys: tuple[str, ...] = ()  # evidence key sentences (empty when the evidence is unusable)
+    missing: dict[str, Loss | None] = field(default_factory=dict)  # key not in context -> where
+    qa_op: str = ""
+    search_op: str = ""
+
+
+@dataclass(slots=True)
+class ConversationRun:
+    sample_id: str
+    trace_id: str
+    results: list[QuestionResult] = field(default_factory=list)
+    applied: list[Applied] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One memory update decision."""
+
+    event: str  # ADD | UPDATE | DELETE | NONE
+    memory_id: str | None = None
+    text: str | None = None
+
+    def as_json(self) -> dict[str, str | None]:
+        return {"event": self.event, "id": self.memory_id, "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class Similar:
+    memory_id: str
+    text: str
+    score: float
+
+
+class Backend(Protocol):
+    """The LLM steps of the reference systems (offline rules or an OpenAI-compatible model)."""
+
+    name: str
+
+    def extract(
+        self, prompt: str, speaker: str, dia_id: str, text: str, params: Params
+    ) -> list[Fact]: ...
+
+    def decide(
+        self, prompt: str, fact: Fact, similar: Sequence[Similar], params: Params
+    ) -> list[Action]: ...
+
+    def answer(self, prompt: str, question: str, context: Sequence[Item]) -> str: ...
+
+    def judge(
+        self, prompt: str, question: str, gold: str, prediction: str, params: Params
+    ) -> str: ...

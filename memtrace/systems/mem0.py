@@ -1,0 +1,234 @@
+"""Mem0-style system: extract facts -> similar memories -> ADD/UPDATE/DELETE/NONE -> store ->
+search top-k -> answer. Memory units carry the message sentences they came from (provenance),
+which is what fault injection and derived labels follow."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rank_bm25 import BM25Okapi
+
+from memtrace.systems.base import System, op_id
+from memtrace.systems.core import Action, Fact, Item, Loss, Similar, source_key
+from memtrace.systems.locomo import Question, Turn
+from memtrace.systems.params import use
+from memtrace.systems.prompts import FACT_EXTRACTION, UPDATE_DECISION
+from memtrace.systems.text import content, jaccard, sentences
+from memtrace.tracing import Var, delete, edge, mutation, operation, read, variable
+
+
+@dataclass(slots=True)
+class Memory:
+    id: str
+    text: str
+    speaker: str
+    date: str
+    sources: set[str]
+    var: Var
+    tokens: frozenset[str] = field(default_factory=frozenset)
+
+    def value(self) -> dict[str, str]:
+        return {"id": self.id, "memory": self.text, "date": self.date}
+
+
+class Mem0System(System):
+    name = "mem0"
+
+    def reset(self) -> None:
+        self.memories: dict[str, Memory] = {}  # alive memories, in creation order
+        self.holders: dict[str, set[str]] = {}  # source key -> alive memory ids holding it
+        self.removed: dict[str, Loss] = {}  # source key -> the op that removed its last holder
+        self.dropped: dict[str, str] = {}  # source key -> extract op that left it out
+        self.created = 0
+        self._bm25: tuple[BM25Okapi, list[Memory]] | None = None
+
+    # -- construction -------------------------------------------------------------------
+    def ingest(self, turn: Turn, date: str, message: Var) -> None:
+        facts, facts_var = self.extract(turn, message)
+        if facts:
+            adds, actions_var = self.decide(turn, facts, facts_var)
+            if adds:
+                self.add(adds, actions_var, date)
+
+    def extract(self, turn: Turn, message: Var) -> tuple[list[Fact], Var]:
+        with operation("memory_system.extract_facts", category="extraction"):
+            read(message)
+            prompt = self.prompt(FACT_EXTRACTION)
+            use(self.params, "min_content_words")
+            facts = self.backend.extract(prompt, turn.speaker, turn.dia_id, turn.text, self.params)
+            fault = self.fault("ExtractionError", turn.dia_id)
+            if fault is not None:
+                kept = [f for f in facts if not f.sources & fault.sources]
+                if len(kept) < len(facts):
+                    self.applied(fault, f"dropped {len(facts) - len(kept)} facts")
+                facts = kept
+            produced = {k for f in facts for k in f.sources}
+            for i in range(len(sentences(turn.text))):  # sentences left out of every fact
+                if source_key(turn.dia_id, i) not in produced:
+                    self.dropped[source_key(turn.dia_id, i)] = op_id()
+            facts_var = variable(
+                f"facts:{turn.dia_id}", [f.text for f in facts], category="llm_response"
+            )
+            edge(message, facts_var)
+            return facts, facts_var
+
+    def similar(self, fact: Fact) -> list[tuple[Memory, float]]:
+        tokens = frozenset(content(fact.text))
+        scored = [
+            (m, jaccard(tokens, m.tokens))
+            for m in self.memories.values()
+            if m.speaker == fact.speaker and m.tokens & tokens
+        ]
+        scored.sort(key=lambda pair: -pair[1])  # stable: older memories first on ties
+        return scored[: self.params.similar_top_k]
+
+    def decide(self, turn: Turn, facts: list[Fact], facts_var: Var) -> tuple[list[Fact], Var]:
+        with operation("memory_system.update_memory_decision", category="update"):
+            read(facts_var)
+            prompt = self.prompt(UPDATE_DECISION)
+            use(
+                self.params,
+                "similar_top_k",
+                "none_threshold",
+                "update_threshold",
+                "delete_threshold",
+                "max_merge_sentences",
+            )
+            decisions: list[dict[str, str | None]] = []
+            facts = self.planted_updates(turn, facts, decisions)
+            adds: list[Fact] = []
+            for fact in facts:
+                similar = self.similar(fact)
+                read(*(m.var for m, _ in similar))
+                options = [Similar(m.id, m.text, score) for m, score in similar]
+                for action in self.backend.decide(prompt, fact, options, self.params):
+                    decisions.append(action.as_json())
+                    if action.event == "ADD":
+                        adds.append(Fact(action.text or fact.text, fact.speaker, fact.sources))
+                    elif action.memory_id in self.memories:
+                        self.apply(action, fact)
+            actions_var = variable(
+                f"update_actions:{turn.dia_id}", decisions, category="llm_response"
+            )
+            edge(facts_var, actions_var)
+            return adds, actions_var
+
+    def planted_updates(
+        self, turn: Turn, facts: list[Fact], decisions: list[dict[str, str | None]]
+    ) -> list[Fact]:
+        """Apply an UpdateError / DeletionError planted at this message; returns the facts
+        still to decide (an overwrite consumes the first fact)."""
+        for kind in ("UpdateError", "DeletionError"):
+            fault = self.fault(kind, turn.dia_id)
+            if fault is None:
+                continue
+            targets = sorted({m for k in fault.sources for m in self.holders.get(k, ())})
+            if not targets or (kind == "UpdateError" and not facts):
+                continue
+            for memory_id in targets:
+                if kind == "UpdateError":
+                    action = Action("UPDATE", memory_id, facts[0].text)
+                    self.apply(action, facts[0], overwrite=True)
+                else:
+                    action = Action("DELETE", memory_id)
+                    self.apply(action, None)
+                decisions.append(action.as_json())
+            self.applied(fault, f"{kind} on {', '.join(targets)}")
+            if kind == "UpdateError":
+                facts = facts[1:]
+        return facts
+
+    def apply(self, action: Action, fact: Fact | None, overwrite: bool = False) -> None:
+        memory = self.memories[action.memory_id or ""]
+        if action.event == "DELETE":
+            delete(memory.var)
+            del self.memories[memory.id]
+            self.release(memory, set(memory.sources), "DeletionError")
+        elif action.event == "UPDATE" and fact is not None:
+            lost = set(memory.sources) if overwrite else set()
+            memory.sources = (memory.sources - lost) | fact.sources
+            for key in fact.sources:
+                self.holders.setdefault(key, set()).add(memory.id)
+            memory.text = action.text or memory.text
+            memory.tokens = frozenset(content(memory.text))
+            memory.var = mutation(memory.var, memory.value(), category="memory_entry")
+            self.release(memory, lost - fact.sources, "UpdateError")
+        self._bm25 = None
+
+    def release(self, memory: Memory, keys: set[str], kind: str) -> None:
+        for key in keys:
+            holders = self.holders.get(key, set())
+            holders.discard(memory.id)
+            if not holders:
+                self.removed[key] = Loss(kind, op_id())  # type: ignore[arg-type]
+
+    def add(self, adds: list[Fact], actions_var: Var, date: str) -> None:
+        with operation("memory_system.add_to_vector_store", category="embedding"):
+            read(actions_var)
+            for fact in adds:
+                self.created += 1
+                memory_id = f"memory-unit-{self.created:05d}"
+                memory = Memory(
+                    memory_id,
+                    fact.text,
+                    fact.speaker,
+                    date,
+                    set(fact.sources),
+                    var=Var("", "", 0),
+                    tokens=frozenset(content(fact.text)),
+                )
+                memory.var = variable(memory_id, memory.value(), category="memory_entry")
+                edge(actions_var, memory.var)
+                self.memories[memory_id] = memory
+                for key in fact.sources:
+                    self.holders.setdefault(key, set()).add(memory_id)
+                    self.removed.pop(key, None)
+            self._bm25 = None
+
+    # -- search ---------------------------------------------------------------------------
+    def ranked(self, question: str) -> list[Memory]:
+        if self._bm25 is None:
+            alive = list(self.memories.values())
+            self._bm25 = (BM25Okapi([list(m.tokens) or [""] for m in alive]), alive)
+        index, alive = self._bm25
+        if not alive:
+            return []
+        scores = index.get_scores(content(question))
+        order = sorted(range(len(alive)), key=lambda i: (-scores[i], i))
+        return [alive[i] for i in order]
+
+    def retrieve(self, query: Var, question: Question, case_id: str) -> tuple[list[Item], Var, str]:
+        with operation("memory_system.search_vector_store", category="retrieval"):
+            read(query)
+            use(self.params, "top_k")
+            ranked = self.ranked(question.text)
+            fault = self.fault("RetrievalError", case_id)
+            if fault is not None:
+                kept = [m for m in ranked if not m.sources & fault.sources]
+                if [m.id for m in kept[: self.params.top_k]] != [
+                    m.id for m in ranked[: self.params.top_k]
+                ]:
+                    self.applied(fault, f"left out {len(ranked) - len(kept)} memories")
+                ranked = kept
+            top = ranked[: self.params.top_k]
+            read(*(m.var for m in top))
+            items = [Item(m.id, m.text, m.date, frozenset(m.sources), m.var) for m in top]
+            context = variable(
+                case_id,
+                [f"[{m.date}] {m.text}" for m in top],
+                category="memory_context",
+                class_name="context",
+            )
+            edge(query, context)
+            for memory in top:
+                edge(memory.var, context)
+            return items, context, op_id()
+
+    def where_lost(self, key: str, search_op: str) -> Loss | None:
+        if self.holders.get(key):
+            return Loss("RetrievalError", search_op)
+        if key in self.removed:
+            return self.removed[key]
+        if key in self.dropped:
+            return Loss("ExtractionError", self.dropped[key])
+        return None
