@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+import memtrace.loaders
 from memtrace.errors import InputError
 from memtrace.loaders.index import build_index
 from memtrace.loaders.kinds import derive_kind
 from memtrace.loaders.load import LoadOptions, detect_format, expand_paths, load_paths
-from memtrace.loaders.models import OperationRecord, metadata_properties, parse_timestamp
+from memtrace.loaders.models import (
+    CaseRecord,
+    EdgeRecord,
+    Label,
+    OperationRecord,
+    SessionRecord,
+    TraceRecord,
+    VariableRecord,
+    metadata_properties,
+    parse_timestamp,
+)
 from memtrace.loaders.native import read_native
 from memtrace.loaders.rows import node_rows, relationship_rows
 from memtrace.loaders.smartcomment import python_text
@@ -176,3 +188,18 @@ def test_same_trace_twice_in_one_run_is_refused(tmp_path: Path) -> None:
     copy.write_bytes(SMALL.read_bytes())
     with pytest.raises(InputError, match="trace id 'small' is also the trace of"):
         load_paths(None, [str(SMALL), str(copy)], LoadOptions(dry_run=True))
+
+
+def test_json_schema_matches_the_models() -> None:
+    schema = json.loads((Path(memtrace.loaders.__file__).parent / "native_schema.json").read_text())
+    models = {
+        "trace": TraceRecord,
+        "session": SessionRecord,
+        "operation": OperationRecord,
+        "variable": VariableRecord,
+        "edge": EdgeRecord,
+        "case": CaseRecord,
+    }
+    for name, model in models.items():
+        assert set(schema["$defs"][name]["properties"]) == set(model.model_fields), name
+    assert set(schema["$defs"]["label"]["properties"]) == set(Label.model_fields)
