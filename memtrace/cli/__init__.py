@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from memtrace import __version__
 from memtrace.cli.db import db_group
@@ -22,14 +24,18 @@ class MemtraceGroup(click.Group):
         try:
             return super().invoke(ctx)
         except MemtraceError as exc:
-            Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+            Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
             raise SystemExit(1) from exc
 
 
 @click.group(cls=MemtraceGroup)
 @click.version_option(__version__, prog_name="memtrace")
-def cli() -> None:
+@click.option("-v", "--verbose", is_flag=True, help="Show the driver's retries and notifications.")
+def cli(verbose: bool) -> None:
     """Find out why an LLM memory system gave a wrong answer, and fix it."""
+    # The driver logs every retried connection and server notification as a warning; our own
+    # errors already say what went wrong, so keep that noise for --verbose.
+    logging.getLogger("neo4j").setLevel(logging.DEBUG if verbose else logging.ERROR)
 
 
 cli.add_command(neo4j_group)
