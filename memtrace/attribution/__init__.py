@@ -1,0 +1,1 @@
+"""Attribution: name the earliest decisive faulty operation of a failed case and its error type."""

@@ -1,0 +1,97 @@
+"""Starting evidence: the case's gold evidence, or messages retrieved by the question alone.
+
+Retrieval follows MemTrace (BM25, dense, or hybrid by reciprocal rank fusion with k = 60) but,
+unlike MemTrace's default, the gold answer is only added to the query on explicit request
+(``question+answer``): otherwise the label leaks into the evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+from rank_bm25 import BM25Okapi
+
+from memtrace.attribution.model import Anchor, Evidence
+from memtrace.attribution.text import content_words, normalize
+
+EvidenceMode = Literal["gold", "retrieved"]
+Retriever = Literal["bm25", "dense", "hybrid"]
+RetrievalQuery = Literal["question", "question+answer"]
+RRF_K = 60
+RETRIEVED_TOP_K = 5
+Embed = Callable[[Sequence[str]], list[list[float]]]
+
+
+def bm25_ranking(corpus: Sequence[tuple[str, str]], query: str) -> list[str]:
+    if not corpus:
+        return []
+    tokens = [sorted(content_words(text)) or [""] for _, text in corpus]
+    scores = BM25Okapi(tokens).get_scores(sorted(content_words(query)))
+    order = sorted(range(len(corpus)), key=lambda i: (-scores[i], i))
+    return [corpus[i][0] for i in order]
+
+
+def dense_ranking(corpus: Sequence[tuple[str, str]], query: str, embed: Embed) -> list[str]:
+    if not corpus:
+        return []
+    vectors = np.asarray(embed([query, *(text for _, text in corpus)]), dtype=float)
+    norms = np.linalg.norm(vectors, axis=1)
+    norms[norms == 0] = 1.0
+    unit = vectors / norms[:, None]
+    scores = unit[1:] @ unit[0]
+    order = sorted(range(len(corpus)), key=lambda i: (-scores[i], i))
+    return [corpus[i][0] for i in order]
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[str]:
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return sorted(scores, key=lambda item: (-scores[item], item))
+
+
+def retrieve(
+    corpus: Sequence[tuple[str, str]],
+    query: str,
+    retriever: Retriever = "bm25",
+    embed: Embed | None = None,
+) -> list[str]:
+    if retriever == "bm25":
+        return bm25_ranking(corpus, query)
+    if embed is None:
+        raise ValueError(f"the {retriever} retriever needs an embedding function")
+    if retriever == "dense":
+        return dense_ranking(corpus, query, embed)
+    # Hybrid: each retriever contributes twice the final number of candidates (as MemTrace).
+    depth = 2 * RETRIEVED_TOP_K
+    return reciprocal_rank_fusion(
+        [bm25_ranking(corpus, query)[:depth], dense_ranking(corpus, query, embed)[:depth]]
+    )
+
+
+def retrieved_evidence(
+    anchor: Anchor,
+    corpus: Sequence[tuple[str, str]],
+    *,
+    retriever: Retriever = "bm25",
+    query_mode: RetrievalQuery = "question",
+    embed: Embed | None = None,
+    top_k: int = RETRIEVED_TOP_K,
+) -> tuple[Evidence, ...]:
+    """Top-k messages for the question; the ones quoting a gold answer are kept, else the best.
+
+    Every retrieved message would otherwise count as needed evidence, and an irrelevant one whose
+    sentence was (rightly) never stored would be blamed on extraction.
+    """
+    query = anchor.question
+    if query_mode == "question+answer":
+        query = f"{query} {' '.join(anchor.golden_answers)}"
+    texts = dict(corpus)
+    top = retrieve(corpus, query, retriever, embed)[:top_k]
+    answers = [normalize(a) for a in anchor.golden_answers if normalize(a)]
+    quoting = [i for i in top if any(a in normalize(texts[i]) for a in answers)]
+    chosen = quoting or top[:1]
+    return tuple(Evidence(i, texts[i], rank=top.index(i) + 1) for i in chosen)

@@ -1,0 +1,117 @@
+"""Reading a case's subgraph from Neo4j (the only attribution module that queries)."""
+
+from __future__ import annotations
+
+from memtrace.attribution.model import Anchor, CaseGraph, Evidence, FlowStep, Memory, OpRef
+from memtrace.attribution.text import message_text
+from memtrace.cypher import get_query
+from memtrace.db import Database
+
+FLOW_DEPTH = 12  # FLOWS_TO steps followed from an evidence message (enough for extract->store)
+
+
+def _ref(op_id: str | None, seq: int | None, kind: str | None) -> OpRef | None:
+    return OpRef(op_id, int(seq) if seq is not None else -1, kind or "other") if op_id else None
+
+
+class TraceReader:
+    """Reads cases of complete traces; per-trace data (memories, messages) is read once."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._memories: dict[str, tuple[Memory, ...]] = {}
+        self._messages: dict[str, list[tuple[str, str]]] = {}
+
+    def failed_cases(self, trace_id: str | None) -> list[tuple[str, str]]:
+        rows = self.db.run(get_query("attribution/failed_cases"), trace_id=trace_id)
+        return [(row["trace_id"], row["case_id"]) for row in rows]
+
+    def anchor(self, trace_id: str, case_id: str) -> Anchor | None:
+        rows = self.db.run(get_query("attribution/case_anchor"), trace_id=trace_id, case_id=case_id)
+        if not rows:
+            return None
+        row = rows[0]
+        answer = (
+            OpRef(row["answer_op"], int(row["answer_seq"]), "generation")
+            if row["answer_op"]
+            else None
+        )
+        return Anchor(
+            trace_id=trace_id,
+            case_id=row["case_id"],
+            question=row["question"] or "",
+            golden_answers=tuple(row["golden_answers"] or ()),
+            prediction=row["prediction"],
+            failed=row["failed"],
+            query_id=row["query_id"],
+            answer=answer,
+            retrievals=tuple(
+                OpRef(r["id"], int(r["seq"]), "retrieval")
+                for r in row["retrieval_ops"]
+                if r.get("id")
+            ),
+            evidence_ids=tuple(row["evidence_ids"]),
+        )
+
+    def memories(self, trace_id: str) -> tuple[Memory, ...]:
+        if trace_id not in self._memories:
+            rows = self.db.run(get_query("attribution/memories"), trace_id=trace_id)
+            self._memories[trace_id] = tuple(
+                Memory(
+                    id=row["id"],
+                    seq=int(row["seq"]),
+                    value=row["value"] or "",
+                    creator=_ref(row["creator_op"], row["creator_seq"], row["creator_kind"]),
+                    next_id=row["next_id"],
+                    next_seq=row["next_seq"],
+                    next_creator=_ref(
+                        row["next_creator_op"], row["next_creator_seq"], row["next_creator_kind"]
+                    ),
+                    deleted_by=_ref(row["deleted_by"], row["deleted_seq"], row["deleted_by_kind"]),
+                )
+                for row in rows
+            )
+        return self._memories[trace_id]
+
+    def texts(self, trace_id: str, ids: list[str]) -> dict[str, str]:
+        """Spoken text of the given variables (evidence that is not a 'message' variable too)."""
+        rows = self.db.run(get_query("attribution/variables"), trace_id=trace_id, ids=ids)
+        return {row["id"]: message_text(row["value"]) for row in rows}
+
+    def messages(self, trace_id: str) -> list[tuple[str, str]]:
+        """(id, spoken text) of every message variable, in execution order."""
+        if trace_id not in self._messages:
+            rows = self.db.run(get_query("attribution/messages"), trace_id=trace_id)
+            self._messages[trace_id] = [(row["id"], message_text(row["value"])) for row in rows]
+        return self._messages[trace_id]
+
+    def case_graph(self, anchor: Anchor, evidence: tuple[Evidence, ...]) -> CaseGraph:
+        max_seq = anchor.answer.seq if anchor.answer else 2**62
+        flow_rows = self.db.run(
+            get_query("attribution/evidence_flow"),
+            trace_id=anchor.trace_id,
+            evidence_ids=[e.id for e in evidence],
+            max_seq=max_seq,
+            max_depth=FLOW_DEPTH,
+        )
+        flow = tuple(
+            FlowStep(
+                message_id=row["message_id"],
+                step=int(row["step"]),
+                op=OpRef(row["op_id"], int(row["op_seq"]), row["op_kind"], row["op_name"]),
+                source_id=row["source_id"],
+                target_id=row["target_id"],
+                target_value=row["target_value"],
+            )
+            for row in flow_rows
+        )
+        context: tuple[tuple[str, str], ...] = ()
+        if anchor.answer is not None:
+            rows = self.db.run(
+                get_query("attribution/context"),
+                trace_id=anchor.trace_id,
+                answer_op=anchor.answer.id,
+                query_id=anchor.query_id or "",
+            )
+            context = tuple((row["id"], row["value"] or "") for row in rows)
+        return CaseGraph(anchor, evidence, flow, self.memories(anchor.trace_id), context)

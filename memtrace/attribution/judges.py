@@ -1,0 +1,85 @@
+"""Counterfactual checks. A judge answers, for one candidate operation of one case:
+
+* ``check``: is the op's output faulty for its role, and would correcting it (earlier ops
+  unchanged, later ones ideal) have rescued the answer (decisive)? With which error type?
+* ``intact_after``: is all the evidence the answer needs still on track after this op?
+  (Monotone along the candidates in execution order, which is what binary search needs.)
+
+The offline judge decides from the lexical evidence trails (``trails.py``); the LLM judge
+(``llm_judge.py``) asks a model with the operation's subgraph view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from memtrace.attribution.model import Candidate, CaseGraph, Check, ErrorType, Trail
+from memtrace.llm import Usage
+
+# Offline confidence: a trail that ends at an op is direct lexical evidence; blaming the answer
+# because every key sentence reached the context is slightly weaker (the key sentence may be the
+# wrong one when the gold answer is not quoted verbatim).
+CONFIDENCE_TRAIL_END = 0.9
+CONFIDENCE_ANSWER = 0.8
+
+
+@dataclass(frozen=True)
+class CaseView:
+    graph: CaseGraph
+    trails: tuple[Trail, ...]
+
+    @property
+    def lost(self) -> list[Trail]:
+        return [t for t in self.trails if t.stop is not None and t.stage != "context"]
+
+    def is_answer(self, candidate: Candidate) -> bool:
+        answer = self.graph.anchor.answer
+        return answer is not None and candidate.op.id == answer.id
+
+
+class Judge(Protocol):
+    name: str
+    model: str | None
+
+    def check(self, view: CaseView, candidate: Candidate) -> tuple[Check, Usage]: ...
+
+    def intact_after(self, view: CaseView, candidate: Candidate) -> tuple[bool, Usage]: ...
+
+
+def default_type(kind: str) -> ErrorType:
+    """The error type an op's stage implies when nothing more is known."""
+    return {
+        "extraction": "ExtractionError",
+        "update": "UpdateError",
+        "deletion": "DeletionError",
+        "embedding": "ExtractionError",
+        "retrieval": "RetrievalError",
+    }.get(kind, "ResponseError")  # type: ignore[return-value]
+
+
+class OfflineJudge:
+    """No LLM: the evidence trails say where each key sentence stopped."""
+
+    name = "offline"
+    model: str | None = None
+
+    def check(self, view: CaseView, candidate: Candidate) -> tuple[Check, Usage]:
+        if view.is_answer(candidate):
+            if view.lost:
+                reason = "the context lacked evidence, so the answer could not be right"
+                return Check(False, False, None, reason, CONFIDENCE_TRAIL_END), Usage()
+            reason = "every evidence sentence reached the context, yet the answer is wrong"
+            return Check(True, True, "ResponseError", reason, CONFIDENCE_ANSWER), Usage()
+        stopped = [t for t in view.lost if t.stop is not None and t.stop.id == candidate.op.id]
+        if not stopped:
+            return Check(False, False, None, "the evidence passed through", 0.9), Usage()
+        trail = stopped[0]
+        reason = f"key sentence {trail.key_sentence!r} of {trail.message_id}: {trail.detail}"
+        return Check(True, True, trail.error_type, reason, CONFIDENCE_TRAIL_END), Usage()
+
+    def intact_after(self, view: CaseView, candidate: Candidate) -> tuple[bool, Usage]:
+        if view.is_answer(candidate):
+            return False, Usage()  # a failed case: the answer op's output is wrong
+        seq = candidate.op.seq
+        return all(t.stop is None or t.stop.seq > seq for t in view.lost), Usage()

@@ -1,0 +1,139 @@
+"""The data attribution works on: what Cypher returns for a case, trails, candidates, verdicts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+ErrorType = Literal[
+    "ExtractionError", "UpdateError", "DeletionError", "RetrievalError", "ResponseError"
+]
+ERROR_TYPES: tuple[ErrorType, ...] = (
+    "ExtractionError",
+    "UpdateError",
+    "DeletionError",
+    "RetrievalError",
+    "ResponseError",
+)
+
+
+@dataclass(frozen=True)
+class OpRef:
+    id: str
+    seq: int
+    kind: str = "other"
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """One case as ``case_anchor.cypher`` returns it."""
+
+    trace_id: str
+    case_id: str
+    question: str
+    golden_answers: tuple[str, ...]
+    prediction: str | None
+    failed: bool | None
+    query_id: str | None
+    answer: OpRef | None
+    retrievals: tuple[OpRef, ...]
+    evidence_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A memory-store variable version and its fate (``memories.cypher``)."""
+
+    id: str
+    seq: int
+    value: str
+    creator: OpRef | None
+    next_id: str | None
+    next_seq: int | None
+    next_creator: OpRef | None
+    deleted_by: OpRef | None
+
+
+@dataclass(frozen=True)
+class FlowStep:
+    """One FLOWS_TO step reached from an evidence message (``evidence_flow.cypher``)."""
+
+    message_id: str
+    step: int
+    op: OpRef
+    source_id: str
+    target_id: str
+    target_value: str | None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    id: str
+    text: str  # the spoken text of the message
+    rank: int = 0  # 0 for gold evidence, 1.. for retrieved
+
+
+@dataclass(frozen=True)
+class CaseGraph:
+    """Everything the judges need about one case, fetched once."""
+
+    anchor: Anchor
+    evidence: tuple[Evidence, ...]
+    flow: tuple[FlowStep, ...]
+    memories: tuple[Memory, ...]
+    context: tuple[tuple[str, str], ...]  # (variable id, value) read by the answer op
+
+
+Stage = Literal["context", "stored", "lost"]
+
+
+@dataclass(frozen=True)
+class Trail:
+    """Where one evidence message's key sentence went."""
+
+    message_id: str
+    key_sentence: str
+    stage: Stage
+    stop: OpRef | None  # the op where the trail ends; None when it reached the context
+    error_type: ErrorType | None
+    detail: str
+    holders: tuple[str, ...] = ()  # memory versions that held the sentence
+
+
+@dataclass(frozen=True)
+class Candidate:
+    op: OpRef
+    role: str  # why it is a candidate: extraction, overwrite, deletion, retrieval, answer, ...
+    message_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Check:
+    """A judge's answer for one candidate."""
+
+    faulty: bool
+    decisive: bool
+    error_type: ErrorType | None
+    reason: str
+    confidence: float
+
+
+@dataclass
+class Verdict:
+    trace_id: str
+    case_id: str
+    op_id: str | None
+    error_type: ErrorType | None
+    reason: str
+    judge: str
+    model: str | None = None
+    confidence: float = 0.0
+    llm_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    seconds: float = 0.0
+    strategy: str = "linear"
+    evidence: str = "gold"
+    error: str | None = None  # set when attributing this case failed
+    checked: list[str] = field(default_factory=list)  # candidate op ids the judge looked at

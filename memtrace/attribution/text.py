@@ -1,0 +1,127 @@
+"""Lexical evidence tracking, the offline judge's only sense: tokens, sentences, containment.
+
+Thresholds (documented in docs/attribution.md):
+
+* ``HOLD_THRESHOLD``: a text *holds* an evidence sentence when at least this share of the
+  sentence's content words (lower-cased, stop words dropped, light suffix stemming) occur in one
+  line of the text. Lines, because contexts and memory stores list one memory per line; a whole
+  context would match almost anything.
+* A sentence with fewer than ``MIN_CONTENT_WORDS`` content words is never the key sentence when a
+  longer one exists (short sentences match by accident).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+HOLD_THRESHOLD = 0.75
+MIN_CONTENT_WORDS = 2
+
+_STOP_TEXT = """a about above after again against all am an and any are as at be because been before
+being below between both but by can could did do does doing down during each few for from further
+had has have having he her here hers herself him himself his how i if in into is it its itself just
+me more most my myself no nor not now of off on once only or other our ours ourselves out over
+own same she should so some such than that the their theirs them themselves then there these
+they this those through to too under until up very was we were what when where which while who
+whom why will with would you your yours yourself yourselves also really so just yeah oh wow hey
+im ive id youre thats its dont didnt got get gets like lot lots thing things"""
+STOP_WORDS = frozenset(_STOP_TEXT.split())
+
+_WORD = re.compile(r"[a-z0-9]+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+# Wrappers that memory frameworks append to message text; not part of what was said.
+_SUFFIXES = (re.compile(r"\s*Below is this message's metadata:.*\Z", re.DOTALL),)
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def content_words(text: str) -> frozenset[str]:
+    words = _WORD.findall(text.lower().replace("'", ""))
+    return frozenset(stem(w) for w in words if w not in STOP_WORDS)
+
+
+def unescape(text: str) -> str:
+    """Values are often JSON/Python text of strings: make escaped newlines real lines again."""
+    return text.replace("\\n", "\n").replace('\\"', '"')
+
+
+def message_text(value: str | None) -> str:
+    """The spoken text of a message variable (JSON with content/text, or plain text)."""
+    if not value:
+        return ""
+    text = value
+    try:
+        data = json.loads(value)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        for key in ("content", "text", "message"):
+            if isinstance(data.get(key), str):
+                text = data[key]
+                break
+    elif isinstance(data, str):
+        text = data
+    for suffix in _SUFFIXES:
+        text = suffix.sub("", text)
+    return text.strip()
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+
+
+def normalize(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def key_sentences(message: str, question: str, answers: Sequence[str]) -> list[str]:
+    """The sentence(s) of ``message`` that carry the answer.
+
+    The one containing a gold answer, else those sharing most content words with question +
+    answer (all of them on a tie: which one the question needs is then unknown). Falls back to
+    the whole message.
+    """
+    parts = sentences(message)
+    if not parts:
+        return [message]
+    for answer in answers:
+        needle = normalize(answer)
+        if needle:
+            for part in parts:
+                if needle in normalize(part) and len(content_words(part)) >= MIN_CONTENT_WORDS:
+                    return [part]
+    target = content_words(question + " " + " ".join(answers))
+    long_enough = [p for p in parts if len(content_words(p)) >= MIN_CONTENT_WORDS] or parts
+    best = max(len(content_words(p) & target) for p in long_enough)
+    return [p for p in long_enough if len(content_words(p) & target) == best]
+
+
+def lines(text: str) -> list[str]:
+    return [line for line in unescape(text).splitlines() if line.strip()]
+
+
+def containment(sentence_words: frozenset[str], text: str) -> float:
+    """Best share of ``sentence_words`` found in a single line of ``text``."""
+    if not sentence_words:
+        return 0.0
+    best = 0.0
+    for line in lines(text):
+        best = max(best, len(sentence_words & content_words(line)) / len(sentence_words))
+        if best >= 1.0:
+            break
+    return best
+
+
+def holds(sentence_words: frozenset[str], texts: Iterable[str | None]) -> bool:
+    return any(
+        containment(sentence_words, text) >= HOLD_THRESHOLD for text in texts if text is not None
+    )

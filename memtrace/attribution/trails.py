@@ -1,0 +1,153 @@
+"""Pure evidence tracking: follow each evidence message's key sentence to where it stops.
+
+Stages, in execution order (the error type follows from where the trail ends):
+
+1. in the answer's context                         -> reached; the answer op is the suspect
+2. held by a live memory when retrieval ran        -> RetrievalError at the retrieval op
+3. held by a memory that was later deleted          -> DeletionError at the deleting op
+   or rewritten without it                          -> UpdateError at the op writing the new version
+4. never held by any memory                         -> ExtractionError where the flow lost it
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memtrace.attribution.model import (
+    Candidate,
+    CaseGraph,
+    ErrorType,
+    Evidence,
+    FlowStep,
+    Memory,
+    OpRef,
+    Trail,
+)
+from memtrace.attribution.text import content_words, holds, key_sentences
+
+STORING_KINDS = frozenset({"extraction", "update", "embedding", "deletion", "other"})
+
+
+def question_cutoff(graph: CaseGraph) -> int:
+    """The moment the store is looked at: the case's (first) retrieval, else the answer."""
+    anchor = graph.anchor
+    if anchor.retrievals:
+        return min(op.seq for op in anchor.retrievals)
+    return anchor.answer.seq if anchor.answer else 2**62
+
+
+def _live(memory: Memory, cutoff: int) -> bool:
+    if memory.seq >= cutoff:
+        return False
+    if memory.deleted_by is not None and memory.deleted_by.seq < cutoff:
+        return False
+    return memory.next_seq is None or memory.next_seq >= cutoff
+
+
+def _loss(
+    memory: Memory, by_id: dict[str, Memory], words: frozenset[str], cutoff: int
+) -> tuple[OpRef, ErrorType, str] | None:
+    """How a memory version that held the sentence lost it before ``cutoff`` (None: it did not)."""
+    if memory.deleted_by is not None and memory.deleted_by.seq < cutoff:
+        return memory.deleted_by, "DeletionError", f"memory {memory.id} was deleted"
+    if memory.next_id is not None and memory.next_seq is not None and memory.next_seq < cutoff:
+        successor = by_id.get(memory.next_id)
+        if successor is not None and not holds(words, [successor.value]):
+            op = memory.next_creator or successor.creator
+            if op is not None:
+                return op, "UpdateError", f"{memory.id} was rewritten as {successor.id} without it"
+    return None
+
+
+def _extraction_stop(steps: Sequence[FlowStep], words: frozenset[str]) -> tuple[OpRef | None, str]:
+    """The op where a never-stored sentence left the flow.
+
+    The first extraction op whose outputs lack the sentence; else the first op that received a
+    holder but passed none on; else the first op that read the message.
+    """
+    by_op: dict[str, list[FlowStep]] = {}
+    for step in sorted(steps, key=lambda s: (s.op.seq, s.step)):
+        by_op.setdefault(step.op.id, []).append(step)
+    ops = [group[0].op for group in by_op.values()]
+    holding = {s.target_id for s in steps if holds(words, [s.target_value])}
+    for op in ops:
+        outputs = [s.target_value for s in by_op[op.id]]
+        if op.kind == "extraction" and not holds(words, outputs):
+            return op, "the extraction output does not contain it"
+    message_ids = {s.message_id for s in steps}
+    for op in ops:
+        inputs = {s.source_id for s in by_op[op.id]}
+        got_it = bool(inputs & (holding | message_ids))
+        if got_it and not {s.target_id for s in by_op[op.id]} & holding:
+            return op, f"{op.name or op.kind} received it but wrote no output holding it"
+    if ops:
+        return ops[0], "no memory ever held it"
+    return None, "no operation read the message"
+
+
+def _reach(trail: Trail) -> tuple[int, int]:
+    """How far a trail got: the context beats the store beats a loss; later losses beat earlier."""
+    rank = {"context": 2, "stored": 1, "lost": 0}[trail.stage]
+    return rank, trail.stop.seq if trail.stop is not None else 2**62
+
+
+def trace_evidence(graph: CaseGraph, evidence: Evidence) -> Trail:
+    """The trail of the message's key sentence (of the furthest-reaching one on a tie)."""
+    anchor = graph.anchor
+    options = key_sentences(evidence.text, anchor.question, anchor.golden_answers)
+    return max((_trace_sentence(graph, evidence, s) for s in options), key=_reach)
+
+
+def _trace_sentence(graph: CaseGraph, evidence: Evidence, sentence: str) -> Trail:
+    anchor = graph.anchor
+    words = content_words(sentence)
+    if holds(words, (value for _, value in graph.context)):
+        return Trail(evidence.id, sentence, "context", None, None, "reached the answer's context")
+    cutoff = question_cutoff(graph)
+    holders = [m for m in graph.memories if m.seq < cutoff and holds(words, [m.value])]
+    live = [m for m in holders if _live(m, cutoff)]
+    held = tuple(m.id for m in holders)
+    if live:
+        retrieval = min(anchor.retrievals, key=lambda op: op.seq) if anchor.retrievals else None
+        detail = f"stored in {live[0].id} but not in the retrieved context"
+        return Trail(evidence.id, sentence, "stored", retrieval, "RetrievalError", detail, held)
+    by_id = {m.id: m for m in graph.memories}
+    losses = [loss for m in holders if (loss := _loss(m, by_id, words, cutoff)) is not None]
+    if losses:
+        op, error_type, detail = min(losses, key=lambda loss: loss[0].seq)
+        return Trail(evidence.id, sentence, "lost", op, error_type, detail, held)
+    steps = [s for s in graph.flow if s.message_id == evidence.id]
+    stop, why = _extraction_stop(steps, words)
+    return Trail(evidence.id, sentence, "lost", stop, "ExtractionError", why, held)
+
+
+def trace_all(graph: CaseGraph) -> list[Trail]:
+    return [trace_evidence(graph, evidence) for evidence in graph.evidence]
+
+
+def candidates(graph: CaseGraph, trails: Sequence[Trail]) -> list[Candidate]:
+    """Ops that could be the earliest decisive fault, in execution order.
+
+    The extraction ops that read each evidence message, every op where a trail stops, the
+    case's retrieval op(s) and the answer op. Ops that only passed the evidence on are left out.
+    """
+    found: dict[str, tuple[OpRef, str, set[str]]] = {}
+
+    def add(op: OpRef | None, role: str, message_id: str | None = None) -> None:
+        if op is None:
+            return
+        entry = found.setdefault(op.id, (op, role, set()))
+        if message_id:
+            entry[2].add(message_id)
+
+    for step in graph.flow:
+        if step.op.kind == "extraction" and step.step == 1:
+            add(step.op, "extraction", step.message_id)
+    for trail in trails:
+        role = {"RetrievalError": "retrieval"}.get(trail.error_type or "", "trail end")
+        add(trail.stop, role, trail.message_id)
+    for op in graph.anchor.retrievals:
+        add(op, "retrieval")
+    add(graph.anchor.answer, "answer")
+    ordered = sorted(found.values(), key=lambda entry: entry[0].seq)
+    return [Candidate(op, role, tuple(sorted(ids))) for op, role, ids in ordered]

@@ -1,0 +1,18 @@
+// Write one run's attributions, replacing that run's earlier attribution of the same cases.
+// params: $run_id, $rows
+// returns: written
+UNWIND $rows AS row
+MATCH (c:Case {trace_id: row.trace_id, id: row.case_id})
+CALL (c) {
+  MATCH (c)-[:HAS_ATTRIBUTION]->(old:Attribution {run_id: $run_id})
+  DETACH DELETE old
+}
+CREATE (c)-[:HAS_ATTRIBUTION]->(a:Attribution)
+SET a = row.props, a.run_id = $run_id, a.id = $run_id + '/' + row.case_id,
+    a.created_at = datetime()
+WITH a, row
+CALL (a, row) {
+  MATCH (o:Operation {trace_id: row.trace_id, id: row.op_id})
+  CREATE (a)-[:BLAMES]->(o)
+}
+RETURN count(a) AS written

@@ -1,0 +1,146 @@
+"""The pure attribution core on small hand-built case graphs: trails, walks, retrieval."""
+
+from __future__ import annotations
+
+import pytest
+
+from memtrace.attribution.evidence import bm25_ranking, reciprocal_rank_fusion, retrieved_evidence
+from memtrace.attribution.judges import CaseView, OfflineJudge
+from memtrace.attribution.model import Anchor, CaseGraph, Evidence, FlowStep, Memory, OpRef
+from memtrace.attribution.text import containment, content_words, key_sentences, message_text
+from memtrace.attribution.trails import candidates, trace_all
+from memtrace.attribution.walk import binary, linear
+
+SENTENCE = "I adopted a grey kitten named Pixel from the shelter."
+MESSAGE = Evidence("m1", f"Guess what! {SENTENCE} She sleeps all day.")
+EXTRACT = OpRef("extract", 1, "extraction", "extract_facts")
+ADD = OpRef("add", 3, "embedding", "add")
+UPDATE = OpRef("update", 5, "update", "update_decision")
+SEARCH = OpRef("search", 8, "retrieval", "search")
+ANSWER = OpRef("answer", 9, "generation", "answer")
+ANCHOR = Anchor(
+    "t", "c1", "What is the name of the kitten?", ("Pixel",), "no idea", True, "q",
+    ANSWER, (SEARCH,), ("m1",),
+)  # fmt: skip
+FACT = f"Ann: {SENTENCE}"
+
+
+def memory(
+    mid: str, seq: int, value: str, next_id: str | None = None, next_seq: int | None = None,
+    next_creator: OpRef | None = None, deleted_by: OpRef | None = None,
+) -> Memory:  # fmt: skip
+    return Memory(mid, seq, value, ADD, next_id, next_seq, next_creator, deleted_by)
+
+
+def flow(extracted: str) -> tuple[FlowStep, ...]:
+    return (FlowStep("m1", 1, EXTRACT, "m1", "facts", extracted),)
+
+
+def graph(
+    memories: tuple[Memory, ...], context: tuple[str, ...], extracted: str = FACT
+) -> CaseGraph:
+    ctx = tuple((f"ctx{i}", value) for i, value in enumerate(context))
+    return CaseGraph(ANCHOR, (MESSAGE,), flow(extracted), memories, ctx)
+
+
+def verdict(case: CaseGraph) -> tuple[str | None, str | None, str | None, str | None]:
+    trails = tuple(trace_all(case))
+    view = CaseView(case, trails)
+    cands = candidates(case, trails)
+    a, b = linear(OfflineJudge(), view, cands), binary(OfflineJudge(), view, cands)
+    return (
+        a.candidate.op.id if a.candidate else None,
+        a.error_type,
+        b.candidate.op.id if b.candidate else None,
+        b.error_type,
+    )
+
+
+def test_key_sentence_prefers_the_gold_answer() -> None:
+    assert key_sentences(MESSAGE.text, ANCHOR.question, ["Pixel"]) == [SENTENCE]
+
+
+def test_message_text_strips_memory_framework_suffix() -> None:
+    value = '{"content": "Hi there.\\nBelow is this message\'s metadata:\\nSpeaker Name: A"}'
+    assert message_text(value) == "Hi there."
+
+
+def test_containment_is_per_line() -> None:
+    words = content_words(SENTENCE)
+    assert containment(words, f"other\n{FACT}") == 1.0
+    scattered = "adopted grey\nkitten named Pixel\nshelter"
+    assert containment(words, scattered) < 0.75
+
+
+def test_response_error_when_the_context_holds_the_evidence() -> None:
+    case = graph((memory("mem@1", 4, FACT),), ("Memory: unrelated", f"Memory: {FACT}"))
+    assert verdict(case) == ("answer", "ResponseError", "answer", "ResponseError")
+
+
+def test_retrieval_error_when_stored_but_not_retrieved() -> None:
+    case = graph((memory("mem@1", 4, FACT),), ("Memory: unrelated",))
+    assert verdict(case) == ("search", "RetrievalError", "search", "RetrievalError")
+
+
+def test_update_error_when_overwritten() -> None:
+    memories = (
+        memory("mem@1", 4, FACT, "mem@2", 6, UPDATE),
+        memory("mem@2", 6, "Ann: I like tea."),
+    )
+    assert verdict(graph(memories, ("Memory: Ann: I like tea.",))) == (
+        "update", "UpdateError", "update", "UpdateError",
+    )  # fmt: skip
+
+
+def test_a_merge_that_keeps_the_sentence_is_not_a_loss() -> None:
+    memories = (
+        memory("mem@1", 4, FACT, "mem@2", 6, UPDATE),
+        memory("mem@2", 6, f"{FACT} Ann: I like tea."),
+    )
+    assert verdict(graph(memories, ("x",)))[:2] == ("search", "RetrievalError")
+
+
+def test_deletion_error_when_deleted() -> None:
+    memories = (memory("mem@1", 4, FACT, deleted_by=UPDATE),)
+    assert verdict(graph(memories, ("x",))) == (
+        "update",
+        "DeletionError",
+        "update",
+        "DeletionError",
+    )
+
+
+def test_extraction_error_when_never_stored() -> None:
+    case = graph((memory("mem@1", 4, "Ann: I like tea."),), ("x",), extracted="[]")
+    assert verdict(case) == ("extract", "ExtractionError", "extract", "ExtractionError")
+
+
+def test_deletion_after_the_question_does_not_count() -> None:
+    late = OpRef("late", 20, "update")
+    case = graph((memory("mem@1", 4, FACT, deleted_by=late),), ("x",))
+    assert verdict(case)[:2] == ("search", "RetrievalError")
+
+
+def test_bm25_and_rrf() -> None:
+    corpus = [("a", "we went hiking"), ("b", "my kitten Pixel"), ("c", "kitten food")]
+    assert bm25_ranking(corpus, "name of the kitten Pixel")[0] == "b"
+    assert reciprocal_rank_fusion([["a", "b"], ["b", "c"]], k=60)[0] == "b"
+
+
+def test_retrieved_evidence_never_puts_the_answer_in_the_query() -> None:
+    corpus = [("m1", MESSAGE.text), ("m2", "Pixel is a phone brand I like")]
+    anchor = Anchor("t", "c", "Which pet did Ann adopt?", ("Pixel",), None, True, "q", ANSWER,
+                    (), ())  # fmt: skip
+    seen: list[str] = []
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        seen.append(texts[0])
+        return [[float(len(t)), 1.0] for t in texts]
+
+    found = retrieved_evidence(anchor, corpus, retriever="hybrid", embed=embed)  # type: ignore[arg-type]
+    assert seen == ["Which pet did Ann adopt?"]
+    assert {e.id for e in found} <= {"m1", "m2"}
+    retrieved_evidence(anchor, corpus, retriever="dense", query_mode="question+answer", embed=embed)  # type: ignore[arg-type]
+    assert seen[-1] == "Which pet did Ann adopt? Pixel"
+    with pytest.raises(ValueError):
+        retrieved_evidence(anchor, corpus, retriever="dense")
