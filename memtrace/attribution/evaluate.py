@@ -3,8 +3,9 @@
 Input rows (``eval_rows.cypher``): one per labeled case with the run's attribution, if any, the
 case's answer op and ``flat_tokens``, the token estimate of the case's whole flattened trace.
 Metrics follow MemTrace: exact match of the op id and of the error type. Stage accuracy matches
-the blamed op's kind (deletion counted with update). The baseline "always blame the answer op as
-ResponseError" is scored on the same rows.
+the blamed op's kind (deletion counted with update). Baselines on the same rows:
+``baseline:answer-op`` always blames the answer op as ResponseError; ``baseline:whole-trace`` is
+the cost of putting the whole flattened trace in one prompt (one call; accuracy not measured).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def score(rows: pd.DataFrame) -> Scores:
                 "seconds_per_case": frame["seconds"].fillna(0).mean() if n else 0.0,
             },
             {
-                "method": "baseline: answer op as ResponseError",
+                "method": "baseline:answer-op",
                 "cases": n,
                 "attributed": n,
                 "op_accuracy": baseline_op_ok.mean() if n else 0.0,
@@ -67,7 +68,7 @@ def score(rows: pd.DataFrame) -> Scores:
                 "seconds_per_case": 0.0,
             },
             {
-                "method": "baseline: whole flattened trace in one prompt (cost only)",
+                "method": "baseline:whole-trace",
                 "cases": n,
                 "attributed": 0,
                 "op_accuracy": float("nan"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from memtrace.attribution.model import Anchor, CaseGraph, Evidence, FlowStep, Memory, OpRef
 from memtrace.attribution.text import message_text
 from memtrace.cypher import get_query
@@ -19,6 +21,7 @@ class TraceReader:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._lock = threading.Lock()  # readers are shared by worker threads
         self._memories: dict[str, tuple[Memory, ...]] = {}
         self._messages: dict[str, list[tuple[str, str]]] = {}
 
@@ -54,24 +57,28 @@ class TraceReader:
         )
 
     def memories(self, trace_id: str) -> tuple[Memory, ...]:
-        if trace_id not in self._memories:
-            rows = self.db.run(get_query("attribution/memories"), trace_id=trace_id)
-            self._memories[trace_id] = tuple(
-                Memory(
-                    id=row["id"],
-                    seq=int(row["seq"]),
-                    value=row["value"] or "",
-                    creator=_ref(row["creator_op"], row["creator_seq"], row["creator_kind"]),
-                    next_id=row["next_id"],
-                    next_seq=row["next_seq"],
-                    next_creator=_ref(
-                        row["next_creator_op"], row["next_creator_seq"], row["next_creator_kind"]
-                    ),
-                    deleted_by=_ref(row["deleted_by"], row["deleted_seq"], row["deleted_by_kind"]),
-                )
-                for row in rows
+        with self._lock:
+            if trace_id not in self._memories:
+                self._memories[trace_id] = self._read_memories(trace_id)
+            return self._memories[trace_id]
+
+    def _read_memories(self, trace_id: str) -> tuple[Memory, ...]:
+        rows = self.db.run(get_query("attribution/memories"), trace_id=trace_id)
+        return tuple(
+            Memory(
+                id=row["id"],
+                seq=int(row["seq"]),
+                value=row["value"] or "",
+                creator=_ref(row["creator_op"], row["creator_seq"], row["creator_kind"]),
+                next_id=row["next_id"],
+                next_seq=row["next_seq"],
+                next_creator=_ref(
+                    row["next_creator_op"], row["next_creator_seq"], row["next_creator_kind"]
+                ),
+                deleted_by=_ref(row["deleted_by"], row["deleted_seq"], row["deleted_by_kind"]),
             )
-        return self._memories[trace_id]
+            for row in rows
+        )
 
     def texts(self, trace_id: str, ids: list[str]) -> dict[str, str]:
         """Spoken text of the given variables (evidence that is not a 'message' variable too)."""
@@ -80,10 +87,11 @@ class TraceReader:
 
     def messages(self, trace_id: str) -> list[tuple[str, str]]:
         """(id, spoken text) of every message variable, in execution order."""
-        if trace_id not in self._messages:
-            rows = self.db.run(get_query("attribution/messages"), trace_id=trace_id)
-            self._messages[trace_id] = [(row["id"], message_text(row["value"])) for row in rows]
-        return self._messages[trace_id]
+        with self._lock:
+            if trace_id not in self._messages:
+                rows = self.db.run(get_query("attribution/messages"), trace_id=trace_id)
+                self._messages[trace_id] = [(r["id"], message_text(r["value"])) for r in rows]
+            return self._messages[trace_id]
 
     def case_graph(self, anchor: Anchor, evidence: tuple[Evidence, ...]) -> CaseGraph:
         max_seq = anchor.answer.seq if anchor.answer else 2**62

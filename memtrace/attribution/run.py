@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import pandas as pd
+
+from memtrace.attribution.evaluate import CHARS_PER_TOKEN
 from memtrace.attribution.evidence import (
     Embed,
     EvidenceMode,
@@ -15,13 +20,16 @@ from memtrace.attribution.evidence import (
     retrieved_evidence,
 )
 from memtrace.attribution.graph import TraceReader
-from memtrace.attribution.judges import CaseView, Judge
+from memtrace.attribution.judges import CaseView, Judge, OfflineJudge
+from memtrace.attribution.llm_judge import LLMJudge
 from memtrace.attribution.model import Anchor, Candidate, Evidence, Trail, Verdict
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import Strategy, search
 from memtrace.cypher import get_query
 from memtrace.db import Database
 from memtrace.errors import MemtraceError
+from memtrace.llm import LLMClient
+from memtrace.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -125,15 +133,21 @@ def attribute_cases(
     cases: Sequence[tuple[str, str]],
     options: Options,
     on_done: Callable[[Verdict], None] | None = None,
+    workers: int = 4,
 ) -> list[Verdict]:
+    """Attribute cases in parallel (each case is a few small read queries); keeps input order."""
     reader = TraceReader(db)
-    verdicts = []
-    for trace_id, case_id in cases:
-        verdict = attribute_case(reader, judge, trace_id, case_id, options)
-        verdicts.append(verdict)
+
+    def one(case: tuple[str, str]) -> Verdict:
+        verdict = attribute_case(reader, judge, case[0], case[1], options)
         if on_done is not None:
             on_done(verdict)
-    return verdicts
+        return verdict
+
+    if workers <= 1 or len(cases) <= 1:
+        return [one(case) for case in cases]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, cases))
 
 
 def failed_cases(db: Database, trace_id: str | None) -> list[tuple[str, str]]:
@@ -188,3 +202,93 @@ def memtrace_record(verdict: Verdict) -> dict[str, Any]:
         "seconds": round(verdict.seconds, 4),
         **({"error": verdict.error} if verdict.error else {}),
     }
+
+
+def run_attribution(
+    db: Database,
+    judge: Judge,
+    options: Options,
+    *,
+    trace_id: str | None,
+    case_ids: Sequence[str] = (),
+    run_id: str | None = None,
+    write: bool = True,
+    on_start: Callable[[int], None] | None = None,
+    on_done: Callable[[Verdict], None] | None = None,
+    workers: int = 8,
+) -> tuple[str, list[Verdict]]:
+    """Attribute the given cases (default: every failed case) and write them under a run id."""
+    if case_ids:
+        if trace_id is None:
+            raise MemtraceError("--case needs --trace")
+        cases = [(trace_id, case_id) for case_id in case_ids]
+    else:
+        cases = failed_cases(db, trace_id)
+    if on_start is not None:
+        on_start(len(cases))
+    verdicts = attribute_cases(db, judge, cases, options, on_done=on_done, workers=workers)
+    resolved = run_id or options.run_id(judge)
+    if write:
+        write_attributions(db, resolved, verdicts)
+    return resolved, verdicts
+
+
+def resolve_case(db: Database, case_id: str, trace_id: str | None) -> str:
+    """The trace holding ``case_id``; an error when it is missing or ambiguous."""
+    if trace_id is not None:
+        return trace_id
+    traces = [
+        row["trace_id"] for row in db.run(get_query("attribution/find_case"), case_id=case_id)
+    ]
+    if not traces:
+        raise MemtraceError(f"no complete trace has a case {case_id!r}")
+    if len(traces) > 1:
+        raise MemtraceError(f"case {case_id!r} is in several traces ({', '.join(traces)}): --trace")
+    return str(traces[0])
+
+
+def evaluation_rows(db: Database, run_id: str | None, trace_id: str | None) -> pd.DataFrame:
+    """Labeled cases joined with a run's attributions, plus the whole-trace token estimate."""
+    if run_id is None:
+        latest = db.run(get_query("attribution/latest_run"))
+        if not latest:
+            raise MemtraceError("no attributions yet: run `memtrace attribute` first")
+        run_id = str(latest[0]["run_id"])
+    rows = pd.DataFrame(
+        db.run(get_query("attribution/eval_rows"), run_id=run_id, trace_id=trace_id),
+        columns=list(get_query("attribution/eval_rows").columns),
+    )
+    # Score the traces this run attributed; other loaded traces are not part of it.
+    touched = rows.loc[rows["judge"].notna(), "trace_id"].unique()
+    rows = rows[rows["trace_id"].isin(touched)].reset_index(drop=True)
+    sizes = {
+        tid: db.run(get_query("attribution/trace_size"), trace_id=tid)[0]["chars"]
+        for tid in rows["trace_id"].unique()
+    }
+    rows["flat_tokens"] = rows["trace_id"].map(sizes).astype(float) / CHARS_PER_TOKEN
+    rows.attrs["run_id"] = run_id
+    return rows
+
+
+def make_judge(name: str | None, settings: Settings, db: Database) -> Judge:
+    """``offline``, ``llm``, or None: the LLM judge when an endpoint is configured, else offline."""
+    if name is None:
+        name = "llm" if settings.llm.base_url else "offline"
+    if name == "offline":
+        return OfflineJudge()
+    if name == "llm":
+        return LLMJudge(LLMClient.from_settings(settings), db)
+    raise MemtraceError(f"unknown judge {name!r} (offline or llm)")
+
+
+def embedder(settings: Settings, retriever: Retriever) -> Embed | None:
+    """Dense retrieval embeds through the configured OpenAI-compatible endpoint."""
+    if retriever == "bm25":
+        return None
+    client = LLMClient.from_settings(settings)
+    model = os.environ.get("MEMTRACE_EMBEDDING_MODEL", "text-embedding-3-small")
+
+    def embed(texts: Sequence[str]) -> list[list[float]]:
+        return client.embed(texts, model=model).vectors
+
+    return embed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -187,3 +188,30 @@ def test_retrieved_evidence_uses_the_question_only(db: Database, traces: list[st
         assert all(t.message_id.startswith("U1:") for t in analysis.trails)
         results.append(analysis.verdict.op_id == label["op_id"])
     assert sum(results) / len(results) >= 0.5
+
+
+def test_cli_attribute_eval_explain(traces: list[str], run_id: str, db: Database) -> None:
+    from click.testing import CliRunner
+
+    from memtrace.cli import cli
+
+    runner = CliRunner()
+    trace_id = traces[0]
+    args = ["attribute", "--trace", trace_id, "--judge", "offline", "--run-id", run_id, "--json"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    records = json.loads(result.output)
+    assert len(records) == 34
+    assert all(r["error_attribution_result"]["op_id"] for r in records)
+    result = runner.invoke(cli, ["eval", "--run-id", run_id, "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)["summary"]
+    assert summary[0]["cases"] == 27 and summary[0]["op_accuracy"] >= 0.9
+    assert summary[1]["method"] == "baseline:answer-op"
+    case_id = labels(db, trace_id)[0]["case_id"]
+    result = runner.invoke(cli, ["explain", case_id, "--trace", trace_id, "--judge", "offline"])
+    assert result.exit_code == 0, result.output
+    assert "evidence trails" in result.output and ":param trace_id" in result.output
+    result = runner.invoke(cli, ["explain", "no-such-case"])
+    assert result.exit_code == 1 and "no complete trace" in result.output
+    db.run(get_query("attribution/delete_attributions"), run_id=run_id, trace_id=trace_id)

@@ -1,0 +1,140 @@
+"""The LLM judge: the same counterfactual questions, asked of a model with the op's subgraph view.
+
+Prompts sit next to the pydantic models their replies must match and carry a version that is part
+of the cached request, so changing a prompt never reuses old answers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from memtrace.attribution.judges import CaseView
+from memtrace.attribution.model import Candidate, Check, ErrorType
+from memtrace.cypher import get_query
+from memtrace.db import Database
+from memtrace.llm import LLMClient, Usage
+
+PROMPT_VERSION = "attribution-v1"
+VALUE_BUDGET = 600  # characters per input/output value shown to the judge
+VIEW_BUDGET = 8000  # characters of the whole operation view
+CONTEXT_BUDGET = 400  # characters per evidence message
+
+SYSTEM = f"""[{PROMPT_VERSION}] You debug LLM memory systems (extraction -> memory update ->
+storage -> retrieval -> answer). A question was answered wrongly. You see one operation of the
+run: its inputs and outputs. Judge it counterfactually: earlier operations stay as they were,
+later operations are assumed ideal. Error types: ExtractionError (the key information never
+entered a memory), UpdateError (a memory held it but an update overwrote or degraded it),
+DeletionError (a memory holding it was deleted), RetrievalError (stored, but retrieval left it out
+of the context), ResponseError (the context held the evidence, the answer is still wrong)."""
+
+
+class CandidateCheck(BaseModel):
+    """Reply to CHECK_PROMPT."""
+
+    faulty: bool = Field(description="the op's output is wrong or insufficient for its role")
+    decisive: bool = Field(description="correcting this output alone would rescue the answer")
+    error_type: ErrorType | None = Field(description="the type, when faulty")
+    reason: str = Field(description="one or two sentences citing the evidence")
+    confidence: float = Field(ge=0.0, le=1.0)
+
+
+CHECK_PROMPT = """Question: {question}
+Gold answer: {gold}
+Wrong prediction: {prediction}
+
+Evidence messages that hold the answer:
+{evidence}
+
+Operation under review ({role}):
+{view}
+
+Is this operation's output faulty for its role, and would correcting it (earlier operations
+unchanged, later ones ideal) have produced a correct answer?"""
+
+
+class IntactCheck(BaseModel):
+    """Reply to INTACT_PROMPT."""
+
+    intact: bool = Field(description="the evidence the answer needs survived this operation")
+    reason: str
+
+
+INTACT_PROMPT = """Question: {question}
+Gold answer: {gold}
+
+Evidence messages that hold the answer:
+{evidence}
+
+Operation ({role}):
+{view}
+
+After this operation, is the information needed to answer still intact: carried in this
+operation's outputs or in memory, or (for an answering operation) answered correctly?"""
+
+
+def _cut(text: str, budget: int) -> str:
+    return text if len(text) <= budget else text[: budget - 3] + "..."
+
+
+def render_view(row: dict[str, Any]) -> str:
+    """An op's subgraph view as compact text, cut to the token budget."""
+    lines = [f"operation {row['name']} (stage {row['kind']}, #{row['seq']})"]
+    for label in ("inputs", "outputs"):
+        for item in row[label]:
+            if item.get("category") == "prompt":
+                continue  # the system prompts are long and the same for every case
+            value = " ".join(str(item["value"]).split())
+            lines.append(f"{label[:-1]} {item['id']} [{item['category']}]: {value}")
+    for deleted in row["deletes"]:
+        lines.append(f"deletes {deleted}")
+    return _cut("\n".join(lines), VIEW_BUDGET)
+
+
+class LLMJudge:
+    name = "llm"
+
+    def __init__(self, client: LLMClient, db: Database) -> None:
+        self.client = client
+        self.db = db
+        self.model: str | None = client.model
+
+    def _view(self, view: CaseView, candidate: Candidate) -> str:
+        rows = self.db.run(
+            get_query("attribution/operation_view"),
+            trace_id=view.graph.anchor.trace_id,
+            op_id=candidate.op.id,
+            budget=VALUE_BUDGET,
+        )
+        return render_view(rows[0]) if rows else f"operation {candidate.op.id} (not found)"
+
+    def _fields(self, view: CaseView, candidate: Candidate) -> dict[str, str]:
+        anchor = view.graph.anchor
+        evidence = "\n".join(
+            f"- {e.id}: {_cut(' '.join(e.text.split()), CONTEXT_BUDGET)}"
+            for e in view.graph.evidence
+        )
+        return {
+            "question": anchor.question,
+            "gold": json.dumps(list(anchor.golden_answers), ensure_ascii=False),
+            "prediction": anchor.prediction or "",
+            "evidence": evidence or "(none found)",
+            "role": candidate.role,
+            "view": self._view(view, candidate),
+        }
+
+    def check(self, view: CaseView, candidate: Candidate) -> tuple[Check, Usage]:
+        prompt = CHECK_PROMPT.format(**self._fields(view, candidate))
+        reply = self.client.complete_json(prompt, CandidateCheck, system=SYSTEM, temperature=0)
+        value = reply.value
+        check = Check(
+            value.faulty, value.decisive, value.error_type, value.reason, value.confidence
+        )
+        return check, reply.usage
+
+    def intact_after(self, view: CaseView, candidate: Candidate) -> tuple[bool, Usage]:
+        prompt = INTACT_PROMPT.format(**self._fields(view, candidate))
+        reply = self.client.complete_json(prompt, IntactCheck, system=SYSTEM, temperature=0)
+        return reply.value.intact, reply.usage
