@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from memtrace import __version__
 from memtrace.cli.attribute import attribute_command, eval_command, explain_command
+from memtrace.cli.bench import bench_group
 from memtrace.cli.db import db_group
 from memtrace.cli.load import load_command
 from memtrace.cli.neo4j import neo4j_group
@@ -43,6 +44,7 @@ cli.add_command(neo4j_group)
 cli.add_command(db_group)
 cli.add_command(load_command)
 cli.add_command(run_command)
+cli.add_command(bench_group)
 cli.add_command(attribute_command)
 cli.add_command(eval_command)
 cli.add_command(explain_command)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from memtrace.systems.core import (
     Applied,
@@ -93,7 +93,8 @@ class System(ABC):
     def where_lost(self, key: str, search_op: str) -> Loss | None:
         """Where an evidence sentence absent from the context was lost; None if unknown."""
 
-    def run(self, conv: Conversation) -> ConversationRun:
+    def run(self, conv: Conversation, only: Collection[str] | None = None) -> ConversationRun:
+        """Replay ``conv`` and answer its questions (only the case ids in ``only`` if given)."""
         self.reset()
         self.run_state = ConversationRun(sample_id=conv.sample_id, trace_id="")
         self.messages: dict[str, Var] = {}
@@ -118,6 +119,8 @@ class System(ABC):
             self.finish_construction()
         turns = conv.turns()
         for question in conv.questions:
+            if only is not None and self.case_id(conv, question) not in only:
+                continue
             result = self.ask(conv, question, turns)
             self.run_state.results.append(result)
         return self.run_state

@@ -81,6 +81,7 @@ class ConversationRun:
     trace_id: str
     results: list[QuestionResult] = field(default_factory=list)
     applied: list[Applied] = field(default_factory=list)
+    fact_counts: dict[str, int] = field(default_factory=dict)  # dia_id -> facts extracted
 
 
 @dataclass(frozen=True, slots=True)

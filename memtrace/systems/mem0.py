@@ -62,6 +62,7 @@ class Mem0System(System):
                 if len(kept) < len(facts):
                     self.applied(fault, f"dropped {len(facts) - len(kept)} facts")
                 facts = kept
+            self.run_state.fact_counts[turn.dia_id] = len(facts)
             produced = {k for f in facts for k in f.sources}
             for i in range(len(sentences(turn.text))):  # sentences left out of every fact
                 if source_key(turn.dia_id, i) not in produced:

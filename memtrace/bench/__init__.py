@@ -1,0 +1,1 @@
+"""Fault-injection benchmark: traced runs with planted faults and ground-truth labels."""

@@ -1,0 +1,80 @@
+"""`memtrace bench make`: a fault-injection benchmark with ground-truth labels."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from memtrace.bench.make import BenchOptions, make_bench
+from memtrace.bench.plan import TYPES
+from memtrace.cli.run import parse_subset, subset_options
+from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
+
+
+@click.group("bench")
+def bench_group() -> None:
+    """Benchmarks with ground truth for attribution."""
+
+
+@subset_options
+@bench_group.command("make")
+@click.option("--system", type=click.Choice(["mem0"]), default="mem0", show_default=True)
+@click.option(
+    "--faults",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="Faults to plant, spread evenly over the five error types.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["native", "smartcomment"]),
+    default="native",
+    show_default=True,
+)
+@click.option(
+    "--backend", type=click.Choice(["offline", "openai"]), default="offline", show_default=True
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def make_command(
+    data: Path | None,
+    conversations: str | None,
+    sessions: str | None,
+    questions: int | None,
+    system: str,
+    faults: int,
+    seed: int,
+    out: Path,
+    fmt: str,
+    backend: str,
+    as_json: bool,
+) -> None:
+    """Run SYSTEM with planted faults; write labelled traces and manifest.json to OUT."""
+    convs = load_locomo(data or SAMPLE_PATH, parse_subset(conversations, sessions, questions))
+    console = Console(stderr=True)
+    options = BenchOptions(system, faults, seed, backend, fmt)  # type: ignore[arg-type]
+    with console.status("baseline run") as status:
+        report = make_bench(convs, out, options, progress=status.update)
+    summary = report.as_dict()
+    if as_json:
+        click.echo(json.dumps(summary))
+        return
+    table = Table(title=f"labels in {out}")
+    for column in ("error type", "injected", "collateral", "derived"):
+        table.add_column(column, justify="left" if column == "error type" else "right")
+    for kind in TYPES:
+        table.add_row(
+            kind, *(str(summary[k].get(kind, 0)) for k in ("injected", "collateral", "derived"))
+        )
+    console.print(table)
+    console.print(
+        f"{summary['labels']} labels in {len(report.files)} traces; "
+        f"{summary['dropped_faults']} faults dropped by the final check"
+    )
