@@ -81,6 +81,9 @@ class System(ABC):
     @abstractmethod
     def ingest(self, turn: Turn, date: str, message: Var) -> None: ...
 
+    def end_session(self, date: str) -> None:  # noqa: B027 - optional hook
+        """Called after the last message of each session (long-context trims its window)."""
+
     def finish_construction(self) -> None:  # noqa: B027 - optional hook
         """Flush buffered state after the last message (naive RAG's last chunk)."""
 
@@ -115,6 +118,7 @@ class System(ABC):
                         metadata={"dia_id": turn.dia_id},
                     )
                     self.ingest(turn, date, self.messages[turn.dia_id])
+                self.end_session(date)
         with session("memory_construction_finalize", category="memory_construction"):
             self.finish_construction()
         turns = conv.turns()

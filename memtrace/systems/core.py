@@ -37,6 +37,14 @@ class Item:
     var: Var
 
 
+def message_item(dia_id: str, speaker: str, text: str, date: str, var: Var) -> Item:
+    """A whole message as a context item (naive RAG and long-context keep raw messages)."""
+    from memtrace.systems.text import sentences  # text has no dependencies on this module
+
+    keys = frozenset(source_key(dia_id, i) for i in range(max(1, len(sentences(text)))))
+    return Item(dia_id, f"{speaker}: {text}", date, keys, var)
+
+
 @dataclass(frozen=True, slots=True)
 class Fault:
     """A planted fault: ``anchor`` is a dia_id (construction faults) or a case id."""

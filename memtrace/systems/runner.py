@@ -11,12 +11,18 @@ from memtrace.errors import ConfigError
 from memtrace.systems.base import System
 from memtrace.systems.core import Backend, ConversationRun, Fault
 from memtrace.systems.locomo import Conversation
+from memtrace.systems.long_context import LongContextSystem
 from memtrace.systems.mem0 import Mem0System
 from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.params import Params
+from memtrace.systems.rag import RagSystem
 from memtrace.tracing import Clock, SimClock, WallClock, trace
 
-SYSTEMS: dict[str, type[System]] = {"mem0": Mem0System}
+SYSTEMS: dict[str, type[System]] = {
+    "mem0": Mem0System,
+    "rag": RagSystem,
+    "long-context": LongContextSystem,
+}
 
 
 @dataclass(slots=True)

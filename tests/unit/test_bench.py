@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from trace_checks import check_trace
 
 from memtrace.bench.make import BenchOptions, make_bench
+from memtrace.cli import cli
 from memtrace.loaders.index import build_index
 from memtrace.loaders.smartcomment import read_smartcomment
 from memtrace.systems.core import Fault
@@ -129,3 +131,27 @@ def test_locomo_conversation_gets_all_five_types(shared_data: Path, tmp_path: Pa
     assert report.injected == {t: 1 for t in KIND_OF_OP}
     cases, _ = labelled_cases(report.files[0])
     assert {c["labels"][0]["source"] for c in cases} >= {"injected", "derived"}
+
+
+def test_bench_make_cli_writes_labelled_traces(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli,
+        [
+            "bench",
+            "make",
+            "--faults",
+            "5",
+            "--seed",
+            "1",
+            "--out",
+            str(tmp_path),
+            "--json",
+            "--conversations",
+            "1,2",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["files"] == ["mem0-locomo-1.jsonl", "mem0-locomo-2.jsonl"]
+    assert sum(summary["injected"].values()) == 5
+    assert json.loads((tmp_path / "manifest.json").read_text())["labels"] == summary["labels"]

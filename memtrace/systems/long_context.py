@@ -1,0 +1,60 @@
+"""Long-context: keep the last `window` messages (trimmed after each session) and answer from
+the whole window."""
+
+from __future__ import annotations
+
+from memtrace.systems.base import System, op_id
+from memtrace.systems.core import Item, Loss, message_item
+from memtrace.systems.locomo import Question, Turn
+from memtrace.systems.params import use
+from memtrace.tracing import OFF, Var, edge, mutation, operation, read, variable
+
+
+class LongContextSystem(System):
+    name = "long-context"
+
+    def reset(self) -> None:
+        self.pending: list[tuple[Turn, str, Var]] = []
+        self.window: list[Item] = []
+        self.window_var = OFF
+        self.trimmed: dict[str, str] = {}  # dia_id -> the op that trimmed it away
+
+    def ingest(self, turn: Turn, date: str, message: Var) -> None:
+        self.pending.append((turn, date, message))
+
+    def end_session(self, date: str) -> None:
+        with operation("memory_system.memory_update", category="update"):
+            use(self.params, "window")
+            read(*(message for _, _, message in self.pending))
+            if self.window_var.id:
+                read(self.window_var)
+            window = self.window + [
+                message_item(t.dia_id, t.speaker, t.text, d, OFF) for t, d, _ in self.pending
+            ]
+            cut = max(0, len(window) - self.params.window)
+            for item in window[:cut]:
+                self.trimmed[item.key] = op_id()
+            self.window = window[cut:]
+            lines = [f"[{i.date}] {i.text}" for i in self.window]
+            if self.window_var.id:
+                self.window_var = mutation(self.window_var, lines, category="memory_entry")
+            else:
+                self.window_var = variable("context-window", lines, category="memory_entry")
+            for _, _, message in self.pending:
+                edge(message, self.window_var)
+            for item in self.window:
+                item.var = self.window_var
+        self.pending = []
+
+    def retrieve(self, query: Var, question: Question, case_id: str) -> tuple[list[Item], Var, str]:
+        with operation("memory_system.retrieve", category="retrieval"):
+            read(query, self.window_var)
+            lines = [f"[{i.date}] {i.text}" for i in self.window]
+            context = variable("window", lines, category="memory_context", class_name="context")
+            edge(self.window_var, context)
+            edge(query, context)
+            return list(self.window), context, op_id()
+
+    def where_lost(self, key: str, search_op: str) -> Loss | None:
+        trimmed_by = self.trimmed.get(key.split("#")[0])
+        return Loss("UpdateError", trimmed_by) if trimmed_by is not None else None

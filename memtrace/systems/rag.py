@@ -1,0 +1,86 @@
+"""Naive RAG: buffer messages -> cut a chunk every `chunk_size` messages -> index -> retrieve
+top-k chunks -> answer from their messages."""
+
+from __future__ import annotations
+
+from rank_bm25 import BM25Okapi
+
+from memtrace.systems.base import System, op_id
+from memtrace.systems.core import Item, Loss, message_item
+from memtrace.systems.locomo import Question, Turn
+from memtrace.systems.params import use
+from memtrace.systems.text import content
+from memtrace.tracing import OFF, Var, edge, mutation, operation, read, variable
+
+
+class RagSystem(System):
+    name = "rag"
+
+    def reset(self) -> None:
+        self.buffer: list[tuple[Turn, str]] = []
+        self.buffer_var = OFF
+        self.chunks: list[tuple[Var, list[Item]]] = []
+        self.stored: set[str] = set()  # dia_ids in some chunk
+        self._bm25: BM25Okapi | None = None
+
+    def ingest(self, turn: Turn, date: str, message: Var) -> None:
+        with operation("memory_system.message_buffer_update", category="update"):
+            read(message)
+            use(self.params, "chunk_size")
+            self.buffer.append((turn, date))
+            lines = [f"[{d}] {t.speaker}: {t.text}" for t, d in self.buffer]
+            if self.buffer_var.id:
+                self.buffer_var = mutation(self.buffer_var, lines, category="buffer")
+            else:
+                self.buffer_var = variable("message-buffer", lines, category="buffer")
+            edge(message, self.buffer_var)
+        if len(self.buffer) >= self.params.chunk_size:
+            self.finish_construction()
+
+    def finish_construction(self) -> None:
+        if not self.buffer:
+            return
+        with operation("memory_system.finalize_memory_unit", category="extraction"):
+            read(self.buffer_var)
+            lines = [f"[{d}] {t.speaker}: {t.text}" for t, d in self.buffer]
+            chunk = variable(f"chunk-{len(self.chunks) + 1:05d}", lines, category="memory_entry")
+            edge(self.buffer_var, chunk)
+            self.buffer_var = mutation(self.buffer_var, [], category="buffer")
+        items = [message_item(t.dia_id, t.speaker, t.text, d, chunk) for t, d in self.buffer]
+        with operation("memory_system.add", category="embedding"):
+            read(chunk)
+            tokens = sorted({w for item in items for w in content(item.text)})
+            entry = variable(chunk.name, tokens, category="embedding", class_name="index_entry")
+            edge(chunk, entry)
+        self.chunks.append((chunk, items))
+        self.stored |= {t.dia_id for t, _ in self.buffer}
+        self.buffer = []
+        self._bm25 = None
+
+    def retrieve(self, query: Var, question: Question, case_id: str) -> tuple[list[Item], Var, str]:
+        with operation("memory_system.retrieve", category="retrieval"):
+            read(query)
+            use(self.params, "top_k")
+            if self._bm25 is None and self.chunks:
+                docs = [
+                    [w for i in items for w in content(i.text)] or [""] for _, items in self.chunks
+                ]
+                self._bm25 = BM25Okapi(docs)
+            order: list[int] = []
+            if self._bm25 is not None:
+                scores = self._bm25.get_scores(content(question.text))
+                order = sorted(range(len(self.chunks)), key=lambda i: (-scores[i], i))
+            top = [self.chunks[i] for i in order[: self.params.top_k]]
+            read(*(chunk for chunk, _ in top))
+            items = [item for _, chunk_items in top for item in chunk_items]
+            context = variable(
+                case_id, [i.text for i in items], category="memory_context", class_name="context"
+            )
+            edge(query, context)
+            for chunk, _ in top:
+                edge(chunk, context)
+            return items, context, op_id()
+
+    def where_lost(self, key: str, search_op: str) -> Loss | None:
+        stored = key.split("#")[0] in self.stored
+        return Loss("RetrievalError", search_op) if stored else None
