@@ -6,9 +6,9 @@ optimizer can change one (a changed value is a new version of the same variable)
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from memtrace.tracing import read, variable
+from memtrace.tracing import current_operation, read, variable
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,8 @@ class Params:
 
 def use(params: Params, *names: str) -> None:
     """Register the named parameters and mark them read by the current operation."""
-    values = asdict(params)
+    if current_operation() is None:  # tracing off (or outside an operation): nothing to record
+        return
     for name in names:
-        read(variable(name, values[name], category="parameter", class_name="parameter"))
+        value = getattr(params, name)
+        read(variable(name, value, category="parameter", class_name="parameter"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -17,8 +18,17 @@ def _iso(moment: datetime) -> str:
 
 
 class WallClock:
+    """UTC wall time; the text is formatted once per millisecond (records come much faster)."""
+
+    def __init__(self) -> None:
+        self._ms = -1
+        self._text = ""
+
     def now(self) -> str:
-        return _iso(datetime.now(UTC))
+        ms = time.time_ns() // 1_000_000
+        if ms != self._ms:
+            self._ms, self._text = ms, _iso(datetime.fromtimestamp(ms / 1000, UTC))
+        return self._text
 
 
 class SimClock:

@@ -7,11 +7,12 @@ when it is recorded. Everything a record references is therefore already in the 
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import orjson
 
 from memtrace.tracing.clock import Clock, WallClock
 from memtrace.tracing.writer import JsonlWriter
@@ -20,9 +21,8 @@ FORMAT_VERSION = 1
 MARKER_NAME = "deleted"
 
 
-@dataclass(frozen=True, slots=True)
-class Var:
-    """A handle on one recorded version of a variable."""
+class Var(NamedTuple):
+    """A handle on one recorded version of a variable (a tuple: cheap to create)."""
 
     id: str
     name: str
@@ -37,7 +37,7 @@ def text(value: Any) -> str | None:
     """Variable values are text; structured values become canonical JSON."""
     if value is None or isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
 @dataclass(slots=True)
@@ -93,7 +93,7 @@ class Tracer:
         self._seq = 0
         self._counters: dict[str, int] = {}
         self._latest: dict[tuple[str | None, str], tuple[Var, str | None]] = {}
-        self._sessions: set[str] = set()
+        self._sessions: dict[str, str] = {}  # name -> id of sessions opened without an id
         self._emit(
             {
                 "type": "trace",
@@ -102,12 +102,12 @@ class Tracer:
                 "system": system,
                 "dataset": dataset,
                 "created_at": self._clock.now(),
-                "metadata": metadata or {},
+                "metadata": metadata or None,
             }
         )
 
     def _emit(self, record: dict[str, Any]) -> None:
-        self._writer.write({k: v for k, v in record.items() if v is not None and v != {}})
+        self._writer.write({k: v for k, v in record.items() if v is not None})
 
     def _next(self, prefix: str) -> str:
         count = self._counters.get(prefix, 0) + 1
@@ -127,10 +127,11 @@ class Tracer:
         category: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> str:
+        """The session's id; a name opened again without an explicit id is the same session."""
         with self._lock:
-            sid = session_id or self._next("session")
-            if sid not in self._sessions:
-                self._sessions.add(sid)
+            sid = session_id or self._sessions.get(name) or self._next("session")
+            if sid not in self._sessions.values():
+                self._sessions[session_id or name] = sid
                 self._emit(
                     {
                         "type": "session",
@@ -138,7 +139,7 @@ class Tracer:
                         "name": name,
                         "category": category,
                         "created_at": self._clock.now(),
-                        "metadata": metadata,
+                        "metadata": metadata or None,
                     }
                 )
             return sid
@@ -177,7 +178,7 @@ class Tracer:
                     "created_at": created_at,
                     "seq": seq,
                     "session": session,
-                    "metadata": metadata,
+                    "metadata": metadata or None,
                 }
             )
             return var
@@ -223,7 +224,7 @@ class Tracer:
                     "seq": op.seq,
                     "reads": op.reads,
                     "writes": op.writes,
-                    "metadata": op.metadata,
+                    "metadata": op.metadata or None,
                 }
             )
             for source, target in op.edges:

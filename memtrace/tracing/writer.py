@@ -1,4 +1,4 @@
-"""Append-only JSON Lines output: one ``write`` + ``flush`` per record, under a lock.
+"""Append-only JSON Lines output: one unbuffered ``write`` per record, under a lock.
 
 Each record is written as one complete line before the next starts, and a record is only
 written once everything it references has been written (see ``Tracer``). So a crash leaves a
@@ -8,30 +8,30 @@ file whose complete lines form a valid trace; only a torn last line can be damag
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
+
+import orjson
 
 
 class JsonlWriter:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._file: TextIO = path.open("w", encoding="utf-8", newline="\n")
+        # Unbuffered: each record reaches the OS in one write() call, nothing waits in memory.
+        self._file = path.open("wb", buffering=0)
         self._lock = threading.Lock()
 
     def write(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
         with self._lock:
             self._file.write(line)
-            self._file.flush()
 
     def close(self) -> None:
         with self._lock:
             if not self._file.closed:
-                self._file.flush()
                 os.fsync(self._file.fileno())
                 self._file.close()
 
