@@ -6,6 +6,9 @@ Thresholds (documented in docs/attribution.md):
   sentence's content words (lower-cased, stop words dropped, light suffix stemming) occur in one
   line of the text. Lines, because contexts and memory stores list one memory per line; a whole
   context would match almost anything.
+* A sentence of at most ``SHORT_SENTENCE_WORDS`` content words must be held completely: with 3
+  of 4 words, "signed up for a pottery class yesterday" matches "made it in pottery class
+  yesterday".
 * A sentence with fewer than ``MIN_CONTENT_WORDS`` content words is never the key sentence when a
   longer one exists (short sentences match by accident).
 """
@@ -18,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 HOLD_THRESHOLD = 0.75
+SHORT_SENTENCE_WORDS = 4
 MIN_CONTENT_WORDS = 2
 
 _STOP_TEXT = """a about above after again against all am an and any are as at be because been before
@@ -106,6 +110,15 @@ def key_sentences(message: str, question: str, answers: Sequence[str]) -> list[s
 
 
 def lines(text: str) -> list[str]:
+    """The units of a value: items of a JSON list (a context of memories), else text lines."""
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            data = json.loads(stripped)
+        except ValueError:
+            data = None
+        if isinstance(data, list):
+            return [item if isinstance(item, str) else json.dumps(item) for item in data]
     return [line for line in unescape(text).splitlines() if line.strip()]
 
 
@@ -121,7 +134,10 @@ def containment(sentence_words: frozenset[str], text: str) -> float:
     return best
 
 
+def hold_threshold(sentence_words: frozenset[str]) -> float:
+    return 1.0 if len(sentence_words) <= SHORT_SENTENCE_WORDS else HOLD_THRESHOLD
+
+
 def holds(sentence_words: frozenset[str], texts: Iterable[str | None]) -> bool:
-    return any(
-        containment(sentence_words, text) >= HOLD_THRESHOLD for text in texts if text is not None
-    )
+    needed = hold_threshold(sentence_words)
+    return any(containment(sentence_words, text) >= needed for text in texts if text is not None)
