@@ -22,7 +22,7 @@ from memtrace.attribution.evidence import (
 from memtrace.attribution.graph import TraceReader
 from memtrace.attribution.judges import CaseView, Judge, OfflineJudge
 from memtrace.attribution.llm_judge import LLMJudge
-from memtrace.attribution.model import Anchor, Candidate, Evidence, Trail, Verdict
+from memtrace.attribution.model import Anchor, Candidate, CaseGraph, Evidence, Trail, Verdict
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import Strategy, search
 from memtrace.cypher import get_query
@@ -50,6 +50,7 @@ class Analysis:
     """What ``explain`` shows: the case, its evidence trails, candidates and the verdict."""
 
     anchor: Anchor
+    graph: CaseGraph
     trails: tuple[Trail, ...]
     candidates: tuple[Candidate, ...]
     verdict: Verdict
@@ -101,7 +102,7 @@ def analyse_case(
         evidence=options.evidence if anchor.evidence_ids else "retrieved",
         checked=found.checked,
     )
-    return Analysis(anchor, trails, found_candidates, verdict)
+    return Analysis(anchor, graph, trails, found_candidates, verdict)
 
 
 def attribute_case(

@@ -7,7 +7,13 @@ import pytest
 from memtrace.attribution.evidence import bm25_ranking, reciprocal_rank_fusion, retrieved_evidence
 from memtrace.attribution.judges import CaseView, OfflineJudge
 from memtrace.attribution.model import Anchor, CaseGraph, Evidence, FlowStep, Memory, OpRef
-from memtrace.attribution.text import containment, content_words, key_sentences, message_text
+from memtrace.attribution.text import (
+    containment,
+    content_words,
+    holds,
+    key_sentences,
+    message_text,
+)
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import binary, linear
 
@@ -144,3 +150,17 @@ def test_retrieved_evidence_never_puts_the_answer_in_the_query() -> None:
     assert seen[-1] == "Which pet did Ann adopt? Pixel"
     with pytest.raises(ValueError):
         retrieved_evidence(anchor, corpus, retriever="dense")
+
+
+def test_json_list_contexts_are_split_into_items() -> None:
+    words = content_words(SENTENCE)
+    context = '["[1 May] Ann: adopted grey", "kitten named Pixel shelter"]'
+    assert containment(words, context) < 0.75
+    assert containment(words, f'["x", "{FACT}"]') == 1.0
+
+
+def test_short_sentences_must_be_held_completely() -> None:
+    short = content_words("I signed up for a pottery class yesterday.")
+    assert len(short) == 4
+    assert not holds(short, ["Melanie: I made it in pottery class yesterday."])
+    assert holds(short, ["Melanie: I signed up for a pottery class yesterday!"])
