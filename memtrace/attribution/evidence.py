@@ -14,13 +14,14 @@ import numpy as np
 from rank_bm25 import BM25Okapi
 
 from memtrace.attribution.model import Anchor, Evidence
-from memtrace.attribution.text import content_words, normalize
+from memtrace.attribution.text import content_words
 
 EvidenceMode = Literal["gold", "retrieved"]
 Retriever = Literal["bm25", "dense", "hybrid"]
 RetrievalQuery = Literal["question", "question+answer"]
 RRF_K = 60
-RETRIEVED_TOP_K = 5
+RETRIEVED_TOP_K = 10
+MAX_RETRIEVED = 1
 Embed = Callable[[Sequence[str]], list[list[float]]]
 
 
@@ -81,8 +82,10 @@ def retrieved_evidence(
     embed: Embed | None = None,
     top_k: int = RETRIEVED_TOP_K,
 ) -> tuple[Evidence, ...]:
-    """Top-k messages for the question; the ones quoting a gold answer are kept, else the best.
+    """Top-k messages for the question, filtered by the gold answer (which the query never saw).
 
+    Kept: the (at most ``MAX_RETRIEVED``) messages covering the most of the gold answer's content
+    words, if they cover at least half; else the best-ranked message that is not a question.
     Every retrieved message would otherwise count as needed evidence, and an irrelevant one whose
     sentence was (rightly) never stored would be blamed on extraction.
     """
@@ -91,7 +94,14 @@ def retrieved_evidence(
         query = f"{query} {' '.join(anchor.golden_answers)}"
     texts = dict(corpus)
     top = retrieve(corpus, query, retriever, embed)[:top_k]
-    answers = [normalize(a) for a in anchor.golden_answers if normalize(a)]
-    quoting = [i for i in top if any(a in normalize(texts[i]) for a in answers)]
-    chosen = quoting or top[:1]
+    answer_words = content_words(" ".join(anchor.golden_answers))
+
+    def coverage(message_id: str) -> float:
+        if not answer_words:
+            return 0.0
+        return len(answer_words & content_words(texts[message_id])) / len(answer_words)
+
+    covering = sorted((i for i in top if coverage(i) >= 0.5), key=lambda i: -coverage(i))
+    statements = [i for i in top if not texts[i].rstrip().endswith("?")]
+    chosen = covering[:MAX_RETRIEVED] or statements[:1] or top[:1]
     return tuple(Evidence(i, texts[i], rank=top.index(i) + 1) for i in chosen)
