@@ -30,6 +30,7 @@ class BenchOptions:
     seed: int = 0
     backend: str = "offline"
     format: Format = "native"
+    prefix: str = ""  # trace id prefix
 
 
 @dataclass(slots=True)
@@ -110,7 +111,9 @@ def make_bench(
         progress(f"tracing conversation {conv.number} with {len(faults)} faults")
         system = make_system(options.system, backend, faults=faults)
         meta = {"bench": {"seed": options.seed, "faults": len(faults)}}
-        traced, path = run_conversation(system, conv, out, clock=SimClock(), metadata=meta)
+        traced, path = run_conversation(
+            system, conv, out, prefix=options.prefix, clock=SimClock(), metadata=meta
+        )
         assert path is not None
         results = {r.case_id: r for r in traced.results}
         labels, dropped = injected_labels(verified.get(i, Verified([])), results, traced.applied)

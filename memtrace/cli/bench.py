@@ -42,6 +42,7 @@ def bench_group() -> None:
 @click.option(
     "--backend", type=click.Choice(["offline", "openai"]), default="offline", show_default=True
 )
+@click.option("--trace-prefix", default="", help="Prefix for trace ids (keeps sets apart).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def make_command(
     data: Path | None,
@@ -54,12 +55,13 @@ def make_command(
     out: Path,
     fmt: str,
     backend: str,
+    trace_prefix: str,
     as_json: bool,
 ) -> None:
     """Run SYSTEM with planted faults; write labelled traces and manifest.json to OUT."""
     convs = load_locomo(data or SAMPLE_PATH, parse_subset(conversations, sessions, questions))
     console = Console(stderr=True)
-    options = BenchOptions(system, faults, seed, backend, fmt)  # type: ignore[arg-type]
+    options = BenchOptions(system, faults, seed, backend, fmt, trace_prefix)  # type: ignore[arg-type]
     with console.status("baseline run") as status:
         report = make_bench(convs, out, options, progress=status.update)
     summary = report.as_dict()
