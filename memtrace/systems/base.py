@@ -172,7 +172,6 @@ class System(ABC):
             keys=found.keys if found.supported else (),
             missing={k: self.where_lost(k, search_op) for k in found.keys if k not in in_context},
             qa_op=qa_op,
-            search_op=search_op,
         )
 
     def answer(

@@ -80,7 +80,6 @@ class QuestionResult:
     keys: tuple[str, ...] = ()  # evidence key sentences (empty when the evidence is unusable)
     missing: dict[str, Loss | None] = field(default_factory=dict)  # key not in context -> where
     qa_op: str = ""
-    search_op: str = ""
 
 
 @dataclass(slots=True)
