@@ -105,10 +105,11 @@ class operation:  # lower-case: used like a function, @operation(...) or with op
         self.kind = kind
         self.metadata = metadata
         self._state: OpState | None = None
+        self._tracer: Tracer | None = None
         self._token: Any = None
 
     def __enter__(self) -> OpState | None:
-        tracer = active()
+        tracer = self._tracer = active()
         if tracer is None:
             return None
         self._state = tracer.start_operation(
@@ -133,10 +134,9 @@ class operation:  # lower-case: used like a function, @operation(...) or with op
         _op.reset(self._token)
         if exc is not None:
             state.metadata["error"] = f"{type(exc).__name__}: {exc}"
-        tracer = active()
-        if tracer is not None:
-            tracer.finish_operation(state)
-        self._state = None
+        if self._tracer is not None:
+            self._tracer.finish_operation(state)
+        self._state = self._tracer = None
 
     def __call__(self, func: Callable[P, R]) -> Callable[P, R]:
         spec = (self.name, self.category, self.kind, self.metadata)

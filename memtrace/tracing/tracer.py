@@ -8,7 +8,6 @@ when it is recorded. Everything a record references is therefore already in the 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -40,35 +39,61 @@ def text(value: Any) -> str | None:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
-@dataclass(slots=True)
 class OpState:
-    id: str
-    name: str
-    created_at: str
-    seq: int
-    session: str | None
-    category: str | None = None
-    kind: str | None = None
-    reads: list[str] = field(default_factory=list)
-    writes: list[str] = field(default_factory=list)
-    edges: list[tuple[str, str]] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
+    """An open operation. Reads and writes are dicts used as ordered sets."""
+
+    __slots__ = (
+        "category",
+        "created_at",
+        "edges",
+        "id",
+        "kind",
+        "metadata",
+        "name",
+        "reads",
+        "seq",
+        "session",
+        "writes",
+    )
+
+    def __init__(
+        self,
+        op_id: str,
+        name: str,
+        created_at: str,
+        seq: int,
+        session: str | None,
+        category: str | None = None,
+        kind: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        self.id = op_id
+        self.name = name
+        self.created_at = created_at
+        self.seq = seq
+        self.session = session
+        self.category = category
+        self.kind = kind
+        self.metadata: dict[str, Any] = dict(metadata) if metadata else {}
+        self.reads: dict[str, None] = {}
+        self.writes: dict[str, None] = {}
+        self.edges: list[tuple[str, str]] = []
 
     def read(self, *variables: Var) -> None:
         for var in variables:
-            if var.id and var.id not in self.reads and var.id not in self.writes:
-                self.reads.append(var.id)
+            if var.id and var.id not in self.writes:
+                self.reads[var.id] = None
 
     def write(self, *variables: Var) -> None:
         for var in variables:
-            if var.id and var.id not in self.writes:
-                self.writes.append(var.id)
+            if var.id:
+                self.writes[var.id] = None
 
     def edge(self, source: Var, target: Var) -> None:
         """Exact flow ``source -> target`` inside this operation (both become endpoints)."""
         if source.id and target.id:
             self.read(source)
-            self.write(target)
+            self.writes[target.id] = None
             self.edges.append((source.id, target.id))
 
 
@@ -113,11 +138,6 @@ class Tracer:
         count = self._counters.get(prefix, 0) + 1
         self._counters[prefix] = count
         return f"{prefix}-{count:06d}"
-
-    def _stamp(self) -> tuple[str, int]:
-        with self._lock:
-            self._seq += 1
-            return self._clock.now(), self._seq
 
     def session(
         self,
@@ -165,7 +185,7 @@ class Tracer:
             prefix = f"{class_name}:{name}" if class_name else name
             var = Var(id=f"{prefix}@{version}", name=name, version=version, class_name=class_name)
             self._latest[key] = (var, value_text)
-            created_at, seq = self._stamp()
+            self._seq += 1
             self._emit(
                 {
                     "type": "variable",
@@ -175,8 +195,8 @@ class Tracer:
                     "category": category,
                     "class_name": class_name,
                     "value": value_text,
-                    "created_at": created_at,
-                    "seq": seq,
+                    "created_at": self._clock.now(),
+                    "seq": self._seq,
                     "session": session,
                     "metadata": metadata or None,
                 }
@@ -197,18 +217,11 @@ class Tracer:
         metadata: dict[str, Any] | None = None,
     ) -> OpState:
         with self._lock:
+            self._seq += 1
             op_id = self._next("op")
-            created_at, seq = self._stamp()
-        return OpState(
-            id=op_id,
-            name=name,
-            created_at=created_at,
-            seq=seq,
-            session=session,
-            category=category,
-            kind=kind,
-            metadata=dict(metadata or {}),
-        )
+            return OpState(
+                op_id, name, self._clock.now(), self._seq, session, category, kind, metadata
+            )
 
     def finish_operation(self, op: OpState) -> None:
         with self._lock:
@@ -222,8 +235,8 @@ class Tracer:
                     "session": op.session,
                     "created_at": op.created_at,
                     "seq": op.seq,
-                    "reads": op.reads,
-                    "writes": op.writes,
+                    "reads": list(op.reads),
+                    "writes": list(op.writes),
                     "metadata": op.metadata or None,
                 }
             )
