@@ -11,7 +11,13 @@ from rich.progress import Progress
 from rich.table import Table
 
 from memtrace.systems.locomo import SAMPLE_PATH, Subset, load_locomo
-from memtrace.systems.runner import SYSTEMS, RunReport, load_traces, run_system
+from memtrace.systems.runner import (
+    DEFAULT_EMBEDDING_MODEL,
+    SYSTEMS,
+    RunReport,
+    load_traces,
+    run_system,
+)
 
 
 def parse_subset(conversations: str | None, sessions: str | None, questions: int | None) -> Subset:
@@ -64,6 +70,14 @@ def render_accuracy(console: Console, report: RunReport) -> None:
     "--backend", type=click.Choice(["offline", "openai"]), default="offline", show_default=True
 )
 @click.option(
+    "--retriever",
+    type=click.Choice(["bm25", "embeddings"]),
+    default="bm25",
+    show_default=True,
+    help="Search by BM25 or by embeddings from the OpenAI-compatible endpoint.",
+)
+@click.option("--embedding-model", default=DEFAULT_EMBEDDING_MODEL, show_default=True)
+@click.option(
     "--deterministic",
     is_flag=True,
     help="Simulated clock: the same input gives byte-identical traces.",
@@ -79,6 +93,8 @@ def run_command(
     questions: int | None,
     out: Path,
     backend: str,
+    retriever: str,
+    embedding_model: str,
     deterministic: bool,
     trace_prefix: str,
     load: bool,
@@ -94,6 +110,8 @@ def run_command(
             convs,
             out,
             backend=backend,
+            retriever=retriever,
+            embedding_model=embedding_model,
             deterministic=deterministic,
             prefix=trace_prefix,
             progress=lambda _conv: progress.advance(task),

@@ -25,6 +25,7 @@ from memtrace.systems.judge import parse_label
 from memtrace.systems.locomo import Conversation, Question, Turn
 from memtrace.systems.params import Params, use
 from memtrace.systems.prompts import DEFAULTS, JUDGE, QUESTION_ANSWERING
+from memtrace.systems.rankers import BM25Ranker, Ranker
 from memtrace.tracing import Var, case, edge, operation, read, session, variable
 from memtrace.tracing.api import current_operation
 
@@ -51,8 +52,10 @@ class System(ABC):
         params: Params | None = None,
         prompts: Mapping[str, str] | None = None,
         faults: Sequence[Fault] = (),
+        ranker: Ranker | None = None,
     ) -> None:
         self.backend = backend
+        self.ranker = ranker or BM25Ranker()
         self.params = params or Params()
         self.prompts = {**DEFAULTS, **(prompts or {})}
         self.faults = list(faults)
@@ -62,6 +65,11 @@ class System(ABC):
         """The prompt text, registered as a variable and read by the current operation."""
         read(variable(name, self.prompts[name], category="prompt"))
         return self.prompts[name]
+
+    def record_ranker(self) -> None:
+        """The search backend is a parameter of the search operation, like top_k."""
+        name = self.ranker.name
+        read(variable("retriever", name, category="parameter", class_name="parameter"))
 
     def fault(self, kind: str, anchor: str) -> Fault | None:
         return next((f for f in self.faults if f.type == kind and f.anchor == anchor), None)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rank_bm25 import BM25Okapi
-
 from memtrace.systems.base import System, op_id
 from memtrace.systems.core import Action, Fact, Item, Loss, Similar, source_key
 from memtrace.systems.locomo import Question, Turn
@@ -40,7 +38,6 @@ class Mem0System(System):
         self.removed: dict[str, Loss] = {}  # source key -> the op that removed its last holder
         self.dropped: dict[str, str] = {}  # source key -> extract op that left it out
         self.created = 0
-        self._bm25: tuple[BM25Okapi, list[Memory]] | None = None
 
     # -- construction -------------------------------------------------------------------
     def ingest(self, turn: Turn, date: str, message: Var) -> None:
@@ -154,7 +151,6 @@ class Mem0System(System):
             memory.tokens = frozenset(content(memory.text))
             memory.var = mutation(memory.var, memory.value(), category="memory_entry")
             self.release(memory, lost - fact.sources, "UpdateError")
-        self._bm25 = None
 
     def release(self, memory: Memory, keys: set[str], kind: str) -> None:
         for key in keys:
@@ -184,24 +180,17 @@ class Mem0System(System):
                 for key in fact.sources:
                     self.holders.setdefault(key, set()).add(memory_id)
                     self.removed.pop(key, None)
-            self._bm25 = None
 
     # -- search ---------------------------------------------------------------------------
     def ranked(self, question: str) -> list[Memory]:
-        if self._bm25 is None:
-            alive = list(self.memories.values())
-            self._bm25 = (BM25Okapi([list(m.tokens) or [""] for m in alive]), alive)
-        index, alive = self._bm25
-        if not alive:
-            return []
-        scores = index.get_scores(content(question))
-        order = sorted(range(len(alive)), key=lambda i: (-scores[i], i))
-        return [alive[i] for i in order]
+        alive = list(self.memories.values())
+        return [alive[i] for i in self.ranker.rank(question, [m.text for m in alive])]
 
     def retrieve(self, query: Var, question: Question, case_id: str) -> tuple[list[Item], Var, str]:
         with operation("memory_system.search_vector_store", category="retrieval"):
             read(query)
             use(self.params, "top_k")
+            self.record_ranker()
             ranked = self.ranked(question.text)
             fault = self.fault("RetrievalError", case_id)
             if fault is not None:

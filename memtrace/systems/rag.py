@@ -3,8 +3,6 @@ top-k chunks -> answer from their messages."""
 
 from __future__ import annotations
 
-from rank_bm25 import BM25Okapi
-
 from memtrace.systems.base import System, op_id
 from memtrace.systems.core import Item, Loss, message_item
 from memtrace.systems.locomo import Question, Turn
@@ -21,7 +19,6 @@ class RagSystem(System):
         self.buffer_var = OFF
         self.chunks: list[tuple[Var, list[Item]]] = []
         self.stored: set[str] = set()  # dia_ids in some chunk
-        self._bm25: BM25Okapi | None = None
 
     def ingest(self, turn: Turn, date: str, message: Var) -> None:
         with operation("memory_system.message_buffer_update", category="update"):
@@ -55,21 +52,14 @@ class RagSystem(System):
         self.chunks.append((chunk, items))
         self.stored |= {t.dia_id for t, _ in self.buffer}
         self.buffer = []
-        self._bm25 = None
 
     def retrieve(self, query: Var, question: Question, case_id: str) -> tuple[list[Item], Var, str]:
         with operation("memory_system.retrieve", category="retrieval"):
             read(query)
             use(self.params, "top_k")
-            if self._bm25 is None and self.chunks:
-                docs = [
-                    [w for i in items for w in content(i.text)] or [""] for _, items in self.chunks
-                ]
-                self._bm25 = BM25Okapi(docs)
-            order: list[int] = []
-            if self._bm25 is not None:
-                scores = self._bm25.get_scores(content(question.text))
-                order = sorted(range(len(self.chunks)), key=lambda i: (-scores[i], i))
+            self.record_ranker()
+            docs = ["\n".join(i.text for i in items) for _, items in self.chunks]
+            order = self.ranker.rank(question.text, docs)
             top = [self.chunks[i] for i in order[: self.params.top_k]]
             read(*(chunk for chunk, _ in top))
             items = [item for _, chunk_items in top for item in chunk_items]

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memtrace.errors import ConfigError
+from memtrace.llm import LLMClient
+from memtrace.settings import load_settings
 from memtrace.systems.base import System
 from memtrace.systems.core import Backend, ConversationRun, Fault
 from memtrace.systems.locomo import Conversation
@@ -16,8 +18,10 @@ from memtrace.systems.mem0 import Mem0System
 from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.params import Params
 from memtrace.systems.rag import RagSystem
+from memtrace.systems.rankers import BM25Ranker, EmbeddingRanker, Ranker
 from memtrace.tracing import Clock, SimClock, WallClock, trace
 
+DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 SYSTEMS: dict[str, type[System]] = {
     "mem0": Mem0System,
     "rag": RagSystem,
@@ -53,12 +57,24 @@ def make_backend(name: str) -> Backend:
     raise ConfigError(f"unknown backend {name!r} (expected offline or openai)")
 
 
+def make_ranker(name: str, embedding_model: str = DEFAULT_EMBEDDING_MODEL) -> Ranker:
+    if name == "bm25":
+        return BM25Ranker()
+    if name == "embeddings":
+        return EmbeddingRanker(LLMClient.from_settings(load_settings()), embedding_model)
+    raise ConfigError(f"unknown retriever {name!r} (expected bm25 or embeddings)")
+
+
 def make_system(
-    name: str, backend: Backend, params: Params | None = None, faults: Sequence[Fault] = ()
+    name: str,
+    backend: Backend,
+    params: Params | None = None,
+    faults: Sequence[Fault] = (),
+    ranker: Ranker | None = None,
 ) -> System:
     if name not in SYSTEMS:
         raise ConfigError(f"unknown system {name!r} (expected one of {', '.join(SYSTEMS)})")
-    return SYSTEMS[name](backend, params=params, faults=faults)
+    return SYSTEMS[name](backend, params=params, faults=faults, ranker=ranker)
 
 
 def trace_id(system: str, conv: Conversation, prefix: str = "") -> str:
@@ -97,12 +113,16 @@ def run_system(
     out: Path,
     *,
     backend: str = "offline",
+    retriever: str = "bm25",
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL,
     deterministic: bool = False,
     prefix: str = "",
     progress: Callable[[Conversation], None] | None = None,
 ) -> RunReport:
     report = RunReport(name)
-    system = make_system(name, make_backend(backend))
+    system = make_system(
+        name, make_backend(backend), ranker=make_ranker(retriever, embedding_model)
+    )
     for conv in conversations:
         clock = SimClock() if deterministic else WallClock()
         run, path = run_conversation(system, conv, out, prefix=prefix, clock=clock)

@@ -1,4 +1,4 @@
-"""The mem0 system on the openai backend, against a real local OpenAI-compatible server."""
+"""The openai backend and embedding search, against a real local OpenAI-compatible server."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ from memtrace.errors import LLMError
 from memtrace.llm import LLMClient
 from memtrace.settings import LLMSettings
 from memtrace.systems.judge import parse_label
-from memtrace.systems.locomo import load_locomo
+from memtrace.systems.locomo import SAMPLE_PATH, Subset, load_locomo
 from memtrace.systems.mem0 import Mem0System
+from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.openai_backend import OpenAIBackend, fact_sources
 from memtrace.systems.params import Params
+from memtrace.systems.rankers import BM25Ranker, EmbeddingRanker
 from memtrace.systems.runner import run_conversation
 from memtrace.tracing import SimClock
 
@@ -129,3 +131,30 @@ def test_paraphrased_facts_keep_their_source_sentence() -> None:
     text = "Hi there! I adopted a puppy named Biscuit. We went hiking."
     assert fact_sources("Ana has a puppy called Biscuit", "D1:1", text) == {"D1:1#1"}
     assert fact_sources("unrelated", "D1:1", text) == {"D1:1#0", "D1:1#1", "D1:1#2"}
+
+
+def test_search_by_embeddings_from_the_endpoint(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    settings = LLMSettings(base_url=fake_openai.base_url, api_key=SecretStr("k"), model="m")
+    ranker = EmbeddingRanker(LLMClient(settings, None), "embed-model")
+    (conv,) = load_locomo(SAMPLE_PATH, Subset(conversations=("1",), questions=3))
+    system = Mem0System(OfflineBackend(), ranker=ranker)
+    _, path = run_conversation(system, conv, tmp_path, clock=SimClock())
+    assert path is not None
+    records = check_trace(path)
+    retriever = [r for r in records if r["type"] == "variable" and r["name"] == "retriever"]
+    assert [r["value"] for r in retriever] == ["embeddings:embed-model"]
+    searches = [r for r in records if r.get("name") == "memory_system.search_vector_store"]
+    assert len(searches) == 3 and all(retriever[0]["id"] in s["reads"] for s in searches)
+    embedded = [
+        t for r in fake_openai.requests if r.path.endswith("/embeddings") for t in r.body["input"]
+    ]
+    assert all(r.body["model"] == "embed-model" for r in fake_openai.requests)
+    assert len(embedded) == len(set(embedded))  # each text embedded once per run
+    questions = {q.text for q in conv.questions}
+    assert questions <= set(embedded)
+
+
+def test_bm25_ranks_by_content_words() -> None:
+    docs = ["Ana: I adopted a puppy.", "Ben: I moved to Oslo.", "Ana: The puppy is called Mochi."]
+    assert BM25Ranker().rank("What is the puppy called?", docs)[0] == 2
+    assert BM25Ranker().rank("anything", []) == []
