@@ -1,12 +1,16 @@
-"""The validation pass: checks a whole trace and keeps the small index the write pass needs.
+"""The validation pass: checks a whole trace and keeps the compact index the write passes need.
 
-Memory is proportional to the number of ids (not to values), so files far larger than memory
-stream through: values are read again in the write pass.
+Values are never kept: the write passes read the file again. Per id the index keeps an interned
+slot (``dict[str, int]``) and a few machine integers in ``array`` columns (first location,
+content digest, timestamp, seq, first writer), so memory per element is a few dozen bytes instead
+of Python objects per id, reference and writer. References to ids not defined yet are kept only
+until the definition arrives (in a well-ordered trace that is a handful at any time).
 """
 
 from __future__ import annotations
 
 import itertools
+from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -25,17 +29,79 @@ from memtrace.loaders.models import (
 
 RecordSource = Callable[[], Iterator[tuple[str, AnyRecord]]]
 
+UNDEFINED = -(2**63)  # location key of an id that was referenced but is not defined (yet)
 
-@dataclass(slots=True)
-class Entry:
-    """What the write pass needs to know about one operation or variable."""
 
-    location: str
-    digest: int
-    ts: int
-    hint: int
-    seq: int = -1
-    is_marker: bool = False
+class Locations:
+    """Locations as integers: line numbers as themselves, other locations (JSON paths) as -n."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.keys: dict[str, int] = {}
+
+    def key(self, location: str) -> int:
+        if location.isdecimal():
+            return int(location)
+        found = self.keys.get(location)
+        if found is None:
+            self.texts.append(location)
+            found = self.keys[location] = -len(self.texts)
+        return found
+
+    def text(self, key: int) -> str:
+        return str(key) if key >= 0 else self.texts[-key - 1]
+
+
+class Table:
+    """The ids of one record type: id -> slot, and per slot its first location and digest."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.loc = array("q")
+        self.digest = array("q")
+        self._names: list[str] | None = None
+
+    def slot(self, key: str) -> int:
+        """The slot of an id, interning it (as undefined) on first mention."""
+        slot = self.ids.get(key)
+        if slot is None:
+            slot = self.ids[key] = len(self.loc)
+            self._grow()
+        return slot
+
+    def _grow(self) -> None:
+        self.loc.append(UNDEFINED)
+        self.digest.append(0)
+
+    def __contains__(self, key: str) -> bool:
+        slot = self.ids.get(key)
+        return slot is not None and self.loc[slot] != UNDEFINED
+
+    def name(self, slot: int) -> str:
+        """The id of a slot (slots are assigned in insertion order)."""
+        if self._names is None or len(self._names) != len(self.ids):
+            self._names = list(self.ids)
+        return self._names[slot]
+
+
+class NodeTable(Table):
+    """Operations or variables: also timestamp, tie-break hint, seq, marker flag, first writer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ts = array("q")
+        self.hint = array("q")
+        self.seq = array("q")
+        self.marker = bytearray()
+        self.writer = array("q")  # variables: the first operation writing it (-1: none)
+
+    def _grow(self) -> None:
+        super()._grow()
+        self.ts.append(0)
+        self.hint.append(0)
+        self.seq.append(-1)
+        self.marker.append(0)
+        self.writer.append(-1)
 
 
 @dataclass(slots=True)
@@ -61,39 +127,105 @@ class Counts:
 class TraceIndex:
     path: str
     trace: TraceRecord
-    sessions: dict[str, tuple[str, int]] = field(default_factory=dict)
-    operations: dict[str, Entry] = field(default_factory=dict)
-    variables: dict[str, Entry] = field(default_factory=dict)
-    edges: dict[str, tuple[str, int]] = field(default_factory=dict)
-    cases: dict[str, tuple[str, int]] = field(default_factory=dict)
-    writers: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    next_versions: list[tuple[str, str]] = field(default_factory=list)
+    locations: Locations = field(default_factory=Locations)
+    sessions: Table = field(default_factory=Table)
+    operations: NodeTable = field(default_factory=NodeTable)
+    variables: NodeTable = field(default_factory=NodeTable)
+    edges: Table = field(default_factory=Table)
+    cases: Table = field(default_factory=Table)
+    more_writers: dict[int, list[int]] = field(default_factory=dict)  # variable -> 2nd.. writers
+    next_version_slots: list[tuple[int, int]] = field(default_factory=list)
     counts: Counts = field(default_factory=Counts)
+
+    def table(self, record: AnyRecord) -> Table | None:
+        match record:
+            case OperationRecord():
+                return self.operations
+            case VariableRecord():
+                return self.variables
+            case SessionRecord():
+                return self.sessions
+            case EdgeRecord():
+                return self.edges
+            case CaseRecord():
+                return self.cases
+        return None
 
     def is_first(self, location: str, record: AnyRecord) -> bool:
         """False for a repeated identical record (it was validated and is written once)."""
-        match record:
-            case OperationRecord():
-                return self.operations[record.id].location == location
-            case VariableRecord():
-                return self.variables[record.id].location == location
-            case SessionRecord():
-                return self.sessions[record.id][0] == location
-            case EdgeRecord():
-                return self.edges[record.id][0] == location
-            case CaseRecord():
-                return self.cases[record.id][0] == location
-        return True
+        table = self.table(record)
+        if table is None:
+            return True
+        return table.loc[table.ids[record.id]] == self.locations.key(location)
 
-    def depends_on(self, op: OperationRecord) -> dict[str, list[str]]:
-        """Earlier operations that wrote a variable ``op`` reads, with the variables."""
-        mine = self.operations[op.id].seq
-        found: dict[str, list[str]] = {}
-        for var in dict.fromkeys(op.reads):
-            for writer in self.writers.get(var, ()):
-                if self.operations[writer].seq < mine:
+    def seq(self, record: OperationRecord | VariableRecord) -> int:
+        table = self.operations if isinstance(record, OperationRecord) else self.variables
+        return table.seq[table.ids[record.id]]
+
+    def writers(self, var: int) -> list[int]:
+        first = self.variables.writer[var]
+        if first < 0:
+            return []
+        return [first, *self.more_writers.get(var, ())]
+
+    def depends_on_slots(self, op: OperationRecord) -> dict[int, list[int]]:
+        """Earlier operations (slots) that wrote a variable ``op`` reads, with the variables."""
+        ops = self.operations
+        mine = ops.seq[ops.ids[op.id]]
+        found: dict[int, list[int]] = {}
+        for var_id in dict.fromkeys(op.reads):
+            var = self.variables.ids[var_id]
+            for writer in self.writers(var):
+                if ops.seq[writer] < mine:
                     found.setdefault(writer, []).append(var)
         return found
+
+    def depends_on(self, op: OperationRecord) -> dict[str, list[str]]:
+        """``depends_on_slots`` with ids (for tests and diagnostics)."""
+        return {
+            self.operations.name(op_slot): [self.variables.name(var) for var in via]
+            for op_slot, via in self.depends_on_slots(op).items()
+        }
+
+    @property
+    def next_versions(self) -> list[tuple[str, str]]:
+        name = self.variables.name
+        return [(name(older), name(newer)) for older, newer in self.next_version_slots]
+
+
+class _References:
+    """Mentions of ids that are not defined yet, forgotten as soon as the definition arrives."""
+
+    def __init__(self, index: TraceIndex) -> None:
+        self.index = index
+        # (kind, slot) -> (mention number, location key, field) of the first unresolved mention
+        self.open: dict[tuple[str, int], tuple[int, int, str]] = {}
+        self.mentions = 0
+
+    def mention(self, kind: str, table: Table, ref: str, loc: int, field_name: str) -> int:
+        slot = table.slot(ref)
+        self.mentions += 1
+        if table.loc[slot] == UNDEFINED:
+            self.open.setdefault((kind, slot), (self.mentions, loc, field_name))
+        return slot
+
+    def define(self, kind: str, slot: int) -> None:
+        if self.open:
+            self.open.pop((kind, slot), None)
+
+    def check(self) -> None:
+        if not self.open:
+            return
+        (kind, slot), (_, loc, field_name) = min(self.open.items(), key=lambda item: item[1][0])
+        index = self.index
+        table = {"variable": index.variables, "operation": index.operations}.get(
+            kind, index.sessions
+        )
+        raise InputError(
+            index.path,
+            index.locations.text(loc),
+            f"{field_name}: unknown {kind} {table.name(slot)!r}",
+        )
 
 
 def build_index(path: str, source: Iterable[tuple[str, AnyRecord]]) -> TraceIndex:
@@ -103,93 +235,103 @@ def build_index(path: str, source: Iterable[tuple[str, AnyRecord]]) -> TraceInde
     if not isinstance(trace, TraceRecord):
         raise InputError(path, None, "the first record must be the trace record")
     index = TraceIndex(path, trace)
-    pending: list[tuple[str, str, str, str]] = []  # location, field, target kind, id
-    identities: dict[tuple[str | None, str, int], str] = {}
+    refs = _References(index)
+    identities: dict[tuple[str | None, str, int], int] = {}
     counts = index.counts
+    ops, variables, sessions = index.operations, index.variables, index.sessions
+    key = index.locations.key
     for location, record in records:
         digest = hash(record.model_dump_json())
+        loc = key(location)
         match record:
             case VariableRecord():
-                if _duplicate(index.variables.get(record.id), digest, path, location, record):
+                slot = variables.slot(record.id)
+                if _duplicate(index, variables, slot, digest, location, record):
                     continue
-                index.variables[record.id] = Entry(
-                    location,
-                    digest,
-                    _ts(path, location, record.created_at),
-                    record.seq or 0,
-                    is_marker=record.is_marker,
+                variables.loc[slot] = loc
+                variables.digest[slot] = digest
+                variables.ts[slot] = _ts(path, location, record.created_at)
+                variables.hint[slot] = record.seq or 0
+                variables.marker[slot] = record.is_marker
+                refs.define("variable", slot)
+                other = identities.setdefault(
+                    (record.class_name, record.name, record.version), slot
                 )
-                key = (record.class_name, record.name, record.version)
-                other = identities.setdefault(key, record.id)
-                if other != record.id:
+                if other != slot:
                     raise InputError(
                         path,
                         location,
                         f"variable {record.id!r} has the same class_name, name and version as "
-                        f"{other!r}",
+                        f"{variables.name(other)!r}",
                     )
                 if record.session is not None:
-                    pending.append((location, "variable.session", "session", record.session))
+                    refs.mention("session", sessions, record.session, loc, "variable.session")
                 counts.variables += 1
             case OperationRecord():
-                if _duplicate(index.operations.get(record.id), digest, path, location, record):
+                slot = ops.slot(record.id)
+                if _duplicate(index, ops, slot, digest, location, record):
                     continue
-                index.operations[record.id] = Entry(
-                    location, digest, _ts(path, location, record.created_at), record.seq or 0
-                )
+                ops.loc[slot] = loc
+                ops.digest[slot] = digest
+                ops.ts[slot] = _ts(path, location, record.created_at)
+                ops.hint[slot] = record.seq or 0
+                refs.define("operation", slot)
                 if record.session is not None:
-                    pending.append((location, "operation.session", "session", record.session))
-                reads = dict.fromkeys(record.reads)
-                writes = dict.fromkeys(record.writes)
+                    refs.mention("session", sessions, record.session, loc, "operation.session")
                 for i, var in enumerate(record.reads):
-                    pending.append((location, f"operation.reads[{i}]", "variable", var))
-                for i, var in enumerate(record.writes):
-                    pending.append((location, f"operation.writes[{i}]", "variable", var))
-                for var in writes:
-                    index.writers[var].append(record.id)
+                    refs.mention("variable", variables, var, loc, f"operation.reads[{i}]")
+                written = [
+                    refs.mention("variable", variables, var, loc, f"operation.writes[{i}]")
+                    for i, var in enumerate(record.writes)
+                ]
+                for written_slot in dict.fromkeys(written):
+                    if variables.writer[written_slot] < 0:
+                        variables.writer[written_slot] = slot
+                    else:
+                        index.more_writers.setdefault(written_slot, []).append(slot)
                 counts.operations += 1
-                counts.reads += len(reads)
-                counts.writes += len(writes)
+                counts.reads += len(dict.fromkeys(record.reads))
+                counts.writes += len(dict.fromkeys(record.writes))
             case SessionRecord():
-                if _duplicate_pair(index.sessions.get(record.id), digest, path, location, record):
+                slot = sessions.slot(record.id)
+                if _duplicate(index, sessions, slot, digest, location, record):
                     continue
-                index.sessions[record.id] = (location, digest)
+                sessions.loc[slot] = loc
+                sessions.digest[slot] = digest
+                refs.define("session", slot)
                 if record.created_at is not None:
                     _ts(path, location, record.created_at)
                 counts.sessions += 1
             case EdgeRecord():
-                if _duplicate_pair(index.edges.get(record.id), digest, path, location, record):
+                slot = index.edges.slot(record.id)
+                if _duplicate(index, index.edges, slot, digest, location, record):
                     continue
-                index.edges[record.id] = (location, digest)
-                pending.append((location, "edge.op", "operation", record.op))
-                pending.append((location, "edge.source", "variable", record.source))
-                pending.append((location, "edge.target", "variable", record.target))
+                index.edges.loc[slot] = loc
+                index.edges.digest[slot] = digest
+                refs.mention("operation", ops, record.op, loc, "edge.op")
+                refs.mention("variable", variables, record.source, loc, "edge.source")
+                refs.mention("variable", variables, record.target, loc, "edge.target")
                 counts.edges += 1
             case CaseRecord():
-                if _duplicate_pair(index.cases.get(record.id), digest, path, location, record):
+                slot = index.cases.slot(record.id)
+                if _duplicate(index, index.cases, slot, digest, location, record):
                     continue
-                index.cases[record.id] = (location, digest)
-                pending.append((location, "case.query", "variable", record.query))
+                index.cases.loc[slot] = loc
+                index.cases.digest[slot] = digest
+                refs.mention("variable", variables, record.query, loc, "case.query")
                 if record.prediction is not None:
-                    pending.append((location, "case.prediction", "variable", record.prediction))
+                    refs.mention("variable", variables, record.prediction, loc, "case.prediction")
                 for i, var in enumerate(record.evidence):
-                    pending.append((location, f"case.evidence[{i}]", "variable", var))
+                    refs.mention("variable", variables, var, loc, f"case.evidence[{i}]")
                 for i, label in enumerate(record.labels):
-                    pending.append((location, f"case.labels[{i}].op_id", "operation", label.op_id))
+                    refs.mention("operation", ops, label.op_id, loc, f"case.labels[{i}].op_id")
                 counts.cases += 1
                 counts.failed_cases += record.is_failed is True
                 counts.labels += len(record.labels)
                 counts.evidence += len(dict.fromkeys(record.evidence))
             case TraceRecord():
                 raise InputError(path, location, "a second trace record: one trace per file")
-    targets: dict[str, dict[str, object]] = {
-        "variable": index.variables,  # type: ignore[dict-item]
-        "operation": index.operations,  # type: ignore[dict-item]
-        "session": index.sessions,  # type: ignore[dict-item]
-    }
-    for location, field_name, kind, ref in pending:
-        if ref not in targets[kind]:
-            raise InputError(path, location, f"{field_name}: unknown {kind} {ref!r}")
+    refs.check()
     _assign_seq(index)
     _link_versions(index, identities)
     return index
@@ -202,51 +344,41 @@ def _ts(path: str, location: str, text: str) -> int:
         raise InputError(path, location, str(exc)) from None
 
 
-def _conflict(path: str, location: str, record: AnyRecord, first_location: str) -> InputError:
-    return InputError(
-        path,
-        location,
-        f"duplicate {record.type} id {record.id!r} with different content "
-        f"(first defined at {first_location})",
-    )
-
-
 def _duplicate(
-    entry: Entry | None, digest: int, path: str, location: str, record: AnyRecord
+    index: TraceIndex, table: Table, slot: int, digest: int, location: str, record: AnyRecord
 ) -> bool:
-    if entry is None:
+    """True for a repeat of an identical record; InputError if the content differs."""
+    first = table.loc[slot]
+    if first == UNDEFINED:
         return False
-    if entry.digest != digest:
-        raise _conflict(path, location, record, entry.location)
-    return True
-
-
-def _duplicate_pair(
-    entry: tuple[str, int] | None, digest: int, path: str, location: str, record: AnyRecord
-) -> bool:
-    if entry is None:
-        return False
-    if entry[1] != digest:
-        raise _conflict(path, location, record, entry[0])
+    if table.digest[slot] != digest:
+        raise InputError(
+            index.path,
+            location,
+            f"duplicate {record.type} id {record.id!r} with different content "
+            f"(first defined at {index.locations.text(first)})",
+        )
     return True
 
 
 def _assign_seq(index: TraceIndex) -> None:
-    order = [(e.ts, e.hint, 0, key, e) for key, e in index.operations.items()]
-    order += [(e.ts, e.hint, 1, key, e) for key, e in index.variables.items()]
-    order.sort(key=lambda item: item[:4])
-    for seq, item in enumerate(order):
-        item[4].seq = seq
+    """seq = rank of (created_at, the record's own seq hint, operations first, id)."""
+    ops, variables = index.operations, index.variables
+    order = [(ops.ts[s], ops.hint[s], 0, key, s) for key, s in ops.ids.items()]
+    order += [(variables.ts[s], variables.hint[s], 1, key, s) for key, s in variables.ids.items()]
+    order.sort()
+    for seq, (_, _, kind, _, slot) in enumerate(order):
+        (variables if kind else ops).seq[slot] = seq
 
 
-def _link_versions(index: TraceIndex, identities: dict[tuple[str | None, str, int], str]) -> None:
-    by_identity: dict[tuple[str | None, str], list[tuple[int, str]]] = defaultdict(list)
+def _link_versions(index: TraceIndex, identities: dict[tuple[str | None, str, int], int]) -> None:
+    by_identity: dict[tuple[str | None, str], list[tuple[int, int]]] = defaultdict(list)
     for (class_name, name, version), var in identities.items():
         by_identity[(class_name, name)].append((version, var))
     for versions in by_identity.values():
         if len(versions) > 1:
             versions.sort()
-            index.next_versions.extend(
+            index.next_version_slots.extend(
                 (older, newer) for (_, older), (_, newer) in itertools.pairwise(versions)
             )
-    index.counts.next_versions = len(index.next_versions)
+    index.counts.next_versions = len(index.next_version_slots)

@@ -16,6 +16,7 @@ from memtrace.loaders.index import TraceIndex, build_index
 from memtrace.loaders.models import AnyRecord
 from memtrace.loaders.native import read_native
 from memtrace.loaders.rows import (
+    NodeMap,
     count_properties,
     next_version_rows,
     node_rows,
@@ -256,21 +257,29 @@ def _write(
     props = trace_properties(index.trace, plan.format, str(plan.file.resolve()), overrides)
     begin_trace(db, plan.trace_id, props)
     progress.advance(1)
-    writer = BatchWriter(db, plan.trace_id, options.batch_size, progress.advance)
+    nodes = NodeMap(index)
+    writer = BatchWriter(
+        db, plan.trace_id, options.batch_size, progress.advance, on_ids=nodes.record
+    )
     source = record_source(plan.file, plan.format)
-    records = source()
-    next(records)  # the trace record, written by begin_trace
-    writer.add_all(
-        row for location, record in records for row in node_rows(index, location, record)
-    )
-    writer.flush_all()
-    records = source()
-    next(records)
-    writer.add_all(
-        row for location, record in records for row in relationship_rows(index, location, record)
-    )
-    writer.add_all(next_version_rows(index))
-    writer.flush_all()
+    try:
+        records = source()
+        next(records)  # the trace record, written by begin_trace
+        writer.add_all(
+            row for location, record in records for row in node_rows(index, location, record)
+        )
+        writer.flush_all()  # every node and its element id exists before any relationship
+        records = source()
+        next(records)
+        writer.add_all(
+            row
+            for location, record in records
+            for row in relationship_rows(index, nodes, location, record)
+        )
+        writer.add_all(next_version_rows(index, nodes))
+        writer.flush_all()
+    finally:
+        writer.close()
     complete_trace(db, plan.trace_id, count_properties(index))
     progress.finish()
     result.nodes_written = writer.nodes + 1

@@ -24,7 +24,7 @@ from memtrace.loaders.models import (
     parse_timestamp,
 )
 from memtrace.loaders.native import read_native
-from memtrace.loaders.rows import node_rows, relationship_rows
+from memtrace.loaders.rows import ElementIds, NodeMap, node_rows, relationship_rows
 from memtrace.loaders.smartcomment import python_text
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -137,7 +137,11 @@ def test_index_counts_seq_and_dependencies() -> None:
     assert (counts.edges, counts.cases, counts.failed_cases, counts.labels) == (4, 1, 1, 1)
     assert index.next_versions == [("mem-1@1", "mem-1@2")]
     # ties on created_at are broken by record type, then id
-    seqs = {key: entry.seq for key, entry in [*index.operations.items(), *index.variables.items()]}
+    seqs = {
+        key: table.seq[slot]
+        for table in (index.operations, index.variables)
+        for key, slot in table.ids.items()
+    }
     order = sorted(seqs, key=seqs.__getitem__)
     assert order[:3] == ["msg-1@1", "prompt@1", "op-extract"]
     records = {r.id: r for _, r in read_native(SMALL) if isinstance(r, OperationRecord)}
@@ -154,13 +158,30 @@ def test_rows_skip_repeated_records_and_mark_deletes() -> None:
     assert len(variable_rows) == 10  # prompt@1 appears twice, identically
     answer = next(r for n, r in rows if n == "load/create_operations" and r["id"] == "op-answer")
     assert answer["props"]["kind"] == "generation"
-    rels = [row for loc, rec in read_native(SMALL) for row in relationship_rows(index, loc, rec)]
+    # pretend every node was written with element id "4:db:<its id>"
+    nodes = NodeMap(index)
+    for query, (table, _) in nodes.tables.items():
+        nodes.record(query, [[slot, f"4:db:{key}"] for key, slot in table.ids.items()])
+    assert nodes.var("msg-1@1") == "4:db:msg-1@1"
+    rels = [
+        row for loc, rec in read_native(SMALL) for row in relationship_rows(index, nodes, loc, rec)
+    ]
     deletes = [row for name, row in rels if name == "load/create_deletes"]
-    assert deletes == [{"op": "op-delete", "var": "mem-1@2", "edge_id": "e4"}]
+    assert deletes == [{"op": "4:db:op-delete", "var": "4:db:mem-1@2", "edge_id": "e4"}]
     links = next(
-        r for n, r in rels if n == "load/create_operation_links" and r["op"] == "op-answer"
+        r for n, r in rels if n == "load/create_operation_links" and r["op"] == "4:db:op-answer"
     )
-    assert links["reads"] == ["query-1@1", "context@1"]
+    assert links["reads"] == ["4:db:query-1@1", "4:db:context@1"]
+    assert links["deps"] == [{"op": "4:db:op-search", "via": ["context@1"]}]
+
+
+def test_element_ids_are_stored_compactly() -> None:
+    ids = ElementIds(3)
+    ids.set(0, "4:abc-123:17")
+    ids.set(1, "4:abc-123:0")
+    ids.set(2, "something-else")
+    assert (ids.get(0), ids.get(1), ids.get(2)) == ("4:abc-123:17", "4:abc-123:0", "something-else")
+    assert ids.other == {2: "something-else"}
 
 
 def test_detect_and_expand(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
-// Explicit deletions: the operation that sent a variable to a delete marker.
-// params: $trace_id, $rows
+// Explicit deletions: the operation that sent a variable to a delete marker (endpoints by element id).
+// params: $rows
 // returns: -
 UNWIND $rows AS row
-MATCH (o:Operation {trace_id: $trace_id, id: row.op})
-MATCH (v:Variable {trace_id: $trace_id, id: row.var})
+MATCH (o:Operation) WHERE elementId(o) = row.op
+MATCH (v:Variable) WHERE elementId(v) = row.var
 CREATE (o)-[:DELETES {edge_id: row.edge_id}]->(v)

@@ -1,8 +1,8 @@
-// Link cases to their source evidence variables (rows: one case, its variables).
-// params: $trace_id, $rows
+// Link cases to their source evidence variables (rows: one case, its variables; all by element id).
+// params: $rows
 // returns: -
 UNWIND $rows AS row
-MATCH (c:Case {trace_id: $trace_id, id: row.case})
-UNWIND row.vars AS var_id
-MATCH (v:Variable {trace_id: $trace_id, id: var_id})
+MATCH (c:Case) WHERE elementId(c) = row.case
+UNWIND row.vars AS var
+MATCH (v:Variable) WHERE elementId(v) = var
 CREATE (c)-[:EVIDENCE]->(v)

@@ -1,8 +1,8 @@
-// Benchmark / human labels: the case blames one operation with an error type.
-// params: $trace_id, $rows
+// Benchmark / human labels: the case blames one operation with an error type (endpoints by element id).
+// params: $rows
 // returns: -
 UNWIND $rows AS row
-MATCH (c:Case {trace_id: $trace_id, id: row.case})
-MATCH (o:Operation {trace_id: $trace_id, id: row.op})
+MATCH (c:Case) WHERE elementId(c) = row.case
+MATCH (o:Operation) WHERE elementId(o) = row.op
 CREATE (c)-[l:LABELED]->(o)
 SET l = row.props

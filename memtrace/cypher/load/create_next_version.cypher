@@ -1,7 +1,7 @@
-// Link consecutive versions of the same variable identity.
-// params: $trace_id, $rows
+// Link consecutive versions of the same variable identity (endpoints by element id).
+// params: $rows
 // returns: -
 UNWIND $rows AS row
-MATCH (a:Variable {trace_id: $trace_id, id: row.older})
-MATCH (b:Variable {trace_id: $trace_id, id: row.newer})
+MATCH (a:Variable) WHERE elementId(a) = row.older
+MATCH (b:Variable) WHERE elementId(b) = row.newer
 CREATE (a)-[:NEXT_VERSION]->(b)

@@ -1,24 +1,24 @@
-// Link each operation to its session, the variables it reads and writes, and the earlier operations it depends on.
-// params: $trace_id, $rows
+// Link each operation to its session, the variables it reads and writes, and the earlier operations it depends on (all by element id).
+// params: $rows
 // returns: -
 UNWIND $rows AS row
-MATCH (o:Operation {trace_id: $trace_id, id: row.op})
+MATCH (o:Operation) WHERE elementId(o) = row.op
 CALL (o, row) {
-  UNWIND row.reads AS var_id
-  MATCH (v:Variable {trace_id: $trace_id, id: var_id})
+  UNWIND row.reads AS var
+  MATCH (v:Variable) WHERE elementId(v) = var
   CREATE (o)-[:READS]->(v)
 }
 CALL (o, row) {
-  UNWIND row.writes AS var_id
-  MATCH (v:Variable {trace_id: $trace_id, id: var_id})
+  UNWIND row.writes AS var
+  MATCH (v:Variable) WHERE elementId(v) = var
   CREATE (o)-[:WRITES]->(v)
 }
 CALL (o, row) {
   UNWIND row.deps AS dep
-  MATCH (a:Operation {trace_id: $trace_id, id: dep.op})
+  MATCH (a:Operation) WHERE elementId(a) = dep.op
   CREATE (o)-[:DEPENDS_ON {via: dep.via}]->(a)
 }
 CALL (o, row) {
-  MATCH (s:Session {trace_id: $trace_id, id: row.session})
+  MATCH (s:Session) WHERE elementId(s) = row.session
   CREATE (o)-[:IN_SESSION]->(s)
 }
