@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -155,3 +158,27 @@ def test_bench_make_cli_writes_labelled_traces(tmp_path: Path) -> None:
     assert summary["files"] == ["mem0-locomo-1.jsonl", "mem0-locomo-2.jsonl"]
     assert sum(summary["injected"].values()) == 5
     assert json.loads((tmp_path / "manifest.json").read_text())["labels"] == summary["labels"]
+
+
+def test_same_seed_same_bytes_across_processes(tmp_path: Path) -> None:
+    """Hash randomization must not leak into the output (set order, dict order)."""
+    for hash_seed in ("1", "2"):
+        subprocess.run(
+            [
+                str(Path(sys.executable).parent / "memtrace"),
+                "bench",
+                "make",
+                "--faults",
+                "5",
+                "--seed",
+                "9",
+                "--out",
+                str(tmp_path / hash_seed),
+                "--json",
+            ],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "PYTHONHASHSEED": hash_seed},
+        )
+    for path in sorted((tmp_path / "1").iterdir()):
+        assert (tmp_path / "2" / path.name).read_bytes() == path.read_bytes(), path.name
