@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from memtrace.systems.base import System, op_id
-from memtrace.systems.core import Action, Fact, Item, Loss, Similar, source_key
+from memtrace.systems.core import Action, ErrorType, Fact, Item, Loss, Similar, source_key
 from memtrace.systems.locomo import Question, Turn
 from memtrace.systems.params import use
 from memtrace.systems.prompts import FACT_EXTRACTION, UPDATE_DECISION
@@ -147,17 +147,18 @@ class Mem0System(System):
             memory.sources = (memory.sources - lost) | fact.sources
             for key in fact.sources:
                 self.holders.setdefault(key, set()).add(memory.id)
+                self.removed.pop(key, None)
             memory.text = action.text or memory.text
             memory.tokens = frozenset(content(memory.text))
             memory.var = mutation(memory.var, memory.value(), category="memory_entry")
             self.release(memory, lost - fact.sources, "UpdateError")
 
-    def release(self, memory: Memory, keys: set[str], kind: str) -> None:
+    def release(self, memory: Memory, keys: set[str], kind: ErrorType) -> None:
         for key in keys:
             holders = self.holders.get(key, set())
             holders.discard(memory.id)
             if not holders:
-                self.removed[key] = Loss(kind, op_id())  # type: ignore[arg-type]
+                self.removed[key] = Loss(kind, op_id())
 
     def add(self, adds: list[Fact], actions_var: Var, date: str) -> None:
         with operation("memory_system.add_to_vector_store", category="embedding"):
