@@ -63,7 +63,10 @@ class OfflineBackend:
         docs = [set(content(item.text)) for item in context]
         df = Counter(token for doc in docs for token in doc)
         wanted = set(content(question))
-        scores = [sum(math.log(1 + len(docs) / df[t]) for t in wanted & doc) for doc in docs]
+        # sorted: float sums in set order would differ between processes (hash randomization)
+        scores = [
+            sum(math.log(1 + len(docs) / df[t]) for t in sorted(wanted & doc)) for doc in docs
+        ]
         order = sorted(range(len(context)), key=lambda i: (-scores[i], i))
         return " ".join(_quote(context[i]) for i in order[:QUOTED])
 
