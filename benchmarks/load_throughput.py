@@ -1,9 +1,11 @@
 """Load throughput: our batched loader vs a naive loader, and loader RSS as files grow.
 
-    .venv/bin/python benchmarks/load_throughput.py --messages 5400 54000 --naive-elements 3000
+    .venv/bin/python benchmarks/load_throughput.py --messages 5400 54000 --naive-elements 3000 \
+        --repeat 2
 
 For each size a synthetic native trace is written to benchmarks/out/, loaded by `memtrace-load`
-in a child process (elements/s from its summary, peak RSS from the child's rusage), then deleted.
+in a child process (elements/s from its summary, peak RSS from the child's rusage), then deleted
+(each size --repeat times; the load average is recorded next to each run, the machine is shared).
 The naive loader (one MERGE per node / relationship, each in its own transaction) runs on the
 first records of the smallest file until it has written --naive-elements elements; its rate is
 per element, so it extrapolates linearly. Results go to stdout as JSON and a Markdown table.
@@ -110,6 +112,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, nargs="+", default=[5400, 54000])
     parser.add_argument("--naive-elements", type=int, default=3000)
     parser.add_argument("--batch-size", type=int, default=5000)
+    parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
     results: list[dict[str, Any]] = []
@@ -119,11 +122,14 @@ def main() -> None:
             trace_id = f"bench-load-{messages}"
             path = OUT / f"{trace_id}.jsonl"
             write_synthetic_trace(path, trace_id, messages)
-            delete_trace(db, trace_id)
-            result = {"messages": messages, **run_loader(path, args.batch_size)}
-            delete_trace(db, trace_id)
-            results.append(result)
-            print(json.dumps(result), file=sys.stderr)
+            for _ in range(args.repeat):
+                delete_trace(db, trace_id)
+                load_before = os.getloadavg()[0]
+                result = {"messages": messages, **run_loader(path, args.batch_size)}
+                result["load_avg"] = f"{load_before:.1f}/{os.getloadavg()[0]:.1f}"
+                delete_trace(db, trace_id)
+                results.append(result)
+                print(json.dumps(result), file=sys.stderr)
         naive_id = f"bench-naive-{args.messages[0]}"
         delete_trace(db, naive_id)
         naive = naive_load(
@@ -137,12 +143,15 @@ def main() -> None:
         "speedup_vs_naive": round(ours / naive["elements_per_second"], 1),
     }
     print(json.dumps(report, indent=2))
-    print("\n| messages | file MB | elements | seconds | elements/s | peak RSS MB |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "\n| messages | file MB | elements | seconds | elements/s | peak RSS MB "
+        "| load avg before/after |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for r in results:
         print(
             f"| {r['messages']:,} | {r['file_mb']} | {r['elements']:,} | {r['seconds']} | "
-            f"{r['elements_per_second']:,} | {r['peak_rss_mb']} |"
+            f"{r['elements_per_second']:,} | {r['peak_rss_mb']} | {r['load_avg']} |"
         )
     print(
         f"\nnaive: {naive['elements']:,} elements in {naive['seconds']} s = "

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 from array import array
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -94,6 +93,7 @@ class NodeTable(Table):
         self.seq = array("q")
         self.marker = bytearray()
         self.writer = array("q")  # variables: the first operation writing it (-1: none)
+        self.version = array("q")  # variables: the version
 
     def _grow(self) -> None:
         super()._grow()
@@ -102,6 +102,7 @@ class NodeTable(Table):
         self.seq.append(-1)
         self.marker.append(0)
         self.writer.append(-1)
+        self.version.append(0)
 
 
 @dataclass(slots=True)
@@ -236,7 +237,8 @@ def build_index(path: str, source: Iterable[tuple[str, AnyRecord]]) -> TraceInde
         raise InputError(path, None, "the first record must be the trace record")
     index = TraceIndex(path, trace)
     refs = _References(index)
-    identities: dict[tuple[str | None, str, int], int] = {}
+    # (class_name, name) -> the slot of its only version, or {version: slot} once there are more
+    identities: dict[tuple[str | None, str], int | dict[int, int]] = {}
     counts = index.counts
     ops, variables, sessions = index.operations, index.variables, index.sessions
     key = index.locations.key
@@ -254,16 +256,8 @@ def build_index(path: str, source: Iterable[tuple[str, AnyRecord]]) -> TraceInde
                 variables.hint[slot] = record.seq or 0
                 variables.marker[slot] = record.is_marker
                 refs.define("variable", slot)
-                other = identities.setdefault(
-                    (record.class_name, record.name, record.version), slot
-                )
-                if other != slot:
-                    raise InputError(
-                        path,
-                        location,
-                        f"variable {record.id!r} has the same class_name, name and version as "
-                        f"{variables.name(other)!r}",
-                    )
+                variables.version[slot] = record.version
+                _add_identity(index, identities, slot, record, location)
                 if record.session is not None:
                     refs.mention("session", sessions, record.session, loc, "variable.session")
                 counts.variables += 1
@@ -361,24 +355,77 @@ def _duplicate(
     return True
 
 
+def _add_identity(
+    index: TraceIndex,
+    identities: dict[tuple[str | None, str], int | dict[int, int]],
+    slot: int,
+    record: VariableRecord,
+    location: str,
+) -> None:
+    """Register a variable's (class_name, name, version); two ids for one identity is an error."""
+    key = (record.class_name, record.name)
+    found = identities.get(key)
+    if found is None:
+        identities[key] = slot
+        return
+    variables = index.variables
+    versions = found if isinstance(found, dict) else {variables.version[found]: found}
+    other = versions.setdefault(record.version, slot)
+    if other != slot:
+        raise InputError(
+            index.path,
+            location,
+            f"variable {record.id!r} has the same class_name, name and version as "
+            f"{variables.name(other)!r}",
+        )
+    identities[key] = versions
+
+
 def _assign_seq(index: TraceIndex) -> None:
-    """seq = rank of (created_at, the record's own seq hint, operations first, id)."""
+    """seq = rank of (created_at, the record's own seq hint, operations first, id).
+
+    The first three are packed into one integer per node (no tuple per node); runs of equal
+    keys, rare, are then ordered by id.
+    """
     ops, variables = index.operations, index.variables
-    order = [(ops.ts[s], ops.hint[s], 0, key, s) for key, s in ops.ids.items()]
-    order += [(variables.ts[s], variables.hint[s], 1, key, s) for key, s in variables.ids.items()]
-    order.sort()
-    for seq, (_, _, kind, _, slot) in enumerate(order):
-        (variables if kind else ops).seq[slot] = seq
+    tables = (ops, variables)
+    n_ops = len(ops.ts)
+    stamps = [*ops.ts, *variables.ts]
+    if not stamps:
+        return
+    low = min(stamps)
+    shift = max(max(ops.hint, default=0), max(variables.hint, default=0)).bit_length()
+    keys = [
+        (((ts - low) << shift | hint) << 1) | kind
+        for kind, table in enumerate(tables)
+        for ts, hint in zip(table.ts, table.hint, strict=True)
+    ]
+    del stamps
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    start = 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and keys[order[end]] == keys[order[start]]:
+            end += 1
+        if end - start > 1:
+            order[start:end] = sorted(order[start:end], key=lambda i: _name(tables, n_ops, i))
+        start = end
+    for seq, i in enumerate(order):
+        if i < n_ops:
+            ops.seq[i] = seq
+        else:
+            variables.seq[i - n_ops] = seq
 
 
-def _link_versions(index: TraceIndex, identities: dict[tuple[str | None, str, int], int]) -> None:
-    by_identity: dict[tuple[str | None, str], list[tuple[int, int]]] = defaultdict(list)
-    for (class_name, name, version), var in identities.items():
-        by_identity[(class_name, name)].append((version, var))
-    for versions in by_identity.values():
-        if len(versions) > 1:
-            versions.sort()
-            index.next_version_slots.extend(
-                (older, newer) for (_, older), (_, newer) in itertools.pairwise(versions)
-            )
+def _name(tables: tuple[NodeTable, NodeTable], n_ops: int, i: int) -> str:
+    return tables[0].name(i) if i < n_ops else tables[1].name(i - n_ops)
+
+
+def _link_versions(
+    index: TraceIndex, identities: dict[tuple[str | None, str], int | dict[int, int]]
+) -> None:
+    for versions in identities.values():
+        if isinstance(versions, dict):
+            ordered = [versions[version] for version in sorted(versions)]
+            index.next_version_slots.extend(itertools.pairwise(ordered))
     index.counts.next_versions = len(index.next_version_slots)

@@ -224,3 +224,28 @@ def test_json_schema_matches_the_models() -> None:
     for name, model in models.items():
         assert set(schema["$defs"][name]["properties"]) == set(model.model_fields), name
     assert set(schema["$defs"]["label"]["properties"]) == set(Label.model_fields)
+
+
+def test_seq_orders_by_time_then_hint_then_type_then_id(tmp_path: Path) -> None:
+    at = "2024-05-01T10:00:00Z"
+    records = [
+        {"type": "trace", "format_version": 1, "id": "t"},
+        {"type": "variable", "id": "b", "name": "b", "created_at": at, "seq": 2},
+        {"type": "variable", "id": "a", "name": "a", "created_at": at, "seq": 2},
+        {"type": "operation", "id": "z", "name": "step", "created_at": at, "seq": 2},
+        {"type": "variable", "id": "early", "name": "e", "created_at": "2024-05-01T09:00:00Z"},
+        {"type": "variable", "id": "x", "name": "x", "created_at": at, "seq": 10},
+        {"type": "variable", "id": "c", "name": "c", "created_at": at},
+        {"type": "variable", "id": "c2", "name": "c", "version": 3, "created_at": at, "seq": 11},
+        {"type": "variable", "id": "c1", "name": "c", "version": 2, "created_at": at, "seq": 12},
+    ]
+    path = tmp_path / "order.jsonl"
+    path.write_text("\n".join(json.dumps(record) for record in records))
+    index = build_index(str(path), read_native(path))
+    seqs = {
+        key: table.seq[slot]
+        for table in (index.operations, index.variables)
+        for key, slot in table.ids.items()
+    }
+    assert sorted(seqs, key=seqs.__getitem__) == ["early", "c", "z", "a", "b", "x", "c2", "c1"]
+    assert index.next_versions == [("c", "c1"), ("c1", "c2")]
