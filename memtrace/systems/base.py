@@ -26,8 +26,7 @@ from memtrace.systems.locomo import Conversation, Question, Turn
 from memtrace.systems.params import Params, use
 from memtrace.systems.prompts import DEFAULTS, JUDGE, QUESTION_ANSWERING
 from memtrace.systems.rankers import BM25Ranker, Ranker
-from memtrace.tracing import Var, case, edge, operation, read, session, variable
-from memtrace.tracing.api import current_operation
+from memtrace.tracing import Var, case, current_operation, edge, operation, read, session, variable
 
 _DATE = re.compile(r"(\d{1,2} \w+),? (\d{4})")
 

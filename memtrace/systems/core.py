@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from memtrace.systems.params import Params
+from memtrace.systems.text import sentences
 from memtrace.tracing import Var
 
 ErrorType = Literal[
@@ -39,8 +40,6 @@ class Item:
 
 def message_item(dia_id: str, speaker: str, text: str, date: str, var: Var) -> Item:
     """A whole message as a context item (naive RAG and long-context keep raw messages)."""
-    from memtrace.systems.text import sentences  # text has no dependencies on this module
-
     keys = frozenset(source_key(dia_id, i) for i in range(max(1, len(sentences(text)))))
     return Item(dia_id, f"{speaker}: {text}", date, keys, var)
 
