@@ -21,6 +21,8 @@ from memtrace.systems.runner import make_backend, make_system, run_conversation
 from memtrace.tracing import SimClock
 
 Format = Literal["native", "smartcomment"]
+# JSON, but not named *.json: `memtrace load DIR` must find only the traces.
+MANIFEST = "manifest.txt"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +132,7 @@ def make_bench(
             path.unlink()
             path = target
         report.files.append(path)
-    report.manifest = out / "manifest.json"
+    report.manifest = out / MANIFEST
     manifest = {
         "system": options.system,
         "seed": options.seed,

@@ -58,7 +58,7 @@ def make_command(
     trace_prefix: str,
     as_json: bool,
 ) -> None:
-    """Run SYSTEM with planted faults; write labelled traces and manifest.json to OUT."""
+    """Run SYSTEM with planted faults; write labelled traces and a manifest to OUT."""
     convs = load_locomo(data or SAMPLE_PATH, parse_subset(conversations, sessions, questions))
     console = Console(stderr=True)
     options = BenchOptions(system, faults, seed, backend, fmt, trace_prefix)  # type: ignore[arg-type]

@@ -12,9 +12,10 @@ import pytest
 from click.testing import CliRunner
 from trace_checks import check_trace
 
-from memtrace.bench.make import BenchOptions, make_bench
+from memtrace.bench.make import MANIFEST, BenchOptions, make_bench
 from memtrace.cli import cli
 from memtrace.loaders.index import build_index
+from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.loaders.smartcomment import read_smartcomment
 from memtrace.systems.core import Fault
 from memtrace.systems.locomo import SAMPLE_PATH, Conversation, Subset, load_locomo
@@ -68,7 +69,7 @@ def test_all_five_types_are_injected_at_the_right_kind_of_operation(
     bench: tuple[Path, list[Conversation]],
 ) -> None:
     out, _ = bench
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = json.loads((out / MANIFEST).read_text())
     assert manifest["injected"] == {t: 2 for t in KIND_OF_OP}
     assert manifest["dropped_faults"] == 0
     seen = set()
@@ -114,8 +115,6 @@ def test_smartcomment_format_loads_with_annotations(
     out, convs = bench
     make_bench(convs, tmp_path, BenchOptions(faults=10, seed=3, format="smartcomment"))
     for path in sorted(tmp_path.glob("*.json")):
-        if path.name == "manifest.json":
-            continue
         index = build_index(str(path), read_smartcomment(path))
         native_cases, _ = labelled_cases(out / path.with_suffix(".jsonl").name)
         assert index.counts.labels == len(native_cases)
@@ -157,7 +156,7 @@ def test_bench_make_cli_writes_labelled_traces(tmp_path: Path) -> None:
     summary = json.loads(result.stdout)
     assert summary["files"] == ["mem0-locomo-1.jsonl", "mem0-locomo-2.jsonl"]
     assert sum(summary["injected"].values()) == 5
-    assert json.loads((tmp_path / "manifest.json").read_text())["labels"] == summary["labels"]
+    assert json.loads((tmp_path / MANIFEST).read_text())["labels"] == summary["labels"]
 
 
 def test_same_seed_same_bytes_across_processes(tmp_path: Path) -> None:
@@ -182,3 +181,11 @@ def test_same_seed_same_bytes_across_processes(tmp_path: Path) -> None:
         )
     for path in sorted((tmp_path / "1").iterdir()):
         assert (tmp_path / "2" / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_the_output_folder_loads_as_is(bench: tuple[Path, list[Conversation]]) -> None:
+    out, _ = bench
+    summary = load_paths(None, [str(out)], LoadOptions(dry_run=True))
+    assert sorted(Path(f.path).name for f in summary.files) == sorted(
+        p.name for p in out.glob("*.jsonl")
+    )
