@@ -122,4 +122,20 @@ class TraceReader:
                 query_id=anchor.query_id or "",
             )
             context = tuple((row["id"], row["value"] or "") for row in rows)
-        return CaseGraph(anchor, evidence, flow, self.memories(anchor.trace_id), context)
+        candidate_ops: tuple[tuple[OpRef, str], ...] = ()
+        if anchor.answer is not None:
+            rows = self.db.run(
+                get_query("attribution/candidates"),
+                trace_id=anchor.trace_id,
+                answer_op=anchor.answer.id,
+                query_id=anchor.query_id or "",
+                evidence_ids=[e.id for e in evidence],
+                max_depth=FLOW_DEPTH,
+            )
+            candidate_ops = tuple(
+                (OpRef(row["op_id"], int(row["seq"]), row["kind"] or "other", row["name"] or ""),
+                 row["role"])
+                for row in rows
+            )  # fmt: skip
+        memories = self.memories(anchor.trace_id)
+        return CaseGraph(anchor, evidence, flow, memories, context, candidate_ops)

@@ -83,6 +83,7 @@ class CaseGraph:
     flow: tuple[FlowStep, ...]
     memories: tuple[Memory, ...]
     context: tuple[tuple[str, str], ...]  # (variable id, value) read by the answer op
+    candidate_ops: tuple[tuple[OpRef, str], ...] = ()  # (op, role) from candidates.cypher
 
 
 Stage = Literal["context", "stored", "lost"]

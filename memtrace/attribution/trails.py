@@ -125,11 +125,17 @@ def trace_all(graph: CaseGraph) -> list[Trail]:
     return [trace_evidence(graph, evidence) for evidence in graph.evidence]
 
 
+# Roles from candidates.cypher that make an op a suspect by themselves; `trail` and `new_version`
+# ops only moved or merged the evidence, and are suspects only where a trail stops.
+SUSPECT_ROLES = frozenset({"reads_evidence", "deletes", "retrieval", "answer"})
+
+
 def candidates(graph: CaseGraph, trails: Sequence[Trail]) -> list[Candidate]:
     """Ops that could be the earliest decisive fault, in execution order.
 
-    The extraction ops that read each evidence message, every op where a trail stops, the
-    case's retrieval op(s) and the answer op. Ops that only passed the evidence on are left out.
+    From ``candidates.cypher``: the ops that read an evidence message (the extraction ones, when
+    there are any), ops deleting a trail variable, the case's retrieval op(s) and the answer op;
+    plus every op where a lexical trail stops. Ops that only passed the evidence on are left out.
     """
     found: dict[str, tuple[OpRef, str, set[str]]] = {}
 
@@ -140,12 +146,13 @@ def candidates(graph: CaseGraph, trails: Sequence[Trail]) -> list[Candidate]:
         if message_id:
             entry[2].add(message_id)
 
-    for step in graph.flow:
-        if step.op.kind == "extraction" and step.step == 1:
-            add(step.op, "extraction", step.message_id)
+    readers = [op for op, role in graph.candidate_ops if role == "reads_evidence"]
+    extractors = [op for op in readers if op.kind == "extraction"] or readers
+    for op, role in graph.candidate_ops:
+        if role in SUSPECT_ROLES and (role != "reads_evidence" or op in extractors):
+            add(op, role)
     for trail in trails:
-        role = {"RetrievalError": "retrieval"}.get(trail.error_type or "", "trail end")
-        add(trail.stop, role, trail.message_id)
+        add(trail.stop, "trail end", trail.message_id)
     for op in graph.anchor.retrievals:
         add(op, "retrieval")
     add(graph.anchor.answer, "answer")

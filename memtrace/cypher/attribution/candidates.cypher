@@ -1,12 +1,37 @@
-// Candidate operations: on an evidence trail AND an ancestor of the answer op, in execution order.
-// params: $trace_id, $answer_op, $evidence_ids
-// returns: op_id, name, kind, seq
+// Candidate operations of a case, in execution order, each with why it is one.
+// params: $trace_id, $answer_op, $query_id, $evidence_ids, $max_depth
+// returns: op_id, name, kind, seq, role
+// Roles: `reads_evidence` (reads a starting evidence message), `trail` (moves evidence along
+// FLOWS_TO), `deletes` / `new_version` (deletes or re-versions a variable on a trail before the
+// answer), `retrieval` (reads the case's question), `answer`. Ops where a trail ends by content
+// (a memory that lost the sentence) are added by the caller from the lexical trails.
 MATCH (a:Operation {trace_id: $trace_id, id: $answer_op})
-MATCH (a)-[:DEPENDS_ON]->{0,}(o:Operation)
-WHERE EXISTS {
+CALL (a) {
   UNWIND $evidence_ids AS message_id
-  MATCH (:Variable {trace_id: $trace_id, id: message_id})<-[:READS]-(first:Operation)
-  MATCH (o)-[:DEPENDS_ON]->{0,}(first)
+  MATCH (m:Variable {trace_id: $trace_id, id: message_id})
+  MATCH path = (m)-[:FLOWS_TO]->{1,12}(x:Variable)
+  WHERE x.seq <= a.seq AND length(path) <= $max_depth
+    AND all(n IN nodes(path)[1..-1] WHERE n.seq >= m.seq)
+  WITH DISTINCT m, last(relationships(path)) AS r, x
+  CALL (m, r, x) {
+    MATCH (o:Operation {trace_id: $trace_id, id: r.op_id})
+    RETURN o, CASE WHEN startNode(r) = m THEN 'reads_evidence' ELSE 'trail' END AS role
+    UNION
+    MATCH (x)<-[:DELETES]-(o:Operation)
+    RETURN o, 'deletes' AS role
+    UNION
+    MATCH (x)-[:NEXT_VERSION]->(:Variable)<-[:WRITES]-(o:Operation)
+    WHERE o.kind <> 'retrieval'
+    RETURN o, 'new_version' AS role
+  }
+  RETURN o, role
+  UNION
+  MATCH (:Variable {trace_id: $trace_id, id: $query_id})<-[:READS]-(o:Operation {kind: 'retrieval'})
+  RETURN o, 'retrieval' AS role
+  UNION
+  RETURN a AS o, 'answer' AS role
 }
-RETURN DISTINCT o.id AS op_id, o.name AS name, o.kind AS kind, o.seq AS seq
-ORDER BY seq
+WITH a, o, role
+WHERE o.seq <= a.seq
+RETURN o.id AS op_id, o.name AS name, o.kind AS kind, o.seq AS seq, role
+ORDER BY seq, role
