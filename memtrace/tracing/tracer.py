@@ -7,7 +7,6 @@ when it is recorded. Everything a record references is therefore already in the 
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -114,25 +113,30 @@ class Tracer:
         self.path = path
         self._clock = clock or WallClock()
         self._writer = JsonlWriter(path)
-        self._lock = threading.RLock()
+        self._lock = self._writer.lock  # one lock: ids, versions and the buffer stay in order
         self._seq = 0
         self._counters: dict[str, int] = {}
         self._latest: dict[tuple[str | None, str], tuple[Var, str | None]] = {}
         self._sessions: dict[str, str] = {}  # name -> id of sessions opened without an id
-        self._emit(
-            {
-                "type": "trace",
-                "format_version": FORMAT_VERSION,
-                "id": trace_id,
-                "system": system,
-                "dataset": dataset,
-                "created_at": self._clock.now(),
-                "metadata": metadata or None,
-            }
-        )
+        with self._lock:
+            self._emit(
+                {
+                    "type": "trace",
+                    "format_version": FORMAT_VERSION,
+                    "id": trace_id,
+                    "system": system,
+                    "dataset": dataset,
+                    "created_at": self._clock.now(),
+                    "metadata": metadata or None,
+                }
+            )
 
     def _emit(self, record: dict[str, Any]) -> None:
-        self._writer.write({k: v for k, v in record.items() if v is not None})
+        """Queue one record as a line (the caller holds the lock, so lines keep their order)."""
+        line = orjson.dumps(
+            {k: v for k, v in record.items() if v is not None}, option=orjson.OPT_APPEND_NEWLINE
+        )
+        self._writer.append(line)
 
     def _next(self, prefix: str) -> str:
         count = self._counters.get(prefix, 0) + 1
@@ -255,6 +259,10 @@ class Tracer:
         """A native ``case`` record (fields as in docs/trace-format.md, without ``type``)."""
         with self._lock:
             self._emit({"type": "case", **record})
+
+    def flush(self) -> None:
+        """Hand the buffered records to the OS now (they are also flushed within ~0.1 s)."""
+        self._writer.flush()
 
     def close(self) -> None:
         self._writer.close()

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +157,70 @@ def test_a_torn_last_line_is_rejected_then_cut_off(tmp_path: Path) -> None:
         build_index(str(path), read_native(path))
     assert complete_prefix(path) > 0
     build_index(str(path), read_native(path))
+
+
+KILLED_CHILD = """
+import sys, time
+from memtrace.tracing import edge, operation, session, trace, variable
+
+path, mode = sys.argv[1], sys.argv[2]
+with trace(path, "killed", system="toy"), session("memory_construction"):
+    for i in range(50 if mode == "idle" else 10**9):
+        with operation("memory_system.add_to_vector_store"):
+            msg = variable(f"msg-{i}", "Ana lives in Porto. " * 5, category="message")
+            mem = variable("mem-1", f"fact {i}", category="memory_entry")  # version i + 1
+            edge(msg, mem)
+    print("waiting", flush=True)  # like a long LLM call: nothing more is recorded for a while
+    time.sleep(120)
+"""
+
+
+def start_child(path: Path, mode: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", KILLED_CHILD, str(path), mode], stdout=subprocess.PIPE, text=True
+    )
+
+
+def wait_for(condition: Any, child: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert child.poll() is None and time.monotonic() < deadline, "child died or hung"
+        time.sleep(0.02)
+
+
+def test_a_process_killed_mid_run_leaves_a_loadable_prefix(tmp_path: Path) -> None:
+    """SIGKILL while records stream out (buffer flushes in flight): complete lines load."""
+    path = tmp_path / "killed.jsonl"
+    child = start_child(path, "busy")
+    try:
+        wait_for(lambda: path.exists() and path.stat().st_size > 400_000, child)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    complete_prefix(path)  # a kill inside write() may tear the last line
+    index = build_index(str(path), read_native(path))
+    assert index.counts.operations > 100
+    versions = [v["version"] for v in by_type(path, "variable") if v["name"] == "mem-1"]
+    assert versions == list(range(1, len(versions) + 1))
+    assert len(versions) in (index.counts.operations, index.counts.operations + 1)
+
+
+def test_records_reach_the_file_while_the_program_waits(tmp_path: Path) -> None:
+    """Buffered records are flushed on a clock, not only when more records come: a process
+    killed during a long wait loses nothing it recorded before the wait."""
+    path = tmp_path / "idle.jsonl"
+    child = start_child(path, "idle")
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "waiting\n"
+        wait_for(lambda: path.read_bytes().count(b'"type":"operation"') == 50, child)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert complete_prefix(path) == 0  # nothing torn: the file ends with a whole line
+    index = build_index(str(path), read_native(path))
+    assert index.counts.operations == 50 and index.counts.variables == 100
+    assert index.counts.edges == 50
 
 
 def test_async_tasks_keep_their_own_current_operation(tmp_path: Path) -> None:
