@@ -48,6 +48,7 @@ def stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=262144)  # memory and context lines recur across the cases of a trace
 def content_words(text: str) -> frozenset[str]:
     words = _WORD.findall(text.lower().replace("'", ""))
     return frozenset(stem(w) for w in words if w not in STOP_WORDS)
@@ -109,7 +110,8 @@ def key_sentences(message: str, question: str, answers: Sequence[str]) -> list[s
     return [p for p in long_enough if len(content_words(p) & target) == best]
 
 
-def lines(text: str) -> list[str]:
+@lru_cache(maxsize=65536)
+def lines(text: str) -> tuple[str, ...]:
     """The units of a value: items of a JSON list (a context of memories), else text lines."""
     stripped = text.lstrip()
     if stripped.startswith("["):
@@ -118,8 +120,8 @@ def lines(text: str) -> list[str]:
         except ValueError:
             data = None
         if isinstance(data, list):
-            return [item if isinstance(item, str) else json.dumps(item) for item in data]
-    return [line for line in unescape(text).splitlines() if line.strip()]
+            return tuple(item if isinstance(item, str) else json.dumps(item) for item in data)
+    return tuple(line for line in unescape(text).splitlines() if line.strip())
 
 
 def containment(sentence_words: frozenset[str], text: str) -> float:
