@@ -40,8 +40,9 @@ class JsonlWriter:
         self.path = path
         self.lock = lock or threading.RLock()
         self._file = path.open("wb", buffering=0)
-        self._chunks: list[bytes] = []
-        self._pending = 0
+        # One growing bytearray: appending copies the line and frees it at once (a list of
+        # line objects kept until the flush measured ~1 us per record more, in allocations).
+        self._buffer = bytearray()
         self._flush_bytes = flush_bytes
         self._stop = threading.Event()
         _open_writers.add(self)
@@ -55,9 +56,9 @@ class JsonlWriter:
 
     def append(self, line: bytes) -> None:
         """Queue one complete line (ending in ``\\n``); the caller holds ``lock``."""
-        self._chunks.append(line)
-        self._pending += len(line)
-        if self._pending >= self._flush_bytes:
+        buffer = self._buffer
+        buffer += line
+        if len(buffer) >= self._flush_bytes:
             self._flush()
 
     def flush(self) -> None:
@@ -66,14 +67,12 @@ class JsonlWriter:
             self._flush()
 
     def _flush(self) -> None:
-        if not self._chunks or self._file.closed:
+        buffer = self._buffer
+        if not buffer or self._file.closed:
             return
-        data = memoryview(b"".join(self._chunks))
-        self._chunks.clear()
-        self._pending = 0
-        while data:  # a regular file takes it in one call; loop in case it does not
-            written = self._file.write(data)
-            data = data[written or 0 :]
+        while buffer:  # a regular file takes it all in one call; loop in case it does not
+            written = self._file.write(buffer)
+            del buffer[: written or 0]
 
     def close(self) -> None:
         self._stop.set()
@@ -95,7 +94,7 @@ def _flush_periodically(
         writer = ref()
         if writer is None:
             return
-        if writer._pending:
+        if writer._buffer:
             writer.flush()
         del writer
 
