@@ -92,6 +92,8 @@ class operation:  # lower-case: used like a function, @operation(...) or with op
     is recorded in the operation's metadata and re-raised.
     """
 
+    __slots__ = ("_state", "_token", "_tracer", "category", "kind", "metadata", "name")
+
     def __init__(
         self,
         name: str,
@@ -193,7 +195,11 @@ def variable(
 def read(*variables: Var) -> None:
     op = _op.get()
     if op is not None:
-        op.read(*variables)
+        reads, writes = op.reads, op.writes  # OpState.read inlined: this is called a lot
+        for var in variables:
+            var_id = var[0]
+            if var_id and var_id not in writes:
+                reads[var_id] = None
 
 
 def write(*variables: Var) -> None:

@@ -18,6 +18,12 @@ from memtrace.tracing.writer import JsonlWriter
 FORMAT_VERSION = 1
 MARKER_NAME = "deleted"
 
+_dumps = orjson.dumps
+_LINE = orjson.OPT_APPEND_NEWLINE
+_SORT_KEYS = orjson.OPT_SORT_KEYS
+_SCALARS = frozenset({int, float, bool})  # immutable: the same object always has the same text
+_new_tuple = tuple.__new__  # builds a Var without NamedTuple's Python-level __new__
+
 
 class Var(NamedTuple):
     """A handle on one recorded version of a variable (a tuple: cheap to create)."""
@@ -79,25 +85,34 @@ class OpState:
         self.edges: list[tuple[str, str]] = []
 
     def read(self, *variables: Var) -> None:
+        reads, writes = self.reads, self.writes
         for var in variables:
-            if var.id and var.id not in self.writes:
-                self.reads[var.id] = None
+            var_id = var[0]
+            if var_id and var_id not in writes:
+                reads[var_id] = None
 
     def write(self, *variables: Var) -> None:
+        writes = self.writes
         for var in variables:
-            if var.id:
-                self.writes[var.id] = None
+            if var[0]:
+                writes[var[0]] = None
 
     def edge(self, source: Var, target: Var) -> None:
         """Exact flow ``source -> target`` inside this operation (both become endpoints)."""
-        if source.id and target.id:
-            self.read(source)
-            self.writes[target.id] = None
-            self.edges.append((source.id, target.id))
+        source_id, target_id = source[0], target[0]
+        if source_id and target_id:
+            if source_id not in self.writes:
+                self.reads[source_id] = None
+            self.writes[target_id] = None
+            self.edges.append((source_id, target_id))
 
 
 class Tracer:
-    """One trace file. Thread-safe: counters, version table and the file share one lock."""
+    """One trace file. Thread-safe: counters, version table and the buffer share one lock.
+
+    Per record this is the hot path of a traced run, so records are built directly as dicts
+    holding only their non-null fields, in the documented field order, and serialized once.
+    """
 
     def __init__(
         self,
@@ -112,12 +127,21 @@ class Tracer:
         self.trace_id = trace_id
         self.path = path
         self._clock = clock or WallClock()
+        self._now = self._clock.now
         self._writer = JsonlWriter(path)
+        self._append = self._writer.append
         self._lock = self._writer.lock  # one lock: ids, versions and the buffer stay in order
         self._seq = 0
-        self._counters: dict[str, int] = {}
-        self._latest: dict[tuple[str | None, str], tuple[Var, str | None]] = {}
+        self._ops = 0
+        self._edges = 0
+        self._session_count = 0
+        # (class_name, name) -> (id, version, value text, the value if an immutable scalar) of the
+        # latest version. Only atomic fields in a plain tuple: the garbage collector stops
+        # tracking such a tuple, so a long trace does not make full collections ever costlier
+        # (a Var is a tuple subclass and would stay tracked for the whole run).
+        self._latest: dict[tuple[str | None, str], tuple[str, int, str | None, Any]] = {}
         self._sessions: dict[str, str] = {}  # name -> id of sessions opened without an id
+        self._session_ids: set[str] = set()
         with self._lock:
             self._emit(
                 {
@@ -126,22 +150,14 @@ class Tracer:
                     "id": trace_id,
                     "system": system,
                     "dataset": dataset,
-                    "created_at": self._clock.now(),
+                    "created_at": self._now(),
                     "metadata": metadata or None,
                 }
             )
 
     def _emit(self, record: dict[str, Any]) -> None:
-        """Queue one record as a line (the caller holds the lock, so lines keep their order)."""
-        line = orjson.dumps(
-            {k: v for k, v in record.items() if v is not None}, option=orjson.OPT_APPEND_NEWLINE
-        )
-        self._writer.append(line)
-
-    def _next(self, prefix: str) -> str:
-        count = self._counters.get(prefix, 0) + 1
-        self._counters[prefix] = count
-        return f"{prefix}-{count:06d}"
+        """Queue one record as a line, leaving out null fields (the caller holds the lock)."""
+        self._append(_dumps({k: v for k, v in record.items() if v is not None}, option=_LINE))
 
     def session(
         self,
@@ -153,8 +169,12 @@ class Tracer:
     ) -> str:
         """The session's id; a name opened again without an explicit id is the same session."""
         with self._lock:
-            sid = session_id or self._sessions.get(name) or self._next("session")
-            if sid not in self._sessions.values():
+            sid = session_id or self._sessions.get(name)
+            if sid is None:
+                self._session_count += 1
+                sid = "session-%06d" % self._session_count  # noqa: UP031 - faster than f"{:06d}"
+            if sid not in self._session_ids:
+                self._session_ids.add(sid)
                 self._sessions[session_id or name] = sid
                 self._emit(
                     {
@@ -162,7 +182,7 @@ class Tracer:
                         "id": sid,
                         "name": name,
                         "category": category,
-                        "created_at": self._clock.now(),
+                        "created_at": self._now(),
                         "metadata": metadata or None,
                     }
                 )
@@ -179,33 +199,50 @@ class Tracer:
         metadata: dict[str, Any] | None = None,
     ) -> Var:
         """The variable ``(class_name, name)`` holding ``value``: a new version if it changed."""
-        value_text = text(value)
         key = (class_name, name)
+        latest = self._latest.get(key)
+        cls = value.__class__
+        if cls is str or value is None:
+            value_text = value
+        elif latest is not None and latest[3] is value and cls in _SCALARS:
+            # the very same immutable scalar: its text cannot have changed
+            return _new_tuple(Var, (latest[0], name, latest[1], class_name))
+        else:
+            value_text = _dumps(value, option=_SORT_KEYS).decode()
+        if latest is not None and latest[2] == value_text:
+            # unchanged (checked again under the lock before a new version is made)
+            return _new_tuple(Var, (latest[0], name, latest[1], class_name))
         with self._lock:
             latest = self._latest.get(key)
-            if latest is not None and latest[1] == value_text:
-                return latest[0]
-            version = latest[0].version + 1 if latest else 1
-            prefix = f"{class_name}:{name}" if class_name else name
-            var = Var(id=f"{prefix}@{version}", name=name, version=version, class_name=class_name)
-            self._latest[key] = (var, value_text)
+            if latest is None:
+                version = 1
+            elif latest[2] == value_text:
+                return _new_tuple(Var, (latest[0], name, latest[1], class_name))
+            else:
+                version = latest[1] + 1
+            var_id = f"{class_name}:{name}@{version}" if class_name else f"{name}@{version}"
+            self._latest[key] = (var_id, version, value_text, value if cls in _SCALARS else None)
             self._seq += 1
-            self._emit(
-                {
-                    "type": "variable",
-                    "id": var.id,
-                    "name": name,
-                    "version": version,
-                    "category": category,
-                    "class_name": class_name,
-                    "value": value_text,
-                    "created_at": self._clock.now(),
-                    "seq": self._seq,
-                    "session": session,
-                    "metadata": metadata or None,
-                }
-            )
-            return var
+            record: dict[str, Any] = {
+                "type": "variable",
+                "id": var_id,
+                "name": name,
+                "version": version,
+            }
+            if category is not None:
+                record["category"] = category
+            if class_name is not None:
+                record["class_name"] = class_name
+            if value_text is not None:
+                record["value"] = value_text
+            record["created_at"] = self._now()
+            record["seq"] = self._seq
+            if session is not None:
+                record["session"] = session
+            if metadata:
+                record["metadata"] = metadata
+            self._append(_dumps(record, option=_LINE))
+        return _new_tuple(Var, (var_id, name, version, class_name))
 
     def marker(self) -> Var:
         """The one deletion marker variable of this trace."""
@@ -222,38 +259,53 @@ class Tracer:
     ) -> OpState:
         with self._lock:
             self._seq += 1
-            op_id = self._next("op")
+            self._ops += 1
             return OpState(
-                op_id, name, self._clock.now(), self._seq, session, category, kind, metadata
+                "op-%06d" % self._ops,  # noqa: UP031
+                name,
+                self._now(),
+                self._seq,
+                session,
+                category,
+                kind,
+                metadata,
             )
 
     def finish_operation(self, op: OpState) -> None:
+        """The operation record, then its edges: one buffer append for all of them."""
+        record: dict[str, Any] = {"type": "operation", "id": op.id, "name": op.name}
+        if op.kind is not None:
+            record["kind"] = op.kind
+        if op.category is not None:
+            record["category"] = op.category
+        if op.session is not None:
+            record["session"] = op.session
+        record["created_at"] = op.created_at
+        record["seq"] = op.seq
+        record["reads"] = list(op.reads)
+        record["writes"] = list(op.writes)
+        if op.metadata:
+            record["metadata"] = op.metadata
+        op_id = op.id
         with self._lock:
-            self._emit(
-                {
-                    "type": "operation",
-                    "id": op.id,
-                    "name": op.name,
-                    "kind": op.kind,
-                    "category": op.category,
-                    "session": op.session,
-                    "created_at": op.created_at,
-                    "seq": op.seq,
-                    "reads": list(op.reads),
-                    "writes": list(op.writes),
-                    "metadata": op.metadata or None,
-                }
-            )
+            lines = [_dumps(record, option=_LINE)]
+            edge_number = self._edges
             for source, target in op.edges:
-                self._emit(
-                    {
-                        "type": "edge",
-                        "id": self._next("edge"),
-                        "op": op.id,
-                        "source": source,
-                        "target": target,
-                    }
+                edge_number += 1
+                lines.append(
+                    _dumps(
+                        {
+                            "type": "edge",
+                            "id": "edge-%06d" % edge_number,  # noqa: UP031
+                            "op": op_id,
+                            "source": source,
+                            "target": target,
+                        },
+                        option=_LINE,
+                    )
                 )
+            self._edges = edge_number
+            self._append(b"".join(lines) if len(lines) > 1 else lines[0])
 
     def case(self, record: dict[str, Any]) -> None:
         """A native ``case`` record (fields as in docs/trace-format.md, without ``type``)."""
