@@ -111,9 +111,12 @@ class operation:  # lower-case: used like a function, @operation(...) or with op
         self._token: Any = None
 
     def __enter__(self) -> OpState | None:
-        tracer = self._tracer = active()
+        tracer = _tracer.get()
         if tracer is None:
-            return None
+            if not _process_tracer:
+                return None
+            tracer = _process_tracer[-1]
+        self._tracer = tracer
         self._state = tracer.start_operation(
             self.name,
             session=_session.get(),
@@ -179,9 +182,11 @@ def variable(
 
     Registering does not attach the variable to an operation: use ``read``/``write``.
     """
-    tracer = active()
+    tracer = _tracer.get()  # active(), inlined: variable() is the most frequent call
     if tracer is None:
-        return OFF
+        if not _process_tracer:
+            return OFF
+        tracer = _process_tracer[-1]
     return tracer.variable(
         name,
         value,

@@ -85,6 +85,11 @@ class JsonlWriter:
         if self._flusher is not threading.current_thread():
             self._flusher.join()
 
+    def __del__(self) -> None:  # a tracer dropped without close() still writes its buffer
+        file = getattr(self, "_file", None)  # None if __init__ failed before opening
+        if file is not None and not file.closed:
+            self.close()
+
 
 def _flush_periodically(
     ref: weakref.ref[JsonlWriter], stop: threading.Event, seconds: float
