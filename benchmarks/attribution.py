@@ -6,9 +6,9 @@
    trace of a `memtrace bench make` output directory, under run-scoped trace ids.
 2. Accuracy of the offline judge (linear and binary walks) against the labels, per dataset and
    label source; offline throughput (cases/s) over every failed case with `attribute_cases`.
-3. LLM-judge cost of an accurate judge: the calls a linear / binary walk needs to reach the
-   labeled op, and the tokens of the prompts it would send (rendered, not sent; 4 chars/token),
-   against the whole flattened trace.
+3. LLM-judge cost of an accurate judge (on the smartcomment labels and the bench's injected
+   ones): the calls a linear / binary walk needs to reach the labeled op, and the tokens of the
+   prompts it would send (rendered, not sent; 4 chars/token), against the whole flattened trace.
 4. Latency (p50/p95 over all labeled cases, 3 runs each) of the per-case queries, including the
    three backward-reachability variants, at the current database size and after filling the
    database with synthetic filler traces up to each --sizes total node count.
@@ -144,7 +144,8 @@ def accuracy(db: Database, traces: dict[str, list[str]]) -> tuple[dict[str, Any]
                         row[1] += verdict.op_id == label["op_id"]
                         row[2] += verdict.error_type == label["error_type"]
                     ids = [c.op.id for c in analysis.candidates]
-                    if strategy == "linear" and label["op_id"] in ids:
+                    costed = dataset == "smartcomment" or label["source"] == "injected"
+                    if strategy == "linear" and costed and label["op_id"] in ids:
                         index = ids.index(label["op_id"])
                         probes = len(ids).bit_length()  # binary search probes, at most
                         for mode, calls in (("linear", index + 1), ("binary", probes + 1)):
