@@ -104,6 +104,21 @@ def _flush_periodically(
         del writer
 
 
+def _forget_parent_buffers() -> None:
+    """In a forked child: the parent's queued lines are the parent's to write, not the child's
+    (written twice they would duplicate records), and a lock held by the parent's flusher
+    thread at the fork would never be released."""
+    for writer in list(_open_writers):
+        _open_writers.discard(writer)
+        writer._buffer.clear()
+        reinit = getattr(writer.lock, "_at_fork_reinit", None)
+        if reinit is not None:
+            reinit()
+
+
+os.register_at_fork(after_in_child=_forget_parent_buffers)
+
+
 @atexit.register
 def _flush_all() -> None:
     """A tracer left open at exit still gets its buffered lines written."""

@@ -223,6 +223,28 @@ def test_records_reach_the_file_while_the_program_waits(tmp_path: Path) -> None:
     assert index.counts.edges == 50
 
 
+FORKING_CHILD = """
+import os, sys
+from memtrace.tracing import operation, trace, variable, write
+
+with trace(sys.argv[1], "forked", system="toy"):
+    with operation("memory_system.add_to_vector_store"):
+        write(variable("mem-1", "Ana lives in Porto", category="memory_entry"))
+    pid = os.fork()  # the buffer still holds those records (flushed within 0.1 s)
+    if pid == 0:
+        sys.exit(0)  # a normal exit runs atexit handlers and finalizers in the child
+    os.waitpid(pid, 0)
+"""
+
+
+def test_a_forked_child_does_not_write_the_parents_buffer_again(tmp_path: Path) -> None:
+    path = tmp_path / "forked.jsonl"
+    subprocess.run([sys.executable, "-c", FORKING_CHILD, str(path)], check=True, timeout=60)
+    lines = path.read_bytes().splitlines()
+    assert len(lines) == len(set(lines)) == 3  # trace, variable, operation: once each
+    build_index(str(path), read_native(path))
+
+
 def test_async_tasks_keep_their_own_current_operation(tmp_path: Path) -> None:
     path = tmp_path / "async.jsonl"
 
