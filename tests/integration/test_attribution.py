@@ -79,7 +79,11 @@ def test_every_attribution_query_explains_and_runs(
     db: Database, traces: list[str], run_id: str
 ) -> None:
     params = sample_params(db, traces[0], run_id)
+    # One attribution of this run, so the result queries have something to read.
+    verdicts = attribute_cases(db, OfflineJudge(), [(traces[0], params["case_id"])], Options())
+    write_attributions(db, run_id, verdicts)
     queries = [q for q in all_queries() if q.name.startswith("attribution/")]
+    queries.sort(key=lambda q: q.name == "attribution/delete_attributions")  # cleanup last
     assert len(queries) >= 10
     for query in queries:
         values = {name: params[name] for name in query.params}
@@ -88,6 +92,7 @@ def test_every_attribution_query_explains_and_runs(
         if query.columns and query.name not in {"attribution/write_attributions"}:
             assert rows, f"{query.name} returned nothing on a real trace"
             assert set(rows[0]) == set(query.columns), query.name
+    assert not db.run("MATCH (a:Attribution {run_id: $r}) RETURN a", r=run_id)
 
 
 def test_candidate_query_holds_the_labeled_ops(db: Database, traces: list[str]) -> None:
