@@ -68,11 +68,14 @@ class JsonlWriter:
 
     def _flush(self) -> None:
         buffer = self._buffer
-        if not buffer or self._file.closed:
+        if self._file.closed:
+            buffer.clear()  # recorded after close(): dropped rather than kept growing
             return
         while buffer:  # a regular file takes it all in one call; loop in case it does not
             written = self._file.write(buffer)
-            del buffer[: written or 0]
+            if not written:
+                raise OSError(f"{self.path}: write() made no progress")
+            del buffer[:written]
 
     def close(self) -> None:
         self._stop.set()
