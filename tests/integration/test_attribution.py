@@ -14,6 +14,7 @@ import pytest
 from memtrace.attribution.evaluate import score
 from memtrace.attribution.graph import TraceReader
 from memtrace.attribution.judges import OfflineJudge
+from memtrace.attribution.model import Verdict
 from memtrace.attribution.run import (
     Options,
     analyse_case,
@@ -41,7 +42,6 @@ def traces(db: Database, shared_data: Path) -> Iterator[list[str]]:
         load_paths(db, [str(path)], LoadOptions(trace_id=trace_id))
     yield ids
     for trace_id in ids:
-        db.run("MATCH (a:Attribution {trace_id: $t}) DETACH DELETE a", t=trace_id)
         delete_trace(db, trace_id)
 
 
@@ -230,3 +230,21 @@ def test_cli_attribute_eval_explain(traces: list[str], run_id: str, db: Database
     result = runner.invoke(cli, ["explain", "no-such-case"])
     assert result.exit_code == 1 and "no complete trace" in result.output
     db.run(get_query("attribution/delete_attributions"), run_id=run_id, trace_id=trace_id)
+
+
+def test_reloading_or_deleting_a_trace_removes_its_attributions(db: Database, run_id: str) -> None:
+    trace_id = f"{run_id}-small"
+    small = Path(__file__).parent.parent / "data" / "native" / "small.jsonl"
+    verdict = Verdict(trace_id, "q-1", "op-answer", "ResponseError", "test", "offline")
+
+    def attributions() -> int:
+        rows = db.run("MATCH (a:Attribution {trace_id: $t}) RETURN count(a) AS n", t=trace_id)
+        return int(rows[0]["n"])
+
+    load_paths(db, [str(small)], LoadOptions(trace_id=trace_id))
+    assert write_attributions(db, run_id, [verdict]) == 1
+    load_paths(db, [str(small)], LoadOptions(trace_id=trace_id))  # a re-load replaces the trace
+    assert attributions() == 0
+    assert write_attributions(db, run_id, [verdict]) == 1
+    delete_trace(db, trace_id)
+    assert attributions() == 0
