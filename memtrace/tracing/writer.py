@@ -7,7 +7,7 @@ non-empty (every ``flush_seconds``, 0.1 s, also while the traced program waits o
 on ``flush()``, on ``close()`` (then fsynced) and at interpreter exit. Every flush writes whole
 lines, so the file is always a prefix of the full trace cut at a line boundary: after a crash its
 complete lines form a valid trace. What a crash can lose is the unflushed tail: the records of
-at most the last ~0.1 s, never more than 64 KiB plus one record. Only a torn last line (a kill
+about the last 0.1 s, never more than 64 KiB plus the last append. Only a torn last line (a kill
 inside the ``write`` itself) can be damaged, and ``complete_prefix`` cuts it off.
 """
 
