@@ -20,8 +20,6 @@ pytestmark = pytest.mark.integration
 
 
 def test_offline_judge_on_a_bench_make_set(db: Database, tmp_path: Path) -> None:
-    if "bench" not in cli.commands:
-        pytest.skip("`memtrace bench make` is not available in this checkout")
     args = ["bench", "make", "--conversations", "1", "--faults", "10", "--out", str(tmp_path)]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
