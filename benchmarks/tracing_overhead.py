@@ -31,7 +31,7 @@ from memtrace.systems.locomo import SAMPLE_PATH, Subset, load_locomo
 from memtrace.systems.mem0 import Mem0System
 from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.runner import run_conversation
-from memtrace.tracing import OFF, operation
+from memtrace.tracing import OFF, Registered, operation
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 API = ("operation", "session", "variable", "read", "edge", "mutation", "delete", "case")
@@ -49,13 +49,16 @@ def _null_context(*args: Any, **kwargs: Any) -> Iterator[None]:
 @contextlib.contextmanager
 def stripped() -> Iterator[None]:
     """Replace the tracing names the systems imported with bare no-ops."""
-    saved = []
+    saved: list[tuple[Any, str, Any]] = []
     for module in (base, mem0, params):
         for name in API:
             if hasattr(module, name):
                 saved.append((module, name, getattr(module, name)))
                 fake = _null_context if name in ("operation", "session") else _noop
                 setattr(module, name, fake)
+    for method in ("get", "read"):  # prompts and parameters registered once per trace
+        saved.append((Registered, method, getattr(Registered, method)))
+        setattr(Registered, method, _noop)
     try:
         yield
     finally:

@@ -23,10 +23,20 @@ from memtrace.systems.core import (
 from memtrace.systems.evidence import evidence
 from memtrace.systems.judge import parse_label
 from memtrace.systems.locomo import Conversation, Question, Turn
-from memtrace.systems.params import Params, use
+from memtrace.systems.params import Params, parameter, use
 from memtrace.systems.prompts import DEFAULTS, JUDGE, QUESTION_ANSWERING
 from memtrace.systems.rankers import BM25Ranker, Ranker
-from memtrace.tracing import Var, case, current_operation, edge, operation, read, session, variable
+from memtrace.tracing import (
+    Registered,
+    Var,
+    case,
+    current_operation,
+    edge,
+    operation,
+    read,
+    session,
+    variable,
+)
 
 _DATE = re.compile(r"(\d{1,2} \w+),? (\d{4})")
 
@@ -59,16 +69,23 @@ class System(ABC):
         self.prompts = {**DEFAULTS, **(prompts or {})}
         self.faults = list(faults)
         self.run_state = ConversationRun(sample_id="", trace_id="")
+        # prompts and the retriever are read by every operation that uses them: registered once
+        # per trace (and again when changed), then only marked read
+        self._prompt_vars: dict[str, Registered] = {}
+        self._retriever_var = parameter("retriever")
 
     def prompt(self, name: str) -> str:
         """The prompt text, registered as a variable and read by the current operation."""
-        read(variable(name, self.prompts[name], category="prompt"))
-        return self.prompts[name]
+        text = self.prompts[name]
+        handle = self._prompt_vars.get(name)
+        if handle is None:
+            handle = self._prompt_vars[name] = Registered(name, category="prompt")
+        handle.read(text)
+        return text
 
     def record_ranker(self) -> None:
         """The search backend is a parameter of the search operation, like top_k."""
-        name = self.ranker.name
-        read(variable("retriever", name, category="parameter", class_name="parameter"))
+        self._retriever_var.read(self.ranker.name)
 
     def fault(self, kind: str, anchor: str) -> Fault | None:
         return next((f for f in self.faults if f.type == kind and f.anchor == anchor), None)

@@ -6,9 +6,9 @@ optimizer can change one (a changed value is a new version of the same variable)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
-from memtrace.tracing import current_operation, read, variable
+from memtrace.tracing import Registered, current_operation
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,10 +25,19 @@ class Params:
     judge_f1_threshold: float = 0.5  # offline judge: token F1 that counts as correct
 
 
+def parameter(name: str) -> Registered:
+    """The variable ``parameter:<name>``: registered once per trace, again when it changes."""
+    return Registered(name, category="parameter", class_name="parameter")
+
+
+_PARAMETERS = {field.name: parameter(field.name) for field in fields(Params)}
+
+
 def use(params: Params, *names: str) -> None:
-    """Register the named parameters and mark them read by the current operation."""
+    """Register the named parameters (a changed value is a new version) and mark them read by
+    the current operation."""
     if current_operation() is None:  # tracing off (or outside an operation): nothing to record
         return
     for name in names:
-        value = getattr(params, name)
-        read(variable(name, value, category="parameter", class_name="parameter"))
+        handle = _PARAMETERS.get(name) or _PARAMETERS.setdefault(name, parameter(name))
+        handle.read(getattr(params, name))

@@ -12,6 +12,7 @@ See docs/tracing.md.
 """
 
 from memtrace.tracing.api import (
+    Registered,
     active,
     case,
     current_operation,
@@ -33,6 +34,7 @@ __all__ = [
     "OFF",
     "Clock",
     "OpState",
+    "Registered",
     "SimClock",
     "Tracer",
     "Var",

@@ -197,6 +197,80 @@ def variable(
     )
 
 
+class Registered:
+    """A variable read again and again with a value that rarely changes (a prompt, a parameter).
+
+        TOP_K = Registered("top_k", category="parameter", class_name="parameter")
+        ...
+        with operation("memory_system.search"):
+            TOP_K.read(params.top_k)    # registers top_k@1 once, then only marks it read
+
+    ``get(value)`` returns exactly what ``variable(name, value, ...)`` would, and ``read(value)``
+    also marks it read by the current operation. While ``value`` is the same immutable object
+    (``str``, ``int``, ``float``, ``bool``, ``None``) as last time and the trace's latest version
+    of this identity is still the one it returned, that is a few attribute and dict lookups:
+    nothing is serialized or compared. Any other value goes through ``variable`` (a changed value
+    is a new version; a mutable value is always re-serialized, as it may have changed in place).
+    """
+
+    __slots__ = ("_key", "_last", "category", "class_name", "metadata", "name")
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        category: str | None = None,
+        class_name: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.category = category
+        self.class_name = class_name
+        self.metadata = metadata
+        self._key = (class_name, name)
+        # (value, the tracer's latest-version entry it matched, handle): one tuple, replaced
+        # whole, so threads never see a half-updated cache
+        self._last: tuple[Any, object, Var] | None = None
+
+    def get(self, value: Any) -> Var:
+        tracer = _tracer.get()
+        if tracer is None:
+            if not _process_tracer:
+                return OFF
+            tracer = _process_tracer[-1]
+        last = self._last
+        # The entry is a tuple the tracer replaces on every new version of this identity and
+        # that no other tracer holds: same entry object = same trace, version still the latest.
+        if last is not None and last[0] is value and tracer.latest(self._key) is last[1]:
+            return last[2]
+        var = tracer.variable(
+            self.name,
+            value,
+            category=self.category,
+            class_name=self.class_name,
+            session=_session.get(),
+            metadata=self.metadata,
+        )
+        if value is None or value.__class__ in _IMMUTABLE:
+            entry = tracer.latest(self._key)
+            if entry is not None and entry[0] == var[0]:  # not replaced by another thread since
+                self._last = (value, entry, var)
+        return var
+
+    def read(self, value: Any) -> Var:
+        """``read(self.get(value))``: the handle, marked read by the current operation."""
+        var = self.get(value)
+        op = _op.get()
+        if op is not None:
+            var_id = var[0]
+            if var_id and var_id not in op.writes:
+                op.reads[var_id] = None
+        return var
+
+
+_IMMUTABLE = frozenset({str, int, float, bool})
+
+
 def read(*variables: Var) -> None:
     op = _op.get()
     if op is not None:

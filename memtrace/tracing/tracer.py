@@ -244,6 +244,11 @@ class Tracer:
             self._append(_dumps(record, option=_LINE))
         return _new_tuple(Var, (var_id, name, version, class_name))
 
+    def latest(self, key: tuple[str | None, str]) -> tuple[str, int, str | None, Any] | None:
+        """The entry ``(id, version, value text, scalar)`` of the latest version of ``key``
+        (``(class_name, name)``); a new version replaces the entry with a new tuple."""
+        return self._latest.get(key)
+
     def marker(self) -> Var:
         """The one deletion marker variable of this trace."""
         return self.variable(MARKER_NAME, "DELETED", category="marker", class_name="delete_marker")

@@ -12,10 +12,16 @@ import pytest
 from trace_checks import check_trace
 
 from memtrace.errors import InputError, LLMError
+from memtrace.systems.core import Fact
 from memtrace.systems.judge import offline_verdict, parse_label
 from memtrace.systems.locomo import SAMPLE_PATH, Subset, load_locomo
-from memtrace.systems.runner import SYSTEMS, run_system
+from memtrace.systems.mem0 import Mem0System
+from memtrace.systems.offline import OfflineBackend
+from memtrace.systems.params import Params
+from memtrace.systems.prompts import FACT_EXTRACTION
+from memtrace.systems.runner import SYSTEMS, run_conversation, run_system
 from memtrace.systems.temporal import annotate
+from memtrace.tracing import SimClock
 
 
 @pytest.mark.parametrize("system", sorted(SYSTEMS))
@@ -54,6 +60,62 @@ def test_mem0_records_prompts_and_parameters_as_read_variables(tmp_path: Path) -
     assert "parameter:top_k@1" in ops["memory_system.search_vector_store"]["reads"]
     assert "question-answering-prompt@1" in ops["question-answering"]["reads"]
     assert {"memory_system.add_to_vector_store", "llm-judge"} <= set(ops)
+
+
+def test_every_operation_reads_its_prompt_and_parameters_and_a_change_is_a_version(
+    tmp_path: Path,
+) -> None:
+    """Prompts and parameters are registered once per trace, but still read by every
+    operation that uses them; a prompt changed mid-run is a new version read from then on."""
+    system = Mem0System(OfflineBackend())
+    original = system.prompts[FACT_EXTRACTION]
+    seen: list[int] = []
+
+    class Switching(OfflineBackend):
+        def extract(
+            self, prompt: str, speaker: str, dia_id: str, text: str, params: Params
+        ) -> list[Fact]:
+            seen.append(1)
+            if len(seen) == 3:  # after the 3rd extraction has read version 1
+                system.prompts[FACT_EXTRACTION] = original + " Be brief."
+            return super().extract(prompt, speaker, dia_id, text, params)
+
+    system.backend = Switching()
+    (conv,) = load_locomo(SAMPLE_PATH, Subset(conversations=("1",), questions=3))
+    _, path = run_conversation(system, conv, tmp_path, clock=SimClock())
+    assert path is not None
+    records = check_trace(path)
+    expected = {
+        "memory_system.update_memory_decision": {
+            "memory-update-decision-prompt@1",
+            "parameter:similar_top_k@1",
+            "parameter:none_threshold@1",
+            "parameter:update_threshold@1",
+            "parameter:delete_threshold@1",
+            "parameter:max_merge_sentences@1",
+        },
+        "memory_system.search_vector_store": {"parameter:top_k@1", "parameter:retriever@1"},
+        "question-answering": {"question-answering-prompt@1"},
+        "llm-judge": {"locomo-judge-prompt@1", "parameter:judge_f1_threshold@1"},
+    }
+    extract_reads = []
+    for r in records:
+        if r["type"] != "operation":
+            continue
+        if r["name"] == "memory_system.extract_facts":
+            assert "parameter:min_content_words@1" in r["reads"]
+            extract_reads.append([v for v in r["reads"] if v.startswith("fact-extraction")])
+        elif r["name"] in expected:
+            assert expected[r["name"]] <= set(r["reads"]), r["id"]
+    prompt = "fact-extraction-system-prompt"
+    assert extract_reads == [[f"{prompt}@1"]] * 3 + [[f"{prompt}@2"]] * (len(extract_reads) - 3)
+    prompts = [r for r in records if r["type"] == "variable" and r["name"] == prompt]
+    assert [(p["id"], p["value"]) for p in prompts] == [
+        (f"{prompt}@1", original),
+        (f"{prompt}@2", original + " Be brief."),
+    ]
+    params = [r for r in records if r["type"] == "variable" and r.get("category") == "parameter"]
+    assert len(params) == len({p["name"] for p in params}) == 9  # each registered once
 
 
 def test_locomo_subset_runs_with_valid_traces(shared_data: Path, tmp_path: Path) -> None:

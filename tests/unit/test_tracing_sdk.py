@@ -18,6 +18,8 @@ from memtrace.errors import InputError
 from memtrace.loaders.index import build_index
 from memtrace.loaders.native import read_native
 from memtrace.tracing import (
+    OFF,
+    Registered,
     SimClock,
     case,
     complete_prefix,
@@ -108,6 +110,51 @@ def test_same_value_same_version_changed_value_new_version(tmp_path: Path) -> No
     assert c.id == "top_k@2" and c.version == 2
     assert d.id == "other:top_k@1"
     assert [v["value"] for v in by_type(path, "variable")] == ["10", "5", "5"]
+
+
+def test_registered_variable_is_recorded_once_and_versioned_on_change(tmp_path: Path) -> None:
+    prompt = Registered("qa-prompt", category="prompt")
+    top_k = Registered("top_k", category="parameter", class_name="parameter")
+    facts = Registered("facts", category="llm_response")
+    assert prompt.read("Answer.") is top_k.get(10) is facts.get(["a"]) is OFF  # tracing off
+    text_a, text_b = "Answer.", "Answer briefly."
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    with trace(first, "a", clock=SimClock()):
+        with operation("op1"):
+            assert prompt.read(text_a).id == "qa-prompt@1"
+            assert top_k.read(10).id == "parameter:top_k@1"
+        with operation("op2"):
+            assert prompt.read(text_a).id == "qa-prompt@1"  # unchanged: read, not registered
+            assert prompt.read("".join(["Answer", "."])).id == "qa-prompt@1"  # equal, other object
+            assert top_k.read(12).id == "parameter:top_k@2"
+        with operation("op3"):
+            assert prompt.read(text_b).id == "qa-prompt@2"
+            assert prompt.read(text_a).id == "qa-prompt@3"  # changed back: a new version again
+            variable("top_k", 10, class_name="parameter")  # the same identity, registered directly
+            assert top_k.read(12).id == "parameter:top_k@4"  # not the stale handle top_k@2
+        value = ["a"]
+        assert facts.get(value).id == "facts@1"
+        value.append("b")  # changed in place: a mutable value is serialized again
+        assert facts.get(value).id == "facts@2"
+    with trace(second, "b", clock=SimClock()), operation("op1"):
+        assert prompt.read(text_a).id == "qa-prompt@1"  # a new trace registers it again
+    ops = {op["name"]: op for op in by_type(first, "operation")}
+    assert ops["op1"]["reads"] == ["qa-prompt@1", "parameter:top_k@1"]
+    assert ops["op2"]["reads"] == ["qa-prompt@1", "parameter:top_k@2"]
+    assert ops["op3"]["reads"] == ["qa-prompt@2", "qa-prompt@3", "parameter:top_k@4"]
+    values = [(v["id"], v["value"]) for v in by_type(first, "variable")]
+    assert values == [
+        ("qa-prompt@1", text_a),
+        ("parameter:top_k@1", "10"),
+        ("parameter:top_k@2", "12"),
+        ("qa-prompt@2", text_b),
+        ("qa-prompt@3", text_a),
+        ("parameter:top_k@3", "10"),
+        ("parameter:top_k@4", "12"),
+        ("facts@1", '["a"]'),
+        ("facts@2", '["a","b"]'),
+    ]
+    assert [v["id"] for v in by_type(second, "variable")] == ["qa-prompt@1"]
 
 
 def test_same_clock_same_bytes(tmp_path: Path) -> None:
