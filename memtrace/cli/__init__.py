@@ -6,28 +6,23 @@ import logging
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.markup import escape
 
 from memtrace import __version__
 from memtrace.cli.attribute import attribute_command, eval_command, explain_command
 from memtrace.cli.bench import bench_group
 from memtrace.cli.db import db_group
+from memtrace.cli.errors import reporting_errors
 from memtrace.cli.load import load_command
 from memtrace.cli.neo4j import neo4j_group
 from memtrace.cli.run import run_command
-from memtrace.errors import MemtraceError
 
 
 class MemtraceGroup(click.Group):
     """Prints memtrace errors as one clear message (exit 1) instead of a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
+        with reporting_errors():
             return super().invoke(ctx)
-        except MemtraceError as exc:
-            Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-            raise SystemExit(1) from exc
 
 
 @click.group(cls=MemtraceGroup)

@@ -17,9 +17,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from memtrace.cli.errors import reporting_errors
 from memtrace.cli.options import neo4j_options
 from memtrace.db import connect
-from memtrace.errors import MemtraceError
 from memtrace.loaders.load import DEFAULT_BATCH_SIZE, FORMATS, LoadOptions, LoadSummary, load_paths
 from memtrace.settings import Settings
 
@@ -30,11 +30,8 @@ class ErrorReportingCommand(click.Command):
     """Prints memtrace errors as one message (exit 1); also used as the `memtrace-load` script."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
+        with reporting_errors():
             return super().invoke(ctx)
-        except MemtraceError as exc:
-            Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
-            raise SystemExit(1) from exc
 
 
 class RichProgress:

@@ -1,0 +1,21 @@
+"""How every command reports memtrace errors: one clear line on stderr, exit status 1."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.markup import escape
+
+from memtrace.errors import MemtraceError
+
+
+@contextmanager
+def reporting_errors() -> Iterator[None]:
+    try:
+        yield
+    except MemtraceError as exc:
+        # escape(): messages quote user data such as "[neo4j]", which rich would eat as markup.
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        raise SystemExit(1) from exc
