@@ -31,5 +31,6 @@ read -r trace_id case_id <<<"$case_line"
 step "Why did case $case_id fail?"
 "$BIN/memtrace" explain "$case_id" --trace "$trace_id" --judge offline
 
-printf '\nExplore the graph in Neo4j Browser: http://127.0.0.1:7474/browser/ (user neo4j, password in %s)\n' \
-  "${MEMTRACE_HOME:-$HOME/.local/share/memtrace}/neo4j/password"
+browser=$("$BIN/memtrace" neo4j status --json | "$BIN/python" -c 'import json,sys; print(json.load(sys.stdin)["browser_url"])')
+printf '\nExplore the graph in Neo4j Browser: %s (user neo4j, password in %s)\n' \
+  "$browser" "${MEMTRACE_HOME:-$HOME/.local/share/memtrace}/neo4j/password"
