@@ -2,23 +2,43 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 from typing import Any
 
 import click
 
 from memtrace import __version__
-from memtrace.cli.attribute import attribute_command, eval_command, explain_command
-from memtrace.cli.bench import bench_group
-from memtrace.cli.db import db_group
 from memtrace.cli.errors import reporting_errors
-from memtrace.cli.load import load_command
-from memtrace.cli.neo4j import neo4j_group
-from memtrace.cli.run import run_command
+
+# Subcommands are imported when used: the attribution and LLM commands pull in pandas and openai
+# (about a second), which `memtrace neo4j status` or `memtrace load` should not pay for.
+COMMANDS = {
+    "neo4j": "memtrace.cli.neo4j:neo4j_group",
+    "db": "memtrace.cli.db:db_group",
+    "load": "memtrace.cli.load:load_command",
+    "run": "memtrace.cli.run:run_command",
+    "bench": "memtrace.cli.bench:bench_group",
+    "attribute": "memtrace.cli.attribute:attribute_command",
+    "eval": "memtrace.cli.attribute:eval_command",
+    "explain": "memtrace.cli.attribute:explain_command",
+}
 
 
 class MemtraceGroup(click.Group):
-    """Prints memtrace errors as one clear message (exit 1) instead of a traceback."""
+    """Loads subcommands lazily and prints memtrace errors as one clear message (exit 1)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, attribute = target.split(":")
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command), target  # a bug in COMMANDS, not user input
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         with reporting_errors():
@@ -33,13 +53,3 @@ def cli(verbose: bool) -> None:
     # The driver logs every retried connection and server notification as a warning; our own
     # errors already say what went wrong, so keep that noise for --verbose.
     logging.getLogger("neo4j").setLevel(logging.DEBUG if verbose else logging.ERROR)
-
-
-cli.add_command(neo4j_group)
-cli.add_command(db_group)
-cli.add_command(load_command)
-cli.add_command(run_command)
-cli.add_command(bench_group)
-cli.add_command(attribute_command)
-cli.add_command(eval_command)
-cli.add_command(explain_command)
