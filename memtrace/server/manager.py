@@ -155,7 +155,8 @@ def _ensure_initial_password(layout: ServerLayout, java: str) -> None:
     result = subprocess.run(
         [
             *(java, "-cp", f"{layout.lib}/*", ADMIN_MAIN_CLASS),
-            *("dbms", "set-initial-password", password.get_secret_value()),
+            # "--" ends the options: a generated password may start with "-".
+            *("dbms", "set-initial-password", "--", password.get_secret_value()),
         ],
         capture_output=True,
         text=True,

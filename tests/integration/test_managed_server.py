@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import urllib.request
 from collections.abc import Iterator
@@ -62,6 +63,9 @@ def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerLayo
 @pytest.fixture(scope="module")
 def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerLayout]:
     layout = throwaway_layout(tmp_path_factory.mktemp("auth"))
+    # A password starting with "-" (as token_urlsafe generates now and then) must not be taken
+    # for an option by neo4j-admin.
+    layout.write_password("-" + secrets.token_urlsafe(24))
     options = ServerOptions(bolt_port=free_port(), http_port=free_port(), auth=True, memory=SMALL)
     manager.start(layout, options)
     yield layout
