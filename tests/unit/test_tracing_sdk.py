@@ -16,6 +16,7 @@ import pytest
 
 from memtrace.errors import InputError
 from memtrace.loaders.index import build_index
+from memtrace.loaders.models import EdgeRecord
 from memtrace.loaders.native import read_native
 from memtrace.tracing import (
     OFF,
@@ -41,6 +42,11 @@ def records(path: Path) -> list[dict[str, Any]]:
 
 def by_type(path: Path, kind: str) -> list[dict[str, Any]]:
     return [r for r in records(path) if r["type"] == kind]
+
+
+def loaded_edges(path: Path) -> list[tuple[str, EdgeRecord]]:
+    """The edge records the loader reads (format 2 writes them inline in their operation)."""
+    return [(loc, r) for loc, r in read_native(path) if isinstance(r, EdgeRecord)]
 
 
 @operation("memory_system.extract_facts", category="extraction")
@@ -87,9 +93,23 @@ def test_toy_system_produces_the_expected_graph(tmp_path: Path) -> None:
     deletion = ops["memory_system.delete_memory"]
     assert deletion["reads"] == ["mem-1@2"]
     assert deletion["writes"] == ["delete_marker:deleted@1"]
-    edges = {(e["op"], e["source"], e["target"]) for e in by_type(path, "edge")}
-    assert (deletion["id"], "mem-1@2", "delete_marker:deleted@1") in edges
-    assert (update["id"], "mem-1@1", "mem-1@2") in edges
+    assert deletion["edges"] == [["mem-1@2", "delete_marker:deleted@1"]]  # inline, format 2
+    assert update["edges"] == [["mem-1@1", "mem-1@2"]]
+    assert not by_type(path, "edge")
+    edges = [(loc, r.id, r.op, r.source, r.target) for loc, r in loaded_edges(path)]
+    assert edges == [  # each at its operation's line, with an id derived from the op's
+        ("5.edges[0]", "op-000001/edge-1", "op-000001", "msg-1@1", "facts-1@1"),
+        ("9.edges[0]", "op-000002/edge-1", "op-000002", "mem-1@1", "mem-1@2"),
+        ("11.edges[0]", "op-000003/edge-1", "op-000003", "mem-1@2", "delete_marker:deleted@1"),
+        (
+            "15.edges[0]",
+            "op-000004/edge-1",
+            "op-000004",
+            "query:q-1@1",
+            "prediction:prediction-1@1",
+        ),
+    ]
+    assert index.counts.edges == 4
     versions = [v["id"] for v in by_type(path, "variable") if v["name"] == "mem-1"]
     assert versions == ["mem-1@1", "mem-1@2"]
     assert index.next_versions == [("mem-1@1", "mem-1@2")]
