@@ -2,14 +2,15 @@
 
     .venv/bin/python benchmarks/tracing_overhead.py [--data PATH] [--conversations 1,2] [--repeat 5]
 
-Three CPU timings of the same run (median of --repeat, interleaved so noise hits all):
+Three timings of the same run, wall clock and CPU (user + system of this process and of any
+child process, e.g. the trace writer), --repeat times, interleaved so noise hits all:
   stripped - the tracing calls replaced by bare no-op functions (no tracing code at all),
   off      - the real tracing API with no active tracer (what users pay when tracing is off),
-  on       - traced into a native JSONL file (wall clock, buffered writer, fsync on close).
+  on       - traced into a native JSONL file (wall-clock timestamps, fsync on close).
 The overheads are the median of the per-repeat ratios (on/off and off/stripped of the same
-repeat), which other load on the machine disturbs less than a ratio of medians; the load
-average is printed with them. Plus a micro-benchmark of one @operation-decorated call with
-tracing off vs the plain function.
+repeat; the goal is judged on wall clock), which other load on the machine disturbs less than a
+ratio of medians; the load average is printed with them. Plus a micro-benchmark of one
+@operation-decorated call with tracing off vs the plain function.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import statistics
 import tempfile
 import time
@@ -66,11 +68,19 @@ def stripped() -> Iterator[None]:
             setattr(module, name, value)
 
 
-def timed(run: Callable[[], None]) -> float:
-    """CPU seconds of this process (user + system): steadier than wall time on a shared box."""
-    started = time.process_time()
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and of its waited-for children (a writer
+    process counts once it has exited, which happens when its trace is closed)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def timed(run: Callable[[], None]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds including child processes) of one run."""
+    cpu, wall = cpu_seconds(), time.perf_counter()
     run()
-    return time.process_time() - started
+    return time.perf_counter() - wall, cpu_seconds() - cpu
 
 
 def main() -> None:
@@ -90,17 +100,24 @@ def main() -> None:
         with stripped():
             run(False)
 
-    times: dict[str, list[float]] = {"stripped": [], "off": [], "on": []}
+    runs = {"stripped": run_stripped, "off": lambda: run(False), "on": lambda: run(True)}
+    wall: dict[str, list[float]] = {k: [] for k in runs}
+    cpu: dict[str, list[float]] = {k: [] for k in runs}
     load_before = os.getloadavg()
     run(False)  # warm caches and imports
+    run(True)
     for _ in range(args.repeat):
-        times["stripped"].append(timed(run_stripped))
-        times["off"].append(timed(lambda: run(False)))
-        times["on"].append(timed(lambda: run(True)))
+        for name, one in runs.items():
+            seconds, cpu_s = timed(one)
+            wall[name].append(seconds)
+            cpu[name].append(cpu_s)
     load_after = os.getloadavg()
-    median = {k: statistics.median(v) for k, v in times.items()}
-    on_ratios = [on / off for on, off in zip(times["on"], times["off"], strict=True)]
-    off_ratios = [off / bare for off, bare in zip(times["off"], times["stripped"], strict=True)]
+
+    def overhead(times: dict[str, list[float]], a: str, b: str) -> float:
+        """Median over repeats of a/b - 1, in percent."""
+        ratios = [x / y for x, y in zip(times[a], times[b], strict=True)]
+        return round(100 * (statistics.median(ratios) - 1), 1)
+
     trace_bytes = sum(p.stat().st_size for p in out.glob("*.jsonl"))
     records = sum(len(p.read_text().splitlines()) for p in out.glob("*.jsonl"))
 
@@ -117,13 +134,17 @@ def main() -> None:
         "questions": sum(len(c.questions) for c in convs),
         "trace_records": records,
         "trace_mb": round(trace_bytes / 1e6, 2),
-        "median_seconds": {k: round(v, 3) for k, v in median.items()},
-        "tracing_on_overhead_pct": round(100 * (statistics.median(on_ratios) - 1), 1),
-        "tracing_off_overhead_pct": round(100 * (statistics.median(off_ratios) - 1), 1),
-        "on_overhead_pct_per_repeat": sorted(round(100 * (r - 1), 1) for r in on_ratios),
+        "median_wall_seconds": {k: round(statistics.median(v), 3) for k, v in wall.items()},
+        "median_cpu_seconds": {k: round(statistics.median(v), 3) for k, v in cpu.items()},
+        "on_over_off_wall_pct": overhead(wall, "on", "off"),
+        "on_over_off_cpu_pct": overhead(cpu, "on", "off"),
+        "off_over_stripped_wall_pct": overhead(wall, "off", "stripped"),
+        "off_over_stripped_cpu_pct": overhead(cpu, "off", "stripped"),
+        "on_over_off_wall_pct_per_repeat": sorted(
+            round(100 * (x / y - 1), 1) for x, y in zip(wall["on"], wall["off"], strict=True)
+        ),
         "load_average_1min": [round(load_before[0], 2), round(load_after[0], 2)],
         "decorator_off_ns_per_call": round(decorated_ns - plain_ns, 1),
-        "records_per_second_on": round(records / median["on"]),
     }
     print(json.dumps(result, indent=2))
 
