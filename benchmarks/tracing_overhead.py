@@ -6,7 +6,9 @@ Three timings of the same run, wall clock and CPU (user + system of this process
 child process, e.g. the trace writer), --repeat times, interleaved so noise hits all:
   stripped - the tracing calls replaced by bare no-op functions (no tracing code at all),
   off      - the real tracing API with no active tracer (what users pay when tracing is off),
-  on       - traced into a native JSONL file (wall-clock timestamps, fsync on close).
+  on       - traced into a native JSONL file (wall-clock timestamps); the fsync that follows
+             the close in the writer's thread is waited for between runs, untimed, and its
+             median wait is printed.
 The overheads are the median of the per-repeat ratios (on/off and off/stripped of the same
 repeat; the goal is judged on wall clock), which other load on the machine disturbs less than a
 ratio of medians; the load average is printed with them. Plus a micro-benchmark of one
@@ -33,7 +35,7 @@ from memtrace.systems.locomo import SAMPLE_PATH, Subset, load_locomo
 from memtrace.systems.mem0 import Mem0System
 from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.runner import run_conversation
-from memtrace.tracing import OFF, Registered, operation
+from memtrace.tracing import OFF, Registered, operation, wait_synced
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 API = ("operation", "session", "variable", "read", "edge", "mutation", "delete", "case")
@@ -106,11 +108,18 @@ def main() -> None:
     load_before = os.getloadavg()
     run(False)  # warm caches and imports
     run(True)
+    sync_wait: list[float] = []
     for _ in range(args.repeat):
         for name, one in runs.items():
             seconds, cpu_s = timed(one)
             wall[name].append(seconds)
             cpu[name].append(cpu_s)
+            # the traced run's files are fsynced after close by the writer threads: wait here,
+            # untimed, so that no fsync overlaps the next run
+            started = time.perf_counter()
+            wait_synced()
+            if name == "on":
+                sync_wait.append(time.perf_counter() - started)
     load_after = os.getloadavg()
 
     def overhead(times: dict[str, list[float]], a: str, b: str) -> float:
@@ -132,7 +141,7 @@ def main() -> None:
         "data": str(args.data.name),
         "conversations": [c.number for c in convs],
         "questions": sum(len(c.questions) for c in convs),
-        "trace_records": records,
+        "trace_lines": records,
         "trace_mb": round(trace_bytes / 1e6, 2),
         "median_wall_seconds": {k: round(statistics.median(v), 3) for k, v in wall.items()},
         "median_cpu_seconds": {k: round(statistics.median(v), 3) for k, v in cpu.items()},
@@ -143,6 +152,7 @@ def main() -> None:
         "on_over_off_wall_pct_per_repeat": sorted(
             round(100 * (x / y - 1), 1) for x, y in zip(wall["on"], wall["off"], strict=True)
         ),
+        "fsync_wait_after_on_seconds_median": round(statistics.median(sync_wait), 3),
         "load_average_1min": [round(load_before[0], 2), round(load_after[0], 2)],
         "decorator_off_ns_per_call": round(decorated_ns - plain_ns, 1),
     }

@@ -32,6 +32,7 @@ from memtrace.tracing import (
     session,
     trace,
     variable,
+    wait_synced,
     write,
 )
 
@@ -310,6 +311,32 @@ def test_a_forked_child_does_not_write_the_parents_buffer_again(tmp_path: Path) 
     lines = path.read_bytes().splitlines()
     assert len(lines) == len(set(lines)) == 3  # trace, variable, operation: once each
     build_index(str(path), read_native(path))
+
+
+def test_the_trace_is_complete_when_the_block_ends_and_fsynced_after(tmp_path: Path) -> None:
+    """Every line is written by the time ``trace`` returns; the fsync runs in the writing
+    thread and ``wait_synced`` (also run at exit) waits for it."""
+    path = tmp_path / "big.jsonl"
+    with trace(path, "big", clock=SimClock()) as tracer, session("memory_construction"):
+        for i in range(2000):  # ~1 MB: the writing thread is woken many times on the way
+            with operation("memory_system.add_to_vector_store"):
+                write(variable(f"mem-{i}", "x" * 400, category="memory_entry"))
+    index = build_index(str(path), read_native(path))
+    assert index.counts.operations == 2000 and index.counts.variables == 2000
+    assert tracer is not None
+    wait_synced()
+    assert tracer._writer._file.closed
+
+
+def test_a_failed_write_is_reported(tmp_path: Path) -> None:
+    """/dev/full accepts the open and fails every write (ENOSPC), as a full disk would."""
+    with (
+        pytest.raises(OSError, match="/dev/full: writing the trace failed"),
+        trace(Path("/dev/full"), "full"),
+    ):
+        for i in range(500):
+            with operation("memory_system.add_to_vector_store"):
+                write(variable(f"mem-{i}", "x" * 400, category="memory_entry"))
 
 
 def test_async_tasks_keep_their_own_current_operation(tmp_path: Path) -> None:
