@@ -115,13 +115,13 @@ class JsonlWriter:
             self._closing = True  # under _io_lock: the thread sees it before its next write
         _open_writers.discard(self)
         if self._error is not None:
-            self._file.close()
+            self._file.close()  # nothing to fsync: the thread finds the file closed and ends
         elif in_thread:  # dropped by the writing thread itself (__del__): finish here
             _sync_and_close(self._file)
         else:
             _syncing.add(self._flusher)
-            self._stop.set()
-            self._wake.set()
+        self._stop.set()
+        self._wake.set()
         if self._error is not None:
             raise OSError(f"{self.path}: writing the trace failed: {self._error}") from self._error
 
