@@ -2,14 +2,17 @@
 
     .venv/bin/python benchmarks/tracing_overhead.py [--data PATH] [--conversations 1,2] [--repeat 5]
 
-Three CPU timings of the same run (median of --repeat, interleaved so noise hits all):
+Three timings of the same run, wall clock and CPU (user + system of this process and of any
+child process, e.g. the trace writer), --repeat times, interleaved so noise hits all:
   stripped - the tracing calls replaced by bare no-op functions (no tracing code at all),
   off      - the real tracing API with no active tracer (what users pay when tracing is off),
-  on       - traced into a native JSONL file (wall clock, buffered writer, fsync on close).
+  on       - traced into a native JSONL file (wall-clock timestamps); the fsync that follows
+             the close in the writer's thread is waited for between runs, untimed, and its
+             median wait is printed.
 The overheads are the median of the per-repeat ratios (on/off and off/stripped of the same
-repeat), which other load on the machine disturbs less than a ratio of medians; the load
-average is printed with them. Plus a micro-benchmark of one @operation-decorated call with
-tracing off vs the plain function.
+repeat; the goal is judged on wall clock), which other load on the machine disturbs less than a
+ratio of medians; the load average is printed with them. Plus a micro-benchmark of one
+@operation-decorated call with tracing off vs the plain function.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import statistics
 import tempfile
 import time
@@ -31,7 +35,7 @@ from memtrace.systems.locomo import SAMPLE_PATH, Subset, load_locomo
 from memtrace.systems.mem0 import Mem0System
 from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.runner import run_conversation
-from memtrace.tracing import OFF, Registered, operation
+from memtrace.tracing import OFF, Registered, operation, wait_synced
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 API = ("operation", "session", "variable", "read", "edge", "mutation", "delete", "case")
@@ -66,11 +70,19 @@ def stripped() -> Iterator[None]:
             setattr(module, name, value)
 
 
-def timed(run: Callable[[], None]) -> float:
-    """CPU seconds of this process (user + system): steadier than wall time on a shared box."""
-    started = time.process_time()
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and of its waited-for children (a writer
+    process counts once it has exited, which happens when its trace is closed)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def timed(run: Callable[[], None]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds including child processes) of one run."""
+    cpu, wall = cpu_seconds(), time.perf_counter()
     run()
-    return time.process_time() - started
+    return time.perf_counter() - wall, cpu_seconds() - cpu
 
 
 def main() -> None:
@@ -90,17 +102,31 @@ def main() -> None:
         with stripped():
             run(False)
 
-    times: dict[str, list[float]] = {"stripped": [], "off": [], "on": []}
+    runs = {"stripped": run_stripped, "off": lambda: run(False), "on": lambda: run(True)}
+    wall: dict[str, list[float]] = {k: [] for k in runs}
+    cpu: dict[str, list[float]] = {k: [] for k in runs}
     load_before = os.getloadavg()
     run(False)  # warm caches and imports
+    run(True)
+    sync_wait: list[float] = []
     for _ in range(args.repeat):
-        times["stripped"].append(timed(run_stripped))
-        times["off"].append(timed(lambda: run(False)))
-        times["on"].append(timed(lambda: run(True)))
+        for name, one in runs.items():
+            seconds, cpu_s = timed(one)
+            wall[name].append(seconds)
+            cpu[name].append(cpu_s)
+            # the traced run's files are fsynced after close by the writer threads: wait here,
+            # untimed, so that no fsync overlaps the next run
+            started = time.perf_counter()
+            wait_synced()
+            if name == "on":
+                sync_wait.append(time.perf_counter() - started)
     load_after = os.getloadavg()
-    median = {k: statistics.median(v) for k, v in times.items()}
-    on_ratios = [on / off for on, off in zip(times["on"], times["off"], strict=True)]
-    off_ratios = [off / bare for off, bare in zip(times["off"], times["stripped"], strict=True)]
+
+    def overhead(times: dict[str, list[float]], a: str, b: str) -> float:
+        """Median over repeats of a/b - 1, in percent."""
+        ratios = [x / y for x, y in zip(times[a], times[b], strict=True)]
+        return round(100 * (statistics.median(ratios) - 1), 1)
+
     trace_bytes = sum(p.stat().st_size for p in out.glob("*.jsonl"))
     records = sum(len(p.read_text().splitlines()) for p in out.glob("*.jsonl"))
 
@@ -115,15 +141,20 @@ def main() -> None:
         "data": str(args.data.name),
         "conversations": [c.number for c in convs],
         "questions": sum(len(c.questions) for c in convs),
-        "trace_records": records,
+        "trace_lines": records,
         "trace_mb": round(trace_bytes / 1e6, 2),
-        "median_seconds": {k: round(v, 3) for k, v in median.items()},
-        "tracing_on_overhead_pct": round(100 * (statistics.median(on_ratios) - 1), 1),
-        "tracing_off_overhead_pct": round(100 * (statistics.median(off_ratios) - 1), 1),
-        "on_overhead_pct_per_repeat": sorted(round(100 * (r - 1), 1) for r in on_ratios),
+        "median_wall_seconds": {k: round(statistics.median(v), 3) for k, v in wall.items()},
+        "median_cpu_seconds": {k: round(statistics.median(v), 3) for k, v in cpu.items()},
+        "on_over_off_wall_pct": overhead(wall, "on", "off"),
+        "on_over_off_cpu_pct": overhead(cpu, "on", "off"),
+        "off_over_stripped_wall_pct": overhead(wall, "off", "stripped"),
+        "off_over_stripped_cpu_pct": overhead(cpu, "off", "stripped"),
+        "on_over_off_wall_pct_per_repeat": sorted(
+            round(100 * (x / y - 1), 1) for x, y in zip(wall["on"], wall["off"], strict=True)
+        ),
+        "fsync_wait_after_on_seconds_median": round(statistics.median(sync_wait), 3),
         "load_average_1min": [round(load_before[0], 2), round(load_after[0], 2)],
         "decorator_off_ns_per_call": round(decorated_ns - plain_ns, 1),
-        "records_per_second_on": round(records / median["on"]),
     }
     print(json.dumps(result, indent=2))
 

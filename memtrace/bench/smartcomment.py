@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from memtrace.loaders.models import inline_edge_id
+
 
 def _ts(iso: str) -> str:
     """``2026-01-01T00:00:00.001Z`` -> ``2026-01-01 00:00:00.001`` (smartcomment's form)."""
@@ -27,6 +29,11 @@ def to_smartcomment(path: Path) -> str:
     explicit: dict[str, list[dict[str, Any]]] = {}
     for e in (r for r in body if r["type"] == "edge"):
         explicit.setdefault(e["op"], []).append(e)
+    for op in of["operation"]:  # format 2: edges inline in their operation
+        explicit.setdefault(op["id"], []).extend(
+            {"id": inline_edge_id(op["id"], n), "source": source, "target": target}
+            for n, (source, target) in enumerate(op.get("edges", ()), start=1)
+        )
     edges: list[dict[str, Any]] = []
     for op in of["operation"]:
         pairs = [(e["source"], e["target"], e["id"]) for e in explicit.get(op["id"], [])]

@@ -11,7 +11,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, 
 
 from memtrace.loaders.kinds import Kind
 
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2  # what the tracer writes
+FORMAT_VERSIONS: Final = (1, 2)  # what the loader reads
 
 ErrorType = Literal[
     "ExtractionError",
@@ -58,7 +59,7 @@ class Record(BaseModel):
 
 class TraceRecord(Record):
     type: Literal["trace"]
-    format_version: Literal[1]
+    format_version: Literal[1, 2]
     id: Id
     system: Text = None
     dataset: Text = None
@@ -92,6 +93,21 @@ class OperationRecord(Record):
     filename: Text = None
     lineno: StrictInt | None = None
     metadata: Metadata = Field(default_factory=dict)
+
+
+class InlineEdgesOperationRecord(OperationRecord):
+    """Format 2: an operation may carry its exact flows as ``edges: [[source, target], ...]``.
+
+    The reader turns them into ``EdgeRecord``s right after the ``OperationRecord`` (ids from
+    ``inline_edge_id``), the same records a format 1 file spells out as separate lines.
+    """
+
+    edges: list[tuple[Id, Id]] = Field(default_factory=list)
+
+
+def inline_edge_id(op_id: str, number: int) -> str:
+    """The id of an operation's ``number``-th (from 1) inline edge."""
+    return f"{op_id}/edge-{number}"
 
 
 class VariableRecord(Record):
@@ -163,6 +179,7 @@ class CaseRecord(Record):
 
 
 BodyRecord = SessionRecord | OperationRecord | VariableRecord | EdgeRecord | CaseRecord
+BodyRecordV2 = SessionRecord | InlineEdgesOperationRecord | VariableRecord | EdgeRecord | CaseRecord
 AnyRecord = TraceRecord | BodyRecord
 
 

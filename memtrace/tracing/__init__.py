@@ -28,7 +28,7 @@ from memtrace.tracing.api import (
 )
 from memtrace.tracing.clock import Clock, SimClock, WallClock
 from memtrace.tracing.tracer import OFF, OpState, Tracer, Var
-from memtrace.tracing.writer import complete_prefix
+from memtrace.tracing.writer import complete_prefix, wait_synced
 
 __all__ = [
     "OFF",
@@ -51,5 +51,6 @@ __all__ = [
     "session",
     "trace",
     "variable",
+    "wait_synced",
     "write",
 ]

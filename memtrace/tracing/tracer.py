@@ -1,8 +1,8 @@
 """The recording core: turns registered variables and finished operations into native records.
 
 Write order keeps every prefix of the file valid: a variable is written when it is registered,
-an operation (with its reads and writes) when it finishes, its edges right after it, a case
-when it is recorded. Everything a record references is therefore already in the file.
+an operation (with its reads, writes and edges) when it finishes, a case when it is recorded.
+Everything a record references is therefore already in the file.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import orjson
 from memtrace.tracing.clock import Clock, WallClock
 from memtrace.tracing.writer import JsonlWriter
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # edges inline in their operation record
 MARKER_NAME = "deleted"
 
 _dumps = orjson.dumps
@@ -133,7 +133,6 @@ class Tracer:
         self._lock = self._writer.lock  # one lock: ids, versions and the buffer stay in order
         self._seq = 0
         self._ops = 0
-        self._edges = 0
         self._session_count = 0
         # (class_name, name) -> (id, version, value text, the value if an immutable scalar) of the
         # latest version. Only atomic fields in a plain tuple: the garbage collector stops
@@ -277,7 +276,7 @@ class Tracer:
             )
 
     def finish_operation(self, op: OpState) -> None:
-        """The operation record, then its edges: one buffer append for all of them."""
+        """The operation record, its edges inline (one line instead of one per edge)."""
         record: dict[str, Any] = {"type": "operation", "id": op.id, "name": op.name}
         if op.kind is not None:
             record["kind"] = op.kind
@@ -289,28 +288,13 @@ class Tracer:
         record["seq"] = op.seq
         record["reads"] = list(op.reads)
         record["writes"] = list(op.writes)
+        if op.edges:
+            record["edges"] = op.edges
         if op.metadata:
             record["metadata"] = op.metadata
-        op_id = op.id
+        line = _dumps(record, option=_LINE)
         with self._lock:
-            lines = [_dumps(record, option=_LINE)]
-            edge_number = self._edges
-            for source, target in op.edges:
-                edge_number += 1
-                lines.append(
-                    _dumps(
-                        {
-                            "type": "edge",
-                            "id": "edge-%06d" % edge_number,  # noqa: UP031
-                            "op": op_id,
-                            "source": source,
-                            "target": target,
-                        },
-                        option=_LINE,
-                    )
-                )
-            self._edges = edge_number
-            self._append(b"".join(lines) if len(lines) > 1 else lines[0])
+            self._append(line)
 
     def case(self, record: dict[str, Any]) -> None:
         """A native ``case`` record (fields as in docs/trace-format.md, without ``type``)."""

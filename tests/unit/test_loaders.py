@@ -15,6 +15,7 @@ from memtrace.loaders.load import LoadOptions, detect_format, expand_paths, load
 from memtrace.loaders.models import (
     CaseRecord,
     EdgeRecord,
+    InlineEdgesOperationRecord,
     Label,
     OperationRecord,
     SessionRecord,
@@ -36,7 +37,7 @@ MALFORMED: dict[str, tuple[str | None, str]] = {
     "malformed_json.jsonl": ("2", "malformed JSON: Expecting value"),
     "not_an_object.jsonl": ("2", "a record must be a JSON object, got an array"),
     "first_not_trace.jsonl": ("1", "the first record must be the trace record"),
-    "unknown_format_version.jsonl": ("1", "unsupported format_version 2"),
+    "unknown_format_version.jsonl": ("1", "unsupported format_version 3"),
     "unknown_record_type.jsonl": ("2", "unknown record type 'widget'"),
     "missing_type.jsonl": ("2", "record has no 'type' field"),
     "missing_id.jsonl": ("2", "variable.id: required field is missing"),
@@ -44,6 +45,12 @@ MALFORMED: dict[str, tuple[str | None, str]] = {
     "bad_timestamp.jsonl": ("2", "bad timestamp 'yesterday'"),
     "unknown_field.jsonl": ("3", "operation.colour: unknown field"),
     "edge_to_unknown_variable.jsonl": ("4", "edge.target: unknown variable 'ghost@1'"),
+    "inline_edges_in_format_1.jsonl": ("4", "operation.edges: unknown field"),
+    "inline_edge_to_unknown_variable.jsonl": (
+        "3.edges[1]",
+        "edge.target: unknown variable 'ghost@1'",
+    ),
+    "inline_edge_not_a_pair.jsonl": ("3", "operation.edges[0][1]: required field is missing"),
     "reads_unknown_variable.jsonl": ("3", "operation.reads[1]: unknown variable 'nope@1'"),
     "duplicate_id_different_content.jsonl": (
         "3",
@@ -151,6 +158,41 @@ def test_index_counts_seq_and_dependencies() -> None:
     }
 
 
+def test_format_2_inline_edges_read_as_the_edges_of_format_1(tmp_path: Path) -> None:
+    """SMALL rewritten as format 2: each edge moved into its operation's ``edges``."""
+    lines = [json.loads(line) for line in SMALL.read_text().splitlines()]
+    edges = [r for r in lines if r["type"] == "edge"]
+    inline = tmp_path / "small-v2.jsonl"
+    with inline.open("w") as out:
+        for record in lines:
+            if record["type"] == "trace":
+                record["format_version"] = 2
+            elif record["type"] == "operation":
+                pairs = [[e["source"], e["target"]] for e in edges if e["op"] == record["id"]]
+                if pairs:
+                    record["edges"] = pairs
+            elif record["type"] == "edge":
+                continue
+            out.write(json.dumps(record) + "\n")
+
+    def flows(path: Path) -> list[tuple[str, str, str]]:
+        return sorted(
+            (r.op, r.source, r.target) for _, r in read_native(path) if isinstance(r, EdgeRecord)
+        )
+
+    assert flows(inline) == flows(SMALL)
+    ids = [r.id for _, r in read_native(inline) if isinstance(r, EdgeRecord)]
+    assert ids == ["op-extract/edge-1", "op-extract/edge-2", "op-update/edge-1", "op-delete/edge-1"]
+    ops = [r for _, r in read_native(inline) if isinstance(r, OperationRecord)]
+    assert all(type(op) is OperationRecord for op in ops)  # the edges are not left on them
+    v1, v2 = (
+        build_index(str(SMALL), read_native(SMALL)),
+        build_index(str(inline), read_native(inline)),
+    )
+    assert v2.counts == v1.counts
+    assert v2.next_versions == v1.next_versions
+
+
 def test_rows_skip_repeated_records_and_mark_deletes() -> None:
     index = build_index(str(SMALL), read_native(SMALL))
     rows = [row for loc, rec in read_native(SMALL) for row in node_rows(index, loc, rec)]
@@ -216,7 +258,7 @@ def test_json_schema_matches_the_models() -> None:
     models = {
         "trace": TraceRecord,
         "session": SessionRecord,
-        "operation": OperationRecord,
+        "operation": InlineEdgesOperationRecord,  # format 2's operation: 1's plus `edges`
         "variable": VariableRecord,
         "edge": EdgeRecord,
         "case": CaseRecord,

@@ -16,6 +16,7 @@ import pytest
 
 from memtrace.errors import InputError
 from memtrace.loaders.index import build_index
+from memtrace.loaders.models import EdgeRecord
 from memtrace.loaders.native import read_native
 from memtrace.tracing import (
     OFF,
@@ -31,6 +32,7 @@ from memtrace.tracing import (
     session,
     trace,
     variable,
+    wait_synced,
     write,
 )
 
@@ -41,6 +43,11 @@ def records(path: Path) -> list[dict[str, Any]]:
 
 def by_type(path: Path, kind: str) -> list[dict[str, Any]]:
     return [r for r in records(path) if r["type"] == kind]
+
+
+def loaded_edges(path: Path) -> list[tuple[str, EdgeRecord]]:
+    """The edge records the loader reads (format 2 writes them inline in their operation)."""
+    return [(loc, r) for loc, r in read_native(path) if isinstance(r, EdgeRecord)]
 
 
 @operation("memory_system.extract_facts", category="extraction")
@@ -87,9 +94,23 @@ def test_toy_system_produces_the_expected_graph(tmp_path: Path) -> None:
     deletion = ops["memory_system.delete_memory"]
     assert deletion["reads"] == ["mem-1@2"]
     assert deletion["writes"] == ["delete_marker:deleted@1"]
-    edges = {(e["op"], e["source"], e["target"]) for e in by_type(path, "edge")}
-    assert (deletion["id"], "mem-1@2", "delete_marker:deleted@1") in edges
-    assert (update["id"], "mem-1@1", "mem-1@2") in edges
+    assert deletion["edges"] == [["mem-1@2", "delete_marker:deleted@1"]]  # inline, format 2
+    assert update["edges"] == [["mem-1@1", "mem-1@2"]]
+    assert not by_type(path, "edge")
+    edges = [(loc, r.id, r.op, r.source, r.target) for loc, r in loaded_edges(path)]
+    assert edges == [  # each at its operation's line, with an id derived from the op's
+        ("5.edges[0]", "op-000001/edge-1", "op-000001", "msg-1@1", "facts-1@1"),
+        ("9.edges[0]", "op-000002/edge-1", "op-000002", "mem-1@1", "mem-1@2"),
+        ("11.edges[0]", "op-000003/edge-1", "op-000003", "mem-1@2", "delete_marker:deleted@1"),
+        (
+            "15.edges[0]",
+            "op-000004/edge-1",
+            "op-000004",
+            "query:q-1@1",
+            "prediction:prediction-1@1",
+        ),
+    ]
+    assert index.counts.edges == 4
     versions = [v["id"] for v in by_type(path, "variable") if v["name"] == "mem-1"]
     assert versions == ["mem-1@1", "mem-1@2"]
     assert index.next_versions == [("mem-1@1", "mem-1@2")]
@@ -290,6 +311,32 @@ def test_a_forked_child_does_not_write_the_parents_buffer_again(tmp_path: Path) 
     lines = path.read_bytes().splitlines()
     assert len(lines) == len(set(lines)) == 3  # trace, variable, operation: once each
     build_index(str(path), read_native(path))
+
+
+def test_the_trace_is_complete_when_the_block_ends_and_fsynced_after(tmp_path: Path) -> None:
+    """Every line is written by the time ``trace`` returns; the fsync runs in the writing
+    thread and ``wait_synced`` (also run at exit) waits for it."""
+    path = tmp_path / "big.jsonl"
+    with trace(path, "big", clock=SimClock()) as tracer, session("memory_construction"):
+        for i in range(2000):  # ~1 MB: the writing thread is woken many times on the way
+            with operation("memory_system.add_to_vector_store"):
+                write(variable(f"mem-{i}", "x" * 400, category="memory_entry"))
+    index = build_index(str(path), read_native(path))
+    assert index.counts.operations == 2000 and index.counts.variables == 2000
+    assert tracer is not None
+    wait_synced()
+    assert tracer._writer._file.closed
+
+
+def test_a_failed_write_is_reported(tmp_path: Path) -> None:
+    """/dev/full accepts the open and fails every write (ENOSPC), as a full disk would."""
+    with (
+        pytest.raises(OSError, match="/dev/full: writing the trace failed"),
+        trace(Path("/dev/full"), "full"),
+    ):
+        for i in range(500):
+            with operation("memory_system.add_to_vector_store"):
+                write(variable(f"mem-{i}", "x" * 400, category="memory_entry"))
 
 
 def test_async_tasks_keep_their_own_current_operation(tmp_path: Path) -> None:
