@@ -39,8 +39,9 @@ class LongContextSystem(System):
                 lost = [i for i in kept[: -len(self.pending)] if i.sources & fault.sources]
                 if lost:
                     self.applied(fault, f"trimmed {', '.join(i.key for i in lost)} from the window")
+                lost_keys = {i.key for i in lost}
                 dropped += lost
-                kept = [i for i in kept if i.key not in {x.key for x in lost}]
+                kept = [i for i in kept if i.key not in lost_keys]
             for item in dropped:
                 self.trimmed[item.key] = op_id()
             self.window = kept
