@@ -14,6 +14,17 @@ REASONS = {
     "RetrievalError": "the evidence was stored but the search left it out of the context",
     "ResponseError": "the context held all evidence but the answer ignored it",
 }
+# Where a system's stage works differently from mem0's, its reason says how.
+SYSTEM_REASONS = {
+    ("rag", "RetrievalError"): "the chunk holding the evidence was stored but left out of the "
+    "retrieved top-k",
+    ("long-context", "UpdateError"): "a window update trimmed the evidence message out of the "
+    "context window",
+}
+
+
+def reason(system: str, error_type: str) -> str:
+    return SYSTEM_REASONS.get((system, error_type), REASONS[error_type])
 
 
 def label(error_type: str, op_id: str, reason: str, source: str, **meta: Any) -> dict[str, Any]:
@@ -27,7 +38,7 @@ def label(error_type: str, op_id: str, reason: str, source: str, **meta: Any) ->
 
 
 def injected_labels(
-    verified: Verified, results: dict[str, QuestionResult], applied: list[Applied]
+    verified: Verified, results: dict[str, QuestionResult], applied: list[Applied], system: str
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """Labels by case id, and the ids of faults whose label failed the final check."""
     ops = {a.fault_id: a for a in applied}
@@ -39,7 +50,7 @@ def injected_labels(
         if done is None or target.passed or not trail_matches(target, fault, done.op_id):
             dropped.append(fault.id)
             continue
-        labels[fault.target] = _injected(fault, done, collateral=False)
+        labels[fault.target] = _injected(fault, done, system, collateral=False)
     for case_id, result in results.items():  # other questions one fault alone broke
         if case_id in labels or result.passed or case_id not in verified.combined:
             continue
@@ -47,7 +58,7 @@ def injected_labels(
         if len(rescuers) == 1 and rescuers[0].id in ops:
             fault = rescuers[0]
             if trail_matches(result, fault, ops[fault.id].op_id):
-                labels[case_id] = _injected(fault, ops[fault.id], collateral=True)
+                labels[case_id] = _injected(fault, ops[fault.id], system, collateral=True)
     return labels, dropped
 
 
@@ -56,11 +67,11 @@ def _rescued(verified: Verified, fault: Fault, case_id: str) -> bool:
     return replay is not None and replay.passed
 
 
-def _injected(fault: Fault, applied: Applied, collateral: bool) -> dict[str, Any]:
+def _injected(fault: Fault, applied: Applied, system: str, collateral: bool) -> dict[str, Any]:
     return label(
         fault.type,
         applied.op_id,
-        REASONS[fault.type],
+        reason(system, fault.type),
         "injected",
         fault_id=fault.id,
         planted_for=fault.target,
@@ -92,6 +103,7 @@ def derived_labels(
     results: dict[str, QuestionResult],
     baseline: dict[str, QuestionResult],
     taken: set[str],
+    system: str,
 ) -> dict[str, dict[str, Any]]:
     """Natural failures (failing without faults too) whose trail names one operation, and the
     same kind of operation as in the fault-free run."""
@@ -102,5 +114,5 @@ def derived_labels(
             continue
         loss, base_loss = natural_loss(result), natural_loss(base)
         if loss is not None and base_loss is not None and loss.type == base_loss.type:
-            labels[case_id] = label(loss.type, loss.op_id, REASONS[loss.type], "derived")
+            labels[case_id] = label(loss.type, loss.op_id, reason(system, loss.type), "derived")
     return labels

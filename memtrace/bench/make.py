@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memtrace.bench.labels import derived_labels, injected_labels
-from memtrace.bench.plan import TYPES, Candidate, Selector, candidates
+from memtrace.bench.plan import Candidate, Selector, candidates, system_types
 from memtrace.bench.smartcomment import to_smartcomment
 from memtrace.bench.verify import Verified, precheck, run, verify
-from memtrace.errors import ConfigError
 from memtrace.systems.core import Backend, ErrorType, Fault, QuestionResult
 from memtrace.systems.locomo import Conversation
 from memtrace.systems.runner import make_backend, make_system, run_conversation
@@ -33,6 +32,7 @@ class BenchOptions:
     backend: str = "offline"
     format: Format = "native"
     prefix: str = ""  # trace id prefix
+    types: tuple[str, ...] | None = None  # fault types to plant [all the system can have]
 
 
 @dataclass(slots=True)
@@ -65,12 +65,14 @@ def select_faults(
     progress: Callable[[str], None],
 ) -> dict[int, Verified]:
     rng = random.Random(options.seed)
-    pools: dict[ErrorType, list[Candidate]] = {t: [] for t in TYPES}
+    types = system_types(options.system, options.types)
+    pools: dict[ErrorType, list[Candidate]] = {t: [] for t in types}
     for i, conv in enumerate(convs):
         base = run(options.system, backend, conv, [])
         baselines.append({r.case_id: r for r in base.results})
-        for kind, found in candidates(i, conv, base, rng).items():
-            pools[kind].extend(found)
+        for kind, found in candidates(options.system, i, conv, base, rng).items():
+            if kind in pools:
+                pools[kind].extend(found)
     for pool in pools.values():
         rng.shuffle(pool)
     selector = Selector(pools, options.faults)
@@ -79,7 +81,7 @@ def select_faults(
     while True:  # top up the types whose faults did not survive verification
         have = Counter(f.type for v in verified.values() for f in v.faults)
         changed = set()
-        for kind in TYPES:
+        for kind in types:
             need = selector.quota[kind] - have[kind]
             while need > 0 and (c := selector.next(kind)) is not None:
                 if precheck(options.system, backend, convs[c.conv], c.fault):
@@ -101,8 +103,7 @@ def make_bench(
     options: BenchOptions,
     progress: Callable[[str], None] = lambda _: None,
 ) -> BenchReport:
-    if options.system != "mem0":
-        raise ConfigError("bench make supports --system mem0 (the system with all five stages)")
+    types = system_types(options.system, options.types)  # a bad type fails before any work
     backend = make_backend(options.backend)
     baselines: list[dict[str, QuestionResult]] = []
     verified = select_faults(options, backend, convs, baselines, progress)
@@ -118,12 +119,14 @@ def make_bench(
         )
         assert path is not None
         results = {r.case_id: r for r in traced.results}
-        labels, dropped = injected_labels(verified.get(i, Verified([])), results, traced.applied)
+        labels, dropped = injected_labels(
+            verified.get(i, Verified([])), results, traced.applied, options.system
+        )
         report.dropped += len(dropped)
         for lab in labels.values():
             kind = "collateral" if lab["metadata"]["collateral"] else "injected"
             getattr(report, kind)[lab["error_type"]] += 1
-        natural = derived_labels(results, baselines[i], set(labels))
+        natural = derived_labels(results, baselines[i], set(labels), options.system)
         report.derived.update(lab["error_type"] for lab in natural.values())
         write_labels(path, {**labels, **natural})
         if options.format == "smartcomment":
@@ -137,6 +140,7 @@ def make_bench(
         "system": options.system,
         "seed": options.seed,
         "requested_faults": options.faults,
+        "fault_types": list(types),
         "backend": options.backend,
         "format": options.format,
         **report.as_dict(),

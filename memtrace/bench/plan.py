@@ -3,19 +3,34 @@
 A question is a target when the baseline answers it correctly with every evidence sentence in
 the answer context. Construction faults (extraction, update, deletion) need a single evidence
 message, so the label can name one operation; retrieval and response faults take any number.
+
+Each system gets the fault types its pipeline can have (``SYSTEM_TYPES``). Naive RAG stores
+every message verbatim in a chunk that is never rewritten or deleted: its faults are retrieval
+(the chunk holding the evidence is left out of the top-k) and response. Long-context keeps one
+memory unit, the window, which each session's update rewrites: trimming the evidence out of it
+is an UpdateError (the unit held it, a later update removed it; nothing is deleted), and its
+search is a pass-through of the window, so no RetrievalError.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final, get_args
 
+from memtrace.errors import ConfigError
 from memtrace.systems.core import ConversationRun, ErrorType, Fault, QuestionResult
 from memtrace.systems.locomo import Conversation
 
 TYPES: Final[tuple[ErrorType, ...]] = get_args(ErrorType)
 LATER_MESSAGES = 10  # update/deletion faults strike at one of the next messages with facts
+LATER_SESSIONS = 3  # long-context: the window update of one of the next sessions trims it
+SYSTEM_TYPES: Final[dict[str, tuple[ErrorType, ...]]] = {
+    "mem0": TYPES,
+    "rag": ("RetrievalError", "ResponseError"),
+    "long-context": ("UpdateError", "ResponseError"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,15 +43,35 @@ def is_target(result: QuestionResult) -> bool:
     return result.passed and bool(result.keys) and not result.missing
 
 
+def system_types(system: str, requested: Sequence[str] | None = None) -> tuple[ErrorType, ...]:
+    """The fault types to plant in ``system``: ``requested`` (checked) or all it can have."""
+    if system not in SYSTEM_TYPES:
+        raise ConfigError(
+            f"bench make: unknown system {system!r} (expected one of {', '.join(SYSTEM_TYPES)})"
+        )
+    allowed = SYSTEM_TYPES[system]
+    if requested is None:
+        return allowed
+    for kind in requested:
+        if kind not in allowed:
+            raise ConfigError(
+                f"bench make: system {system!r} cannot have a {kind} (its pipeline has "
+                f"{', '.join(allowed)})"
+            )
+    return tuple(t for t in allowed if t in requested)
+
+
 def candidates(
-    index: int, conv: Conversation, base: ConversationRun, rng: random.Random
+    system: str, index: int, conv: Conversation, base: ConversationRun, rng: random.Random
 ) -> dict[ErrorType, list[Candidate]]:
     order = [t.dia_id for s in conv.sessions for t in s.turns]
     position = {dia_id: i for i, dia_id in enumerate(order)}
-    out: dict[ErrorType, list[Candidate]] = {t: [] for t in TYPES}
+    session_of = {t.dia_id: n for n, s in enumerate(conv.sessions) for t in s.turns}
+    out: dict[ErrorType, list[Candidate]] = {t: [] for t in SYSTEM_TYPES[system]}
 
     def add(kind: ErrorType, case_id: str, anchor: str, keys: frozenset[str]) -> None:
-        out[kind].append(Candidate(index, Fault("", kind, case_id, anchor, keys)))
+        if kind in out:
+            out[kind].append(Candidate(index, Fault("", kind, case_id, anchor, keys)))
 
     for result in base.results:
         if not is_target(result):
@@ -47,6 +82,12 @@ def candidates(
         if len(keys) != 1:
             continue
         dia_id = next(iter(keys)).split("#")[0]
+        if system == "long-context":  # anchor: the first message of a later, trimming session
+            later_sessions = [s.turns[0].dia_id for s in conv.sessions[session_of[dia_id] + 1 :]]
+            if later_sessions:
+                anchor = rng.choice(later_sessions[:LATER_SESSIONS])
+                add("UpdateError", result.case_id, anchor, keys)
+            continue
         add("ExtractionError", result.case_id, dia_id, keys)
         later = [d for d in order[position[dia_id] + 1 :] if base.fact_counts.get(d)]
         if later:
@@ -56,13 +97,14 @@ def candidates(
 
 
 class Selector:
-    """Picks candidates round-robin over the five types, never two faults on one question,
+    """Picks candidates round-robin over the types of ``pools``, never two faults on one question,
     one evidence sentence or one (type, anchor)."""
 
     def __init__(self, pools: dict[ErrorType, list[Candidate]], total: int) -> None:
         self.pools = pools
+        types = list(pools)
         self.quota = {
-            t: total // len(TYPES) + (i < total % len(TYPES)) for i, t in enumerate(TYPES)
+            t: total // len(types) + (i < total % len(types)) for i, t in enumerate(types)
         }
         self.used: set[tuple[int, str]] = set()
         self.count = 0

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from memtrace.bench.make import BenchOptions, make_bench
-from memtrace.bench.plan import TYPES
+from memtrace.bench.plan import SYSTEM_TYPES, TYPES, system_types
 from memtrace.cli.run import parse_subset, subset_options
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 
@@ -22,13 +22,18 @@ def bench_group() -> None:
 
 @subset_options
 @bench_group.command("make")
-@click.option("--system", type=click.Choice(["mem0"]), default="mem0", show_default=True)
+@click.option("--system", type=click.Choice(list(SYSTEM_TYPES)), default="mem0", show_default=True)
 @click.option(
     "--faults",
     type=click.IntRange(min=0),
     default=10,
     show_default=True,
-    help="Faults to plant, spread evenly over the five error types.",
+    help="Faults to plant, spread evenly over the fault types.",
+)
+@click.option(
+    "--types",
+    help="Comma-separated fault types [every type the system can have: mem0 all five, rag "
+    "RetrievalError,ResponseError, long-context UpdateError,ResponseError].",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False))
@@ -51,6 +56,7 @@ def make_command(
     questions: int | None,
     system: str,
     faults: int,
+    types: str | None,
     seed: int,
     out: Path,
     fmt: str,
@@ -61,7 +67,11 @@ def make_command(
     """Run SYSTEM with planted faults; write labelled traces and a manifest to OUT."""
     convs = load_locomo(data or SAMPLE_PATH, parse_subset(conversations, sessions, questions))
     console = Console(stderr=True)
-    options = BenchOptions(system, faults, seed, backend, fmt, trace_prefix)  # type: ignore[arg-type]
+    wanted = tuple(t.strip() for t in types.split(",") if t.strip()) if types else None
+    unknown = [t for t in wanted or () if t not in TYPES]
+    if unknown:
+        raise click.BadParameter(f"unknown error type {unknown[0]!r}", param_hint="--types")
+    options = BenchOptions(system, faults, seed, backend, fmt, trace_prefix, wanted)  # type: ignore[arg-type]
     with console.status("baseline run") as status:
         report = make_bench(convs, out, options, progress=status.update)
     summary = report.as_dict()
@@ -71,7 +81,7 @@ def make_command(
     table = Table(title=f"labels in {out}")
     for column in ("error type", "injected", "collateral", "derived"):
         table.add_column(column, justify="left" if column == "error type" else "right")
-    for kind in TYPES:
+    for kind in system_types(system, wanted):
         table.add_row(
             kind, *(str(summary[k].get(kind, 0)) for k in ("injected", "collateral", "derived"))
         )

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from memtrace.systems.locomo import SAMPLE_PATH, Subset, load_locomo
 from memtrace.systems.runner import (
-    DEFAULT_EMBEDDING_MODEL,
+    RETRIEVERS,
     SYSTEMS,
     RunReport,
     load_traces,
@@ -71,12 +71,17 @@ def render_accuracy(console: Console, report: RunReport) -> None:
 )
 @click.option(
     "--retriever",
-    type=click.Choice(["bm25", "embeddings"]),
+    type=click.Choice(RETRIEVERS),
     default="bm25",
     show_default=True,
-    help="Search by BM25 or by embeddings from the OpenAI-compatible endpoint.",
+    help="Search by BM25, by embeddings from the OpenAI-compatible endpoint, or with a local "
+    "sentence-transformers model (optional extra).",
 )
-@click.option("--embedding-model", default=DEFAULT_EMBEDDING_MODEL, show_default=True)
+@click.option(
+    "--embedding-model",
+    help="embeddings: endpoint model [text-embedding-3-small]; sentence-transformers: model "
+    "name or local directory [all-MiniLM-L6-v2, packaged].",
+)
 @click.option(
     "--deterministic",
     is_flag=True,
@@ -94,7 +99,7 @@ def run_command(
     out: Path,
     backend: str,
     retriever: str,
-    embedding_model: str,
+    embedding_model: str | None,
     deterministic: bool,
     trace_prefix: str,
     load: bool,

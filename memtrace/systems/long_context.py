@@ -32,9 +32,19 @@ class LongContextSystem(System):
                 message_item(t.dia_id, t.speaker, t.text, d, OFF) for t, d, _ in self.pending
             ]
             cut = max(0, len(window) - self.params.window)
-            for item in window[:cut]:
+            dropped, kept = window[:cut], window[cut:]
+            # a planted fault trims the evidence away at the update of a later session
+            fault = self.fault("UpdateError", self.pending[0][0].dia_id) if self.pending else None
+            if fault is not None:
+                lost = [i for i in kept[: -len(self.pending)] if i.sources & fault.sources]
+                if lost:
+                    self.applied(fault, f"trimmed {', '.join(i.key for i in lost)} from the window")
+                lost_keys = {i.key for i in lost}
+                dropped += lost
+                kept = [i for i in kept if i.key not in lost_keys]
+            for item in dropped:
                 self.trimmed[item.key] = op_id()
-            self.window = window[cut:]
+            self.window = kept
             lines = [f"[{i.date}] {i.text}" for i in self.window]
             if self.window_var.id:
                 self.window_var = mutation(self.window_var, lines, category="memory_entry")

@@ -59,8 +59,14 @@ class RagSystem(System):
             use(self.params, "top_k")
             self.record_ranker()
             docs = ["\n".join(i.text for i in items) for _, items in self.chunks]
-            order = self.ranker.rank(question.text, docs)
-            top = [self.chunks[i] for i in order[: self.params.top_k]]
+            ranked = [self.chunks[i] for i in self.ranker.rank(question.text, docs)]
+            fault = self.fault("RetrievalError", case_id)
+            if fault is not None:
+                kept = [c for c in ranked if not any(i.sources & fault.sources for i in c[1])]
+                if kept[: self.params.top_k] != ranked[: self.params.top_k]:
+                    self.applied(fault, f"left out {len(ranked) - len(kept)} chunks")
+                ranked = kept
+            top = ranked[: self.params.top_k]
             read(*(chunk for chunk, _ in top))
             items = [item for _, chunk_items in top for item in chunk_items]
             context = variable(

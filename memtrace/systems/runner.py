@@ -57,12 +57,22 @@ def make_backend(name: str) -> Backend:
     raise ConfigError(f"unknown backend {name!r} (expected offline or openai)")
 
 
-def make_ranker(name: str, embedding_model: str = DEFAULT_EMBEDDING_MODEL) -> Ranker:
+RETRIEVERS = ("bm25", "embeddings", "sentence-transformers")
+
+
+def make_ranker(name: str, embedding_model: str | None = None) -> Ranker:
+    """``embedding_model`` defaults per retriever (an endpoint model name, or the packaged
+    sentence-transformers model)."""
     if name == "bm25":
         return BM25Ranker()
     if name == "embeddings":
-        return EmbeddingRanker(LLMClient.from_settings(load_settings()), embedding_model)
-    raise ConfigError(f"unknown retriever {name!r} (expected bm25 or embeddings)")
+        model = embedding_model or DEFAULT_EMBEDDING_MODEL
+        return EmbeddingRanker(LLMClient.from_settings(load_settings()), model)
+    if name == "sentence-transformers":
+        from memtrace.systems.st_ranker import DEFAULT_ST_MODEL, SentenceTransformerRanker
+
+        return SentenceTransformerRanker(embedding_model or DEFAULT_ST_MODEL)
+    raise ConfigError(f"unknown retriever {name!r} (expected one of {', '.join(RETRIEVERS)})")
 
 
 def make_system(
@@ -114,7 +124,7 @@ def run_system(
     *,
     backend: str = "offline",
     retriever: str = "bm25",
-    embedding_model: str = DEFAULT_EMBEDDING_MODEL,
+    embedding_model: str | None = None,
     deterministic: bool = False,
     prefix: str = "",
     progress: Callable[[Conversation], None] | None = None,

@@ -1,4 +1,5 @@
-"""The offline judge on a fresh `memtrace bench make` benchmark (our fault injector's labels)."""
+"""The offline judge on fresh `memtrace bench make` benchmarks (our fault injector's labels):
+mem0, naive RAG and long-context."""
 
 from __future__ import annotations
 
@@ -11,12 +12,19 @@ from click.testing import CliRunner
 from memtrace.attribution.graph import TraceReader
 from memtrace.attribution.judges import OfflineJudge
 from memtrace.attribution.run import Options, analyse_case
+from memtrace.bench.make import BenchOptions, make_bench
 from memtrace.cli import cli
 from memtrace.db import Database
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.loaders.schema import delete_trace
+from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 
 pytestmark = pytest.mark.integration
+
+LABELS = (
+    "MATCH (c:Case {trace_id: $t})-[l:LABELED]->(o) "
+    "RETURN c.id AS case_id, o.id AS op_id, l.error_type AS error_type"
+)
 
 
 def test_offline_judge_on_a_bench_make_set(db: Database, tmp_path: Path) -> None:
@@ -27,11 +35,7 @@ def test_offline_judge_on_a_bench_make_set(db: Database, tmp_path: Path) -> None
     trace_id = f"t{uuid.uuid4().hex[:10]}-bench"
     load_paths(db, [str(path)], LoadOptions(trace_id=trace_id))
     try:
-        rows = db.run(
-            "MATCH (c:Case {trace_id: $t})-[l:LABELED]->(o) "
-            "RETURN c.id AS case_id, o.id AS op_id, l.error_type AS error_type",
-            t=trace_id,
-        )
+        rows = db.run(LABELS, t=trace_id)
         assert len(rows) >= 5
         reader = TraceReader(db)
         hits = types = 0
@@ -43,3 +47,32 @@ def test_offline_judge_on_a_bench_make_set(db: Database, tmp_path: Path) -> None
         assert types / len(rows) >= 0.95
     finally:
         delete_trace(db, trace_id)
+
+
+@pytest.mark.parametrize(
+    ("system", "types"),
+    [
+        ("rag", {"RetrievalError", "ResponseError"}),
+        ("long-context", {"UpdateError", "ResponseError"}),
+    ],
+)
+def test_offline_judge_finds_faults_planted_in_rag_and_long_context(
+    db: Database, run_id: str, tmp_path: Path, system: str, types: set[str]
+) -> None:
+    options = BenchOptions(system=system, faults=6, seed=3, prefix=f"{run_id}-")
+    report = make_bench(load_locomo(SAMPLE_PATH), tmp_path, options)
+    trace_ids = [p.stem for p in report.files]
+    try:
+        load_paths(db, [str(p) for p in report.files], LoadOptions())
+        reader = TraceReader(db)
+        seen = set()
+        for trace_id in trace_ids:
+            for row in db.run(LABELS, t=trace_id):
+                verdict = analyse_case(reader, OfflineJudge(), trace_id, row["case_id"], Options())
+                label = (row["op_id"], row["error_type"])
+                assert (verdict.verdict.op_id, verdict.verdict.error_type) == label, row
+                seen.add(row["error_type"])
+        assert seen == types
+    finally:
+        for trace_id in trace_ids:
+            delete_trace(db, trace_id)

@@ -1,12 +1,15 @@
 // Memory-store variables of a trace with their fate: creator, next version, deletion.
 // params: $trace_id
 // returns: id, name, version, seq, value, creator_op, creator_kind, creator_seq, next_id, next_seq, next_creator_op, next_creator_kind, next_creator_seq, deleted_by, deleted_by_kind, deleted_seq
-// A memory category is one whose variables are written by a storing op (embedding/update) and
-// served by a retrieval op (read or written by it); contexts and raw LLM responses are not.
+// A memory category is one whose variables are written by a storing op (embedding/update, or
+// extraction: naive RAG's chunker creates its memory units) and served by a retrieval op (read
+// or written by it); contexts and raw LLM responses are not.
 CALL () {
   MATCH (:Operation {trace_id: $trace_id, kind: 'retrieval'})-[:READS|WRITES]->(v:Variable)
   WHERE coalesce(v.category, '') <> 'prompt'
-    AND EXISTS { (v)<-[:WRITES]-(s:Operation) WHERE s.kind IN ['embedding', 'update'] }
+    AND EXISTS {
+      (v)<-[:WRITES]-(s:Operation) WHERE s.kind IN ['embedding', 'update', 'extraction']
+    }
   RETURN collect(DISTINCT v.category) AS categories
 }
 MATCH (m:Variable {trace_id: $trace_id})
