@@ -7,7 +7,6 @@ from typing import Any
 
 import click
 import pandas as pd
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 from rich.tree import Tree
@@ -27,12 +26,13 @@ from memtrace.attribution.run import (
     run_attribution,
 )
 from memtrace.cli.options import neo4j_options
+from memtrace.cli.output import make_console
 from memtrace.cypher import get_query
 from memtrace.db import connect
 from memtrace.settings import Settings
 
-console = Console()
-err = Console(stderr=True)
+console = make_console()
+err = make_console(stderr=True)
 
 judge_option = click.option(
     "--judge",

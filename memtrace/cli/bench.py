@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from memtrace.bench.make import BenchOptions, make_bench
 from memtrace.bench.plan import SYSTEM_TYPES, TYPES, system_types
+from memtrace.cli.output import make_console
 from memtrace.cli.run import parse_subset, subset_options
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 
@@ -66,7 +66,7 @@ def make_command(
 ) -> None:
     """Run SYSTEM with planted faults; write labelled traces and a manifest to OUT."""
     convs = load_locomo(data or SAMPLE_PATH, parse_subset(conversations, sessions, questions))
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     wanted = tuple(t.strip() for t in types.split(",") if t.strip()) if types else None
     unknown = [t for t in wanted or () if t not in TYPES]
     if unknown:

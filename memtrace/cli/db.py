@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from memtrace.cli.options import neo4j_options
+from memtrace.cli.output import make_console
 from memtrace.db import connect
 from memtrace.errors import ConfigError
 from memtrace.loaders.schema import delete_everything, delete_trace, graph_stats, init_schema
 from memtrace.settings import Settings
 
-console = Console()
+console = make_console()
 
 
 @click.group("db")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from rich.console import Console
 from rich.markup import escape
 
+from memtrace.cli.output import make_console
 from memtrace.errors import MemtraceError
 
 
@@ -17,5 +17,5 @@ def reporting_errors() -> Iterator[None]:
         yield
     except MemtraceError as exc:
         # escape(): messages quote user data such as "[neo4j]", which rich would eat as markup.
-        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        make_console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         raise SystemExit(1) from exc

@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -19,11 +18,12 @@ from rich.table import Table
 
 from memtrace.cli.errors import reporting_errors
 from memtrace.cli.options import neo4j_options
+from memtrace.cli.output import make_console
 from memtrace.db import connect
 from memtrace.loaders.load import DEFAULT_BATCH_SIZE, FORMATS, LoadOptions, LoadSummary, load_paths
 from memtrace.settings import Settings
 
-console = Console(stderr=True)
+console = make_console(stderr=True)
 
 
 class ErrorReportingCommand(click.Command):
@@ -144,4 +144,4 @@ def load_command(
     if as_json:
         click.echo(json.dumps(summary.as_dict(), indent=2))
     else:
-        Console().print(render_summary(summary))
+        make_console().print(render_summary(summary))

@@ -6,9 +6,9 @@ import json
 import time
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from memtrace.cli.output import make_console
 from memtrace.server import manager
 from memtrace.server.config import (
     MemoryPlan,
@@ -20,7 +20,7 @@ from memtrace.server.config import (
 from memtrace.server.layout import ServerLayout
 from memtrace.settings import memtrace_home
 
-console = Console()
+console = make_console()
 
 
 def _layout() -> ServerLayout:

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from memtrace.cli.output import make_console
 from memtrace.systems.locomo import SAMPLE_PATH, Subset, load_locomo
 from memtrace.systems.runner import (
     RETRIEVERS,
@@ -107,7 +108,7 @@ def run_command(
 ) -> None:
     """Run SYSTEM over LoCoMo-format data and write one native trace per conversation."""
     convs = load_locomo(data or SAMPLE_PATH, parse_subset(conversations, sessions, questions))
-    console = Console(stderr=as_json)
+    console = make_console(stderr=as_json)
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"{system} ({backend})", total=len(convs))
         report = run_system(

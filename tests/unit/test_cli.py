@@ -1,4 +1,5 @@
 import click
+import pytest
 from click.testing import CliRunner
 
 from memtrace.cli import COMMANDS, cli
@@ -19,3 +20,21 @@ def test_help_lists_every_subcommand_and_unknown_ones_are_refused() -> None:
     for name in COMMANDS:
         assert f"  {name} " in result.output
     assert runner.invoke(cli, ["no-such-command"]).exit_code == 2
+
+
+def test_piped_console_keeps_table_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a terminal rich would assume 80 columns and cut table cells to "sys…"."""
+    from rich.table import Table
+
+    from memtrace.cli.output import PIPE_WIDTH, make_console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    console = make_console()
+    assert not console.is_terminal and console.width == PIPE_WIDTH
+    table = Table(*[f"column_number_{i}" for i in range(9)])
+    with console.capture() as captured:
+        console.print(table)
+    assert "column_number_8" in captured.get()
+
+    monkeypatch.setenv("COLUMNS", "100")
+    assert make_console().width == 100
