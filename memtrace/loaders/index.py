@@ -81,7 +81,8 @@ CREATE TABLE eid(recno INTEGER PRIMARY KEY, eid TEXT NOT NULL);
 
 # first definition of each id, with its seq (operations and variables) and number of copies
 _SETTLE = """
-CREATE INDEX defs_key ON defs(kind, id, recno);
+CREATE INDEX defs_key ON defs(kind, id);
+CREATE INDEX identity ON defs(class_name, name, version) WHERE kind = 1;
 CREATE TABLE node(
     recno INTEGER PRIMARY KEY, kind INTEGER NOT NULL, seq INTEGER, flag INTEGER,
     copies INTEGER NOT NULL);
@@ -104,7 +105,7 @@ WHERE n.copies > 1 ORDER BY d.recno LIMIT 1
 _IDENTITY = """
 SELECT recno, loc, id, first_id FROM (
     SELECT d.recno, d.loc, d.id, first_value(d.id) OVER w AS first_id, row_number() OVER w AS rn
-    FROM node n JOIN defs d ON d.recno = n.recno WHERE n.kind = 1
+    FROM defs d INDEXED BY identity JOIN node n ON n.recno = d.recno WHERE d.kind = 1
     WINDOW w AS (PARTITION BY d.class_name, d.name, d.version ORDER BY d.recno))
 WHERE rn = 2 ORDER BY recno LIMIT 1
 """
@@ -135,8 +136,16 @@ _VERSIONS = """
 SELECT older, newer FROM (
     SELECT lag(n.recno) OVER (PARTITION BY d.class_name, d.name ORDER BY d.version) AS older,
         n.recno AS newer, min(n.recno) OVER (PARTITION BY d.class_name, d.name) AS first
-    FROM node n JOIN defs d ON d.recno = n.recno WHERE n.kind = 1)
+    FROM defs d INDEXED BY identity JOIN node n ON n.recno = d.recno WHERE d.kind = 1)
 WHERE older IS NOT NULL ORDER BY first, newer
+"""
+
+# identities (class_name, name) with more than one version: all their variables but the first
+_VERSION_COUNT = """
+SELECT count(*) - count(DISTINCT identity) FROM (
+    SELECT d.recno, d.class_name, d.name, dense_rank() OVER (ORDER BY d.class_name, d.name)
+        AS identity
+    FROM defs d INDEXED BY identity JOIN node n ON n.recno = d.recno WHERE d.kind = 1)
 """
 
 _NODES = """
@@ -171,7 +180,7 @@ _VERSION_IDS = """
 SELECT eo.eid, en.eid FROM (
     SELECT lag(n.recno) OVER (PARTITION BY d.class_name, d.name ORDER BY d.version) AS older,
         n.recno AS newer
-    FROM node n JOIN defs d ON d.recno = n.recno WHERE n.kind = 1)
+    FROM defs d INDEXED BY identity JOIN node n ON n.recno = d.recno WHERE d.kind = 1)
 JOIN eid eo ON eo.recno = older JOIN eid en ON en.recno = newer
 """
 
@@ -327,7 +336,7 @@ class TraceIndex:
                 counts.reads, counts.writes = n1, n2
             elif kind == CASE:
                 counts.evidence, counts.labels, counts.failed_cases = n1, n2, flags
-        counts.next_versions = self.db.execute(f"SELECT count(*) FROM ({_VERSIONS})").fetchone()[0]
+        counts.next_versions = self.db.execute(_VERSION_COUNT).fetchone()[0]
 
     # -- the write passes --------------------------------------------------------------------
 
