@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,76 @@ def test_seq_orders_by_time_then_hint_then_type_then_id(tmp_path: Path) -> None:
     assert index.seq_order() == ["early", "c", "z", "a", "b", "x", "c2", "c1"]
     assert index.version_ids() == [("c", "c1"), ("c1", "c2")]
     index.close()
+
+
+def _write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("lines", "location", "problem"),
+    [
+        # duplicates are found after the pass, yet one still wins over a later bad record
+        (
+            [
+                '{"type": "variable", "id": "a", "name": "a", "created_at": "2024-05-01"}',
+                '{"type": "variable", "id": "a", "name": "b", "created_at": "2024-05-01"}',
+                '{"type": "variable", "id": "c", "name": "c", "created_at": "never"}',
+            ],
+            "3",
+            "duplicate variable id 'a' with different content (first defined at 2)",
+        ),
+        # an identity clash before a line that does not parse
+        (
+            [
+                '{"type": "variable", "id": "a", "name": "x", "created_at": "2024-05-01"}',
+                '{"type": "variable", "id": "b", "name": "x", "created_at": "2024-05-01"}',
+                '{"type": "variable", "id": ',
+            ],
+            "3",
+            "variable 'b' has the same class_name, name and version as 'a'",
+        ),
+        # the per-record problem comes first when it is earlier
+        (
+            [
+                '{"type": "variable", "id": "a", "name": "x", "created_at": "soon"}',
+                '{"type": "variable", "id": "b", "name": "x", "created_at": "2024-05-01"}',
+            ],
+            "2",
+            "bad timestamp 'soon'",
+        ),
+    ],
+)
+def test_first_problem_in_file_order_wins(
+    tmp_path: Path, lines: list[str], location: str, problem: str
+) -> None:
+    path = _write_lines(
+        tmp_path / "t.jsonl", ['{"type": "trace", "format_version": 1, "id": "t"}', *lines]
+    )
+    with pytest.raises(InputError) as caught:
+        load_paths(None, [str(path)], LoadOptions(dry_run=True))
+    assert caught.value.location == location
+    assert problem in caught.value.problem
+
+
+def test_index_database_is_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    load_paths(None, [str(SMALL)], LoadOptions(dry_run=True))
+    with pytest.raises(InputError):
+        load_paths(
+            None,
+            [str(DATA / "malformed" / "reads_unknown_variable.jsonl")],
+            LoadOptions(dry_run=True),
+        )
+    with pytest.raises(InputError, match="is also the trace of"):
+        load_paths(None, [str(SMALL), str(_copy(SMALL, tmp_path))], LoadOptions(dry_run=True))
+    assert list(scratch.iterdir()) == []
+
+
+def _copy(path: Path, folder: Path) -> Path:
+    copy = folder / "copy.jsonl"
+    copy.write_bytes(path.read_bytes())
+    return copy
