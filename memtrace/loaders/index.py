@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import tempfile
+import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -237,12 +238,13 @@ class TraceIndex:
             self.db.execute(f"PRAGMA {pragma}")
         self.db.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
         self.db.executescript(_SCHEMA)
+        # also deleted when the index is garbage collected or the interpreter exits unclosed
+        self._discard = weakref.finalize(self, _discard, self.db, self._dir)
         self._defs: list[tuple[object, ...]] = []
         self._refs: list[tuple[int, int, int, int, str]] = []
 
     def close(self) -> None:
-        self.db.close()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        self._discard()
 
     # -- the validation pass ---------------------------------------------------------------
 
@@ -388,6 +390,11 @@ class TraceIndex:
             "JOIN defs o ON o.recno = older JOIN defs n ON n.recno = newer"
         )
         return [(older, newer) for older, newer in rows]
+
+
+def _discard(db: sqlite3.Connection, folder: str) -> None:
+    db.close()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 class _Cursor:
