@@ -299,3 +299,13 @@ def _copy(path: Path, folder: Path) -> Path:
     copy = folder / "copy.jsonl"
     copy.write_bytes(path.read_bytes())
     return copy
+
+
+def test_seq_hint_must_fit_in_64_bits(tmp_path: Path) -> None:
+    line = '{"type": "operation", "id": "o", "name": "step", "created_at": "2024-05-01", "seq": %d}'
+    trace = '{"type": "trace", "format_version": 1, "id": "t"}'
+    path = _write_lines(tmp_path / "t.jsonl", [trace, line % (2**63 - 1)])
+    load_paths(None, [str(path)], LoadOptions(dry_run=True))
+    path = _write_lines(tmp_path / "t.jsonl", [trace, line % 2**63])
+    with pytest.raises(InputError, match=r"operation\.seq: larger than 9223372036854775807"):
+        load_paths(None, [str(path)], LoadOptions(dry_run=True))
