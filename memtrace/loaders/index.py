@@ -2,23 +2,19 @@
 
 Memory stays flat however large the trace: nothing per id is kept in process memory. Records
 are numbered in file order (``recno``, the trace record is 0) and every definition and every
-mention of an id is appended to a temporary SQLite database (bounded page cache, deleted on
-close). Cross-record rules (duplicates, identities, unknown ids), seq and the writers of each
-variable are then computed there by a few set-oriented queries, and the write passes read the
-file again side by side with cursors sorted by ``recno``, so no id is ever looked up one by one
-from Python. Values are never kept: the write passes take them from the file.
+mention of an id is appended to a temporary SQLite database (bounded page cache; a file that is
+unlinked as soon as it is opened). Cross-record rules (duplicates, identities, unknown ids), seq
+and the writers of each variable are then computed there by a few set-oriented queries, and the
+write passes read the file again side by side with cursors sorted by ``recno``, so no id is ever
+looked up one by one from Python. Values are never kept: the write passes take them from the file.
 """
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
-import tempfile
-import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 from memtrace.errors import InputError
@@ -226,25 +222,24 @@ class LinkedRecord:
 
 
 class TraceIndex:
-    """The validated index of one trace file; ``close`` deletes its temporary database."""
+    """The validated index of one trace file, in a temporary database ``close`` releases."""
 
     def __init__(self, path: str, trace: TraceRecord) -> None:
         self.path = path
         self.trace = trace
         self.counts = Counts()
-        self._dir = tempfile.mkdtemp(prefix="memtrace-index-")
-        self.db = sqlite3.connect(Path(self._dir) / "index.db", isolation_level=None)
+        # "": a private on-disk database in SQLite's temp directory, unlinked as soon as it is
+        # opened, so nothing is left behind even when the process is killed
+        self.db = sqlite3.connect("", isolation_level=None)
         for pragma in ("journal_mode = OFF", "synchronous = OFF", "temp_store = FILE"):
             self.db.execute(f"PRAGMA {pragma}")
         self.db.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
         self.db.executescript(_SCHEMA)
-        # also deleted when the index is garbage collected or the interpreter exits unclosed
-        self._discard = weakref.finalize(self, _discard, self.db, self._dir)
         self._defs: list[tuple[object, ...]] = []
         self._refs: list[tuple[int, int, int, int, str]] = []
 
     def close(self) -> None:
-        self._discard()
+        self.db.close()
 
     # -- the validation pass ---------------------------------------------------------------
 
@@ -390,11 +385,6 @@ class TraceIndex:
             "JOIN defs o ON o.recno = older JOIN defs n ON n.recno = newer"
         )
         return [(older, newer) for older, newer in rows]
-
-
-def _discard(db: sqlite3.Connection, folder: str) -> None:
-    db.close()
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 class _Cursor:

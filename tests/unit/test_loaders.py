@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-import tempfile
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -279,26 +281,18 @@ def test_first_problem_in_file_order_wins(
     assert problem in caught.value.problem
 
 
-def test_index_database_is_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    load_paths(None, [str(SMALL)], LoadOptions(dry_run=True))
-    with pytest.raises(InputError):
-        load_paths(
-            None,
-            [str(DATA / "malformed" / "reads_unknown_variable.jsonl")],
-            LoadOptions(dry_run=True),
-        )
-    with pytest.raises(InputError, match="is also the trace of"):
-        load_paths(None, [str(SMALL), str(_copy(SMALL, tmp_path))], LoadOptions(dry_run=True))
-    assert list(scratch.iterdir()) == []
-
-
-def _copy(path: Path, folder: Path) -> Path:
-    copy = folder / "copy.jsonl"
-    copy.write_bytes(path.read_bytes())
-    return copy
+def test_index_database_leaves_nothing_behind(tmp_path: Path) -> None:
+    # os._exit skips every cleanup, as a killed loader would
+    script = (
+        "import os, sys; from pathlib import Path; "
+        "from memtrace.loaders.index import build_index; "
+        "from memtrace.loaders.native import read_native; "
+        "p = Path(sys.argv[1]); index = build_index(str(p), read_native(p)); "
+        "assert index.counts.operations == 7; os._exit(0)"
+    )
+    env = {**os.environ, "SQLITE_TMPDIR": str(tmp_path), "TMPDIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", script, str(SMALL)], env=env, check=True)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_seq_hint_must_fit_in_64_bits(tmp_path: Path) -> None:
