@@ -1,14 +1,17 @@
 """Load throughput: our batched loader vs a naive loader, and loader RSS as files grow.
 
-    .venv/bin/python benchmarks/load_throughput.py --messages 5400 54000 --naive-elements 3000 \
-        --repeat 2
+    .venv/bin/python benchmarks/load_throughput.py --messages 5400 54000 162000 \
+        --naive-elements 3000
+
+(5,400 messages make about 100k elements, 54,000 about 1M, 162,000 about 3M.)
 
 For each size a synthetic native trace is written to benchmarks/out/, loaded by `memtrace-load`
 in a child process (elements/s from its summary, peak RSS from the child's rusage), then deleted
 (each size --repeat times; the load average is recorded next to each run, the machine is shared).
 The naive loader (one MERGE per node / relationship, each in its own transaction) runs on the
 first records of the smallest file until it has written --naive-elements elements; its rate is
-per element, so it extrapolates linearly. Results go to stdout as JSON and a Markdown table.
+per element, so it extrapolates linearly. Results go to stdout as JSON and a Markdown table,
+followed by the growth of peak RSS from the smallest to the largest trace (the goal: flat).
 """
 
 from __future__ import annotations
@@ -137,10 +140,13 @@ def main() -> None:
         )
         delete_trace(db, naive_id)
     ours = results[-1]["elements_per_second"]
+    smallest = min(r["peak_rss_mb"] for r in results if r["messages"] == args.messages[0])
+    largest = max(r["peak_rss_mb"] for r in results if r["messages"] == args.messages[-1])
     report = {
         "loader": results,
         "naive": naive,
         "speedup_vs_naive": round(ours / naive["elements_per_second"], 1),
+        "rss_growth": round(largest / smallest, 3),
     }
     print(json.dumps(report, indent=2))
     print(
@@ -157,6 +163,10 @@ def main() -> None:
         f"\nnaive: {naive['elements']:,} elements in {naive['seconds']} s = "
         f"{naive['elements_per_second']:,} elements/s; ours (largest) / naive = "
         f"{report['speedup_vs_naive']}x"
+    )
+    print(
+        f"peak RSS: {smallest} MB at {args.messages[0]:,} messages, {largest} MB at "
+        f"{args.messages[-1]:,} messages: {report['rss_growth']}x"
     )
 
 

@@ -1,18 +1,21 @@
-"""The validation pass: checks a whole trace and keeps the compact index the write passes need.
+"""The validation pass: checks a whole trace and keeps, on disk, the index the write passes need.
 
-Values are never kept: the write passes read the file again. Per id the index keeps an interned
-slot (``dict[str, int]``) and a few machine integers in ``array`` columns (first location,
-content digest, timestamp, seq, first writer), so memory per element is a few dozen bytes instead
-of Python objects per id, reference and writer. References to ids not defined yet are kept only
-until the definition arrives (in a well-ordered trace that is a handful at any time).
+Memory stays flat however large the trace: nothing per id is kept in process memory. Records
+are numbered in file order (``recno``, the trace record is 0) and every definition and every
+mention of an id is appended to a temporary SQLite database (bounded page cache; a file that is
+unlinked as soon as it is opened). Cross-record rules (duplicates, identities, unknown ids), seq
+and the writers of each variable are then computed there by a few set-oriented queries, and the
+write passes read the file again side by side with cursors sorted by ``recno``, so no id is ever
+looked up one by one from Python. Values are never kept: the write passes take them from the file.
 """
 
 from __future__ import annotations
 
-import itertools
-from array import array
-from collections.abc import Callable, Iterable, Iterator
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any, Final
 
 from memtrace.errors import InputError
 from memtrace.loaders.models import (
@@ -26,83 +29,157 @@ from memtrace.loaders.models import (
     parse_timestamp,
 )
 
-RecordSource = Callable[[], Iterator[tuple[str, AnyRecord]]]
+# kinds of ids; the order of OPERATION and VARIABLE is the seq tie-break (operations first)
+OPERATION, VARIABLE, SESSION, EDGE, CASE = range(5)
+KINDS: Final = ("operation", "variable", "session", "edge", "case")
 
-UNDEFINED = -(2**63)  # location key of an id that was referenced but is not defined (yet)
+# roles of a mention: (field, as named in errors, and the kind of id it names)
+ROLES: Final = (
+    ("variable.session", SESSION),
+    ("operation.session", SESSION),
+    ("operation.reads[{}]", VARIABLE),
+    ("operation.writes[{}]", VARIABLE),
+    ("edge.op", OPERATION),
+    ("edge.source", VARIABLE),
+    ("edge.target", VARIABLE),
+    ("case.query", VARIABLE),
+    ("case.prediction", VARIABLE),
+    ("case.evidence[{}]", VARIABLE),
+    ("case.labels[{}].op_id", OPERATION),
+)
+(
+    VAR_SESSION,
+    OP_SESSION,
+    READS,
+    WRITES,
+    EDGE_OP,
+    EDGE_SOURCE,
+    EDGE_TARGET,
+    CASE_QUERY,
+    CASE_PREDICTION,
+    CASE_EVIDENCE,
+    CASE_LABEL,
+) = range(len(ROLES))
 
+_FLUSH_ROWS = 20_000  # staged rows per executemany
+_CACHE_KIB = 8_192  # SQLite page cache: the only part of the index that lives in memory
+_MAX_INT = 2**63 - 1
 
-class Locations:
-    """Locations as integers: line numbers as themselves, other locations (JSON paths) as -n."""
+_SCHEMA = """
+CREATE TABLE defs(
+    recno INTEGER PRIMARY KEY, kind INTEGER NOT NULL, id TEXT NOT NULL, loc TEXT NOT NULL,
+    digest INTEGER NOT NULL, ts INTEGER, hint INTEGER, flag INTEGER,
+    class_name TEXT, name TEXT, version INTEGER, n1 INTEGER, n2 INTEGER);
+CREATE TABLE refs(
+    mention INTEGER PRIMARY KEY, recno INTEGER NOT NULL, role INTEGER NOT NULL,
+    i INTEGER NOT NULL, kind INTEGER NOT NULL, id TEXT NOT NULL);
+CREATE TABLE eid(recno INTEGER PRIMARY KEY, eid TEXT NOT NULL);
+"""
 
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-        self.keys: dict[str, int] = {}
+# first definition of each id, with its seq (operations and variables) and number of copies
+_SETTLE = """
+CREATE INDEX defs_key ON defs(kind, id);
+CREATE INDEX identity ON defs(class_name, name, version) WHERE kind = 1;
+CREATE TABLE node(
+    recno INTEGER PRIMARY KEY, kind INTEGER NOT NULL, seq INTEGER, flag INTEGER,
+    copies INTEGER NOT NULL);
+INSERT INTO node
+SELECT recno, kind,
+    CASE WHEN kind <= 1 THEN
+        row_number() OVER (PARTITION BY kind <= 1 ORDER BY ts, hint, kind, id) - 1 END,
+    flag, copies
+FROM (SELECT min(recno) AS recno, kind, id, ts, hint, flag, count(*) AS copies
+      FROM defs GROUP BY kind, id);
+"""
 
-    def key(self, location: str) -> int:
-        if location.isdecimal():
-            return int(location)
-        found = self.keys.get(location)
-        if found is None:
-            self.texts.append(location)
-            found = self.keys[location] = -len(self.texts)
-        return found
+_DUPLICATE = """
+SELECT d.recno, d.loc, d.kind, d.id, f.loc
+FROM node n JOIN defs f ON f.recno = n.recno
+JOIN defs d ON d.kind = f.kind AND d.id = f.id AND d.recno > f.recno AND d.digest != f.digest
+WHERE n.copies > 1 ORDER BY d.recno LIMIT 1
+"""
 
-    def text(self, key: int) -> str:
-        return str(key) if key >= 0 else self.texts[-key - 1]
+_IDENTITY = """
+SELECT recno, loc, id, first_id FROM (
+    SELECT d.recno, d.loc, d.id, first_value(d.id) OVER w AS first_id, row_number() OVER w AS rn
+    FROM defs d INDEXED BY identity JOIN node n ON n.recno = d.recno WHERE d.kind = 1
+    WINDOW w AS (PARTITION BY d.class_name, d.name, d.version ORDER BY d.recno))
+WHERE rn = 2 ORDER BY recno LIMIT 1
+"""
 
+# each mention of a first definition -> the record defining the id it names (NULL: unknown)
+_TARGETS = """
+CREATE TABLE target(
+    mention INTEGER PRIMARY KEY, recno INTEGER NOT NULL, role INTEGER NOT NULL, node INTEGER);
+INSERT INTO target
+SELECT r.mention, r.recno, r.role,
+    (SELECT x.recno FROM defs x WHERE x.kind = r.kind AND x.id = r.id ORDER BY x.recno LIMIT 1)
+FROM refs r JOIN node n ON n.recno = r.recno;
+CREATE INDEX writers ON target(node, mention) WHERE role = 3;
+"""
 
-class Table:
-    """The ids of one record type: id -> slot, and per slot its first location and digest."""
+_UNKNOWN = """
+SELECT r.role, r.i, r.id, d.loc FROM target t
+JOIN refs r ON r.mention = t.mention JOIN defs d ON d.recno = t.recno
+WHERE t.node IS NULL ORDER BY t.mention LIMIT 1
+"""
 
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
-        self.loc = array("q")
-        self.digest = array("q")
-        self._names: list[str] | None = None
+_COUNTS = """
+SELECT n.kind, count(*), sum(d.n1), sum(d.n2), sum(n.flag)
+FROM node n JOIN defs d ON d.recno = n.recno GROUP BY n.kind
+"""
 
-    def slot(self, key: str) -> int:
-        """The slot of an id, interning it (as undefined) on first mention."""
-        slot = self.ids.get(key)
-        if slot is None:
-            slot = self.ids[key] = len(self.loc)
-            self._grow()
-        return slot
+_VERSIONS = """
+SELECT older, newer FROM (
+    SELECT lag(n.recno) OVER (PARTITION BY d.class_name, d.name ORDER BY d.version) AS older,
+        n.recno AS newer, min(n.recno) OVER (PARTITION BY d.class_name, d.name) AS first
+    FROM defs d INDEXED BY identity JOIN node n ON n.recno = d.recno WHERE d.kind = 1)
+WHERE older IS NOT NULL ORDER BY first, newer
+"""
 
-    def _grow(self) -> None:
-        self.loc.append(UNDEFINED)
-        self.digest.append(0)
+# identities (class_name, name) with more than one version: all their variables but the first
+_VERSION_COUNT = """
+SELECT count(*) - count(DISTINCT identity) FROM (
+    SELECT d.recno, d.class_name, d.name, dense_rank() OVER (ORDER BY d.class_name, d.name)
+        AS identity
+    FROM defs d INDEXED BY identity JOIN node n ON n.recno = d.recno WHERE d.kind = 1)
+"""
 
-    def __contains__(self, key: str) -> bool:
-        slot = self.ids.get(key)
-        return slot is not None and self.loc[slot] != UNDEFINED
+_NODES = """
+SELECT n.recno, d.ts, n.seq FROM node n JOIN defs d ON d.recno = n.recno
+WHERE n.kind != 3 ORDER BY n.recno
+"""
 
-    def name(self, slot: int) -> str:
-        """The id of a slot (slots are assigned in insertion order)."""
-        if self._names is None or len(self._names) != len(self.ids):
-            self._names = list(self.ids)
-        return self._names[slot]
+_LINKED = """
+SELECT n.recno, e.eid FROM node n LEFT JOIN eid e ON e.recno = n.recno
+WHERE n.kind IN (0, 3, 4) ORDER BY n.recno
+"""
 
+_ENDPOINTS = """
+SELECT t.recno, t.role, e.eid, n.flag FROM target t
+JOIN node n ON n.recno = t.node JOIN eid e ON e.recno = t.node
+WHERE t.role != 0 ORDER BY t.mention
+"""
 
-class NodeTable(Table):
-    """Operations or variables: also timestamp, tie-break hint, seq, marker flag, first writer."""
+# for each read of an operation: the operations writing that variable earlier in seq order
+_DEPENDS_ON = """
+SELECT r.recno, e.eid, v.id FROM target r
+JOIN node o ON o.recno = r.recno
+JOIN target w ON w.node = r.node AND w.role = 3
+JOIN node a ON a.recno = w.recno
+JOIN eid e ON e.recno = w.recno
+JOIN defs v ON v.recno = r.node
+WHERE r.role = 2 AND a.seq < o.seq
+ORDER BY r.mention, w.mention
+"""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.ts = array("q")
-        self.hint = array("q")
-        self.seq = array("q")
-        self.marker = bytearray()
-        self.writer = array("q")  # variables: the first operation writing it (-1: none)
-        self.version = array("q")  # variables: the version
-
-    def _grow(self) -> None:
-        super()._grow()
-        self.ts.append(0)
-        self.hint.append(0)
-        self.seq.append(-1)
-        self.marker.append(0)
-        self.writer.append(-1)
-        self.version.append(0)
+_VERSION_IDS = """
+SELECT eo.eid, en.eid FROM (
+    SELECT lag(n.recno) OVER (PARTITION BY d.class_name, d.name ORDER BY d.version) AS older,
+        n.recno AS newer
+    FROM defs d INDEXED BY identity JOIN node n ON n.recno = d.recno WHERE d.kind = 1)
+JOIN eid eo ON eo.recno = older JOIN eid en ON en.recno = newer
+"""
 
 
 @dataclass(slots=True)
@@ -124,308 +201,331 @@ class Counts:
         return 1 + self.sessions + self.operations + self.variables + self.cases
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    """A record that creates a node (its first definition), for write pass 1."""
+
+    record: AnyRecord
+    n: int  # the recno, returned with the element id of the node
+    ts: int | None
+    seq: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class LinkedRecord:
+    """A record that creates relationships, with the element ids of everything it names."""
+
+    record: AnyRecord
+    own: str | None  # the element id of its own node (operations, cases)
+    endpoints: list[tuple[int, str, bool]]  # (role, element id, is a marker) in mention order
+    depends_on: dict[str, list[str]] = field(default_factory=dict)  # writer -> variable ids
+
+
 class TraceIndex:
-    path: str
-    trace: TraceRecord
-    locations: Locations = field(default_factory=Locations)
-    sessions: Table = field(default_factory=Table)
-    operations: NodeTable = field(default_factory=NodeTable)
-    variables: NodeTable = field(default_factory=NodeTable)
-    edges: Table = field(default_factory=Table)
-    cases: Table = field(default_factory=Table)
-    more_writers: dict[int, list[int]] = field(default_factory=dict)  # variable -> 2nd.. writers
-    next_version_slots: list[tuple[int, int]] = field(default_factory=list)
-    counts: Counts = field(default_factory=Counts)
+    """The validated index of one trace file, in a temporary database ``close`` releases."""
 
-    def table(self, record: AnyRecord) -> Table | None:
-        match record:
-            case OperationRecord():
-                return self.operations
-            case VariableRecord():
-                return self.variables
-            case SessionRecord():
-                return self.sessions
-            case EdgeRecord():
-                return self.edges
-            case CaseRecord():
-                return self.cases
-        return None
+    def __init__(self, path: str, trace: TraceRecord) -> None:
+        self.path = path
+        self.trace = trace
+        self.counts = Counts()
+        # "": a private on-disk database in SQLite's temp directory, unlinked as soon as it is
+        # opened, so nothing is left behind even when the process is killed
+        self.db = sqlite3.connect("", isolation_level=None)
+        for pragma in ("journal_mode = OFF", "synchronous = OFF", "temp_store = FILE"):
+            self.db.execute(f"PRAGMA {pragma}")
+        self.db.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
+        self.db.executescript(_SCHEMA)
+        self._defs: list[tuple[object, ...]] = []
+        self._refs: list[tuple[int, int, int, int, str]] = []
 
-    def is_first(self, location: str, record: AnyRecord) -> bool:
-        """False for a repeated identical record (it was validated and is written once)."""
-        table = self.table(record)
-        if table is None:
-            return True
-        return table.loc[table.ids[record.id]] == self.locations.key(location)
+    def close(self) -> None:
+        self.db.close()
 
-    def seq(self, record: OperationRecord | VariableRecord) -> int:
-        table = self.operations if isinstance(record, OperationRecord) else self.variables
-        return table.seq[table.ids[record.id]]
+    # -- the validation pass ---------------------------------------------------------------
 
-    def writers(self, var: int) -> list[int]:
-        first = self.variables.writer[var]
-        if first < 0:
-            return []
-        return [first, *self.more_writers.get(var, ())]
+    def define(
+        self,
+        recno: int,
+        kind: int,
+        key: str,
+        location: str,
+        digest: int,
+        *,
+        ts: int | None = None,
+        hint: int | None = None,
+        flag: bool | None = None,
+        identity: tuple[str | None, str, int] | None = None,  # class_name, name, version
+        n1: int | None = None,
+        n2: int | None = None,
+    ) -> None:
+        """Stage a definition; ``n1``/``n2`` are the per-record counts summed into Counts."""
+        class_name, name, version = identity or (None, None, None)
+        self._defs.append(
+            (recno, kind, key, location, digest, ts, hint, flag, class_name, name, version, n1, n2)
+        )
+        if len(self._defs) >= _FLUSH_ROWS:
+            self._flush()
 
-    def depends_on_slots(self, op: OperationRecord) -> dict[int, list[int]]:
-        """Earlier operations (slots) that wrote a variable ``op`` reads, with the variables."""
-        ops = self.operations
-        mine = ops.seq[ops.ids[op.id]]
-        found: dict[int, list[int]] = {}
-        for var_id in dict.fromkeys(op.reads):
-            var = self.variables.ids[var_id]
-            for writer in self.writers(var):
-                if ops.seq[writer] < mine:
-                    found.setdefault(writer, []).append(var)
-        return found
+    def mention(self, recno: int, role: int, i: int, ref: str) -> None:
+        self._refs.append((recno, role, i, ROLES[role][1], ref))
+        if len(self._refs) >= _FLUSH_ROWS:
+            self._flush()
 
-    def depends_on(self, op: OperationRecord) -> dict[str, list[str]]:
-        """``depends_on_slots`` with ids (for tests and diagnostics)."""
-        return {
-            self.operations.name(op_slot): [self.variables.name(var) for var in via]
-            for op_slot, via in self.depends_on_slots(op).items()
-        }
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One transaction per batch (in autocommit mode each row would be its own)."""
+        self.db.execute("BEGIN")
+        yield
+        self.db.execute("COMMIT")
 
-    @property
-    def next_versions(self) -> list[tuple[str, str]]:
-        name = self.variables.name
-        return [(name(older), name(newer)) for older, newer in self.next_version_slots]
+    def _flush(self) -> None:
+        with self._transaction():
+            self.db.executemany(
+                "INSERT INTO defs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self._defs
+            )
+            self.db.executemany(
+                "INSERT INTO refs(recno, role, i, kind, id) VALUES (?, ?, ?, ?, ?)", self._refs
+            )
+        self._defs.clear()
+        self._refs.clear()
 
+    def settle(self, failed_at: int | None = None) -> None:
+        """Check the cross-record rules on everything staged; raise InputError on the first.
 
-class _References:
-    """Mentions of ids that are not defined yet, forgotten as soon as the definition arrives."""
-
-    def __init__(self, index: TraceIndex) -> None:
-        self.index = index
-        # (kind, slot) -> (mention number, location key, field) of the first unresolved mention
-        self.open: dict[tuple[str, int], tuple[int, int, str]] = {}
-        self.mentions = 0
-
-    def mention(self, kind: str, table: Table, ref: str, loc: int, field_name: str) -> int:
-        slot = table.slot(ref)
-        self.mentions += 1
-        if table.loc[slot] == UNDEFINED:
-            self.open.setdefault((kind, slot), (self.mentions, loc, field_name))
-        return slot
-
-    def define(self, kind: str, slot: int) -> None:
-        if self.open:
-            self.open.pop((kind, slot), None)
-
-    def check(self) -> None:
-        if not self.open:
+        ``failed_at`` is the recno of a record that already failed on its own: a duplicate at
+        or before it, or an identity clash before it, came first in file order and is raised
+        instead (the same order as checking each record as it is read).
+        """
+        self._flush()
+        self.db.executescript(_SETTLE)
+        limit = _MAX_INT if failed_at is None else failed_at
+        problems: list[tuple[int, InputError]] = []
+        found = self.db.execute(_DUPLICATE).fetchone()
+        if found is not None and found[0] <= limit:
+            recno, loc, kind, key, first = found
+            problem = (
+                f"duplicate {KINDS[kind]} id {key!r} with different content "
+                f"(first defined at {first})"
+            )
+            problems.append((recno, InputError(self.path, loc, problem)))
+        found = self.db.execute(_IDENTITY).fetchone()
+        if found is not None and found[0] < limit:
+            recno, loc, key, other = found
+            problem = f"variable {key!r} has the same class_name, name and version as {other!r}"
+            problems.append((recno, InputError(self.path, loc, problem)))
+        if problems:
+            raise min(problems, key=lambda item: item[0])[1]
+        if failed_at is not None:
             return
-        (kind, slot), (_, loc, field_name) = min(self.open.items(), key=lambda item: item[1][0])
-        index = self.index
-        table = {"variable": index.variables, "operation": index.operations}.get(
-            kind, index.sessions
+        self.db.executescript(_TARGETS)
+        found = self.db.execute(_UNKNOWN).fetchone()
+        if found is not None:
+            role, i, key, loc = found
+            name, kind = ROLES[role]
+            raise InputError(self.path, loc, f"{name.format(i)}: unknown {KINDS[kind]} {key!r}")
+        self._count()
+
+    def _count(self) -> None:
+        counts = self.counts
+        for kind, n, n1, n2, flags in self.db.execute(_COUNTS):
+            setattr(counts, KINDS[kind] + "s", n)
+            if kind == OPERATION:
+                counts.reads, counts.writes = n1, n2
+            elif kind == CASE:
+                counts.evidence, counts.labels, counts.failed_cases = n1, n2, flags
+        counts.next_versions = self.db.execute(_VERSION_COUNT).fetchone()[0]
+
+    # -- the write passes --------------------------------------------------------------------
+
+    def nodes(self, records: Iterable[tuple[str, AnyRecord]]) -> Iterator[NodeRecord]:
+        """The records that create nodes (repeats of an identical record are skipped)."""
+        firsts = _Cursor(self.db.execute(_NODES))
+        for recno, (_, record) in enumerate(records):
+            for _, ts, seq in firsts.take(recno):
+                yield NodeRecord(record, recno, ts, seq)
+
+    def store_element_ids(self, pairs: list[list[Any]]) -> None:
+        """``[n, elementId]`` pairs returned by the node queries."""
+        with self._transaction():
+            self.db.executemany("INSERT INTO eid VALUES (?, ?)", pairs)
+
+    def linked(self, records: Iterable[tuple[str, AnyRecord]]) -> Iterator[LinkedRecord]:
+        """Operations, edges and cases (first definitions) with the element ids they need."""
+        firsts = _Cursor(self.db.execute(_LINKED))
+        endpoints = _Cursor(self.db.execute(_ENDPOINTS))
+        depends = _Cursor(self.db.execute(_DEPENDS_ON))
+        for recno, (_, record) in enumerate(records):
+            for _, own in firsts.take(recno):
+                deps: dict[str, list[str]] = {}
+                for _, writer, var in depends.take(recno):
+                    via = deps.setdefault(writer, [])
+                    if var not in via:
+                        via.append(var)
+                ends = [(role, eid, bool(flag)) for _, role, eid, flag in endpoints.take(recno)]
+                yield LinkedRecord(record, own, ends, deps)
+
+    def next_versions(self) -> Iterator[tuple[str, str]]:
+        """(older, newer) element ids of consecutive versions of one variable."""
+        yield from self.db.execute(_VERSION_IDS)
+
+    # -- for tests and diagnostics -------------------------------------------------------------
+
+    def seq_order(self) -> list[str]:
+        """Operation and variable ids in seq order."""
+        rows = self.db.execute(
+            "SELECT d.id FROM node n JOIN defs d ON d.recno = n.recno "
+            "WHERE n.kind <= 1 ORDER BY n.seq"
         )
-        raise InputError(
-            index.path,
-            index.locations.text(loc),
-            f"{field_name}: unknown {kind} {table.name(slot)!r}",
+        return [key for (key,) in rows]
+
+    def version_ids(self) -> list[tuple[str, str]]:
+        """(older, newer) variable ids of consecutive versions."""
+        rows = self.db.execute(
+            f"SELECT o.id, n.id FROM ({_VERSIONS}) "
+            "JOIN defs o ON o.recno = older JOIN defs n ON n.recno = newer"
         )
+        return [(older, newer) for older, newer in rows]
+
+
+class _Cursor:
+    """Rows of a query sorted by recno (first column), taken record by record in file order."""
+
+    def __init__(self, rows: Iterator[tuple[Any, ...]]) -> None:
+        self.rows = rows
+        self.head = next(rows, None)
+
+    def take(self, recno: int) -> list[tuple[Any, ...]]:
+        found = []
+        while self.head is not None and self.head[0] <= recno:
+            if self.head[0] == recno:
+                found.append(self.head)
+            self.head = next(self.rows, None)
+        return found
 
 
 def build_index(path: str, source: Iterable[tuple[str, AnyRecord]]) -> TraceIndex:
-    """Validate every record and cross-record rule; raise InputError on the first problem."""
+    """Validate every record and cross-record rule; raise InputError on the first problem.
+
+    The caller closes the index it gets back; on an error it is closed here.
+    """
     records = iter(source)
     _, trace = next(records)
     if not isinstance(trace, TraceRecord):
         raise InputError(path, None, "the first record must be the trace record")
     index = TraceIndex(path, trace)
-    refs = _References(index)
-    # (class_name, name) -> the slot of its only version, or {version: slot} once there are more
-    identities: dict[tuple[str | None, str], int | dict[int, int]] = {}
-    counts = index.counts
-    ops, variables, sessions = index.operations, index.variables, index.sessions
-    key = index.locations.key
-    for location, record in records:
-        digest = hash(record.model_dump_json())
-        loc = key(location)
-        match record:
-            case VariableRecord():
-                slot = variables.slot(record.id)
-                if _duplicate(index, variables, slot, digest, location, record):
-                    continue
-                variables.loc[slot] = loc
-                variables.digest[slot] = digest
-                variables.ts[slot] = _ts(path, location, record.created_at)
-                variables.hint[slot] = record.seq or 0
-                variables.marker[slot] = record.is_marker
-                refs.define("variable", slot)
-                variables.version[slot] = record.version
-                _add_identity(index, identities, slot, record, location)
-                if record.session is not None:
-                    refs.mention("session", sessions, record.session, loc, "variable.session")
-                counts.variables += 1
-            case OperationRecord():
-                slot = ops.slot(record.id)
-                if _duplicate(index, ops, slot, digest, location, record):
-                    continue
-                ops.loc[slot] = loc
-                ops.digest[slot] = digest
-                ops.ts[slot] = _ts(path, location, record.created_at)
-                ops.hint[slot] = record.seq or 0
-                refs.define("operation", slot)
-                if record.session is not None:
-                    refs.mention("session", sessions, record.session, loc, "operation.session")
-                for i, var in enumerate(record.reads):
-                    refs.mention("variable", variables, var, loc, f"operation.reads[{i}]")
-                written = [
-                    refs.mention("variable", variables, var, loc, f"operation.writes[{i}]")
-                    for i, var in enumerate(record.writes)
-                ]
-                for written_slot in dict.fromkeys(written):
-                    if variables.writer[written_slot] < 0:
-                        variables.writer[written_slot] = slot
-                    else:
-                        index.more_writers.setdefault(written_slot, []).append(slot)
-                counts.operations += 1
-                counts.reads += len(dict.fromkeys(record.reads))
-                counts.writes += len(dict.fromkeys(record.writes))
-            case SessionRecord():
-                slot = sessions.slot(record.id)
-                if _duplicate(index, sessions, slot, digest, location, record):
-                    continue
-                sessions.loc[slot] = loc
-                sessions.digest[slot] = digest
-                refs.define("session", slot)
-                if record.created_at is not None:
-                    _ts(path, location, record.created_at)
-                counts.sessions += 1
-            case EdgeRecord():
-                slot = index.edges.slot(record.id)
-                if _duplicate(index, index.edges, slot, digest, location, record):
-                    continue
-                index.edges.loc[slot] = loc
-                index.edges.digest[slot] = digest
-                refs.mention("operation", ops, record.op, loc, "edge.op")
-                refs.mention("variable", variables, record.source, loc, "edge.source")
-                refs.mention("variable", variables, record.target, loc, "edge.target")
-                counts.edges += 1
-            case CaseRecord():
-                slot = index.cases.slot(record.id)
-                if _duplicate(index, index.cases, slot, digest, location, record):
-                    continue
-                index.cases.loc[slot] = loc
-                index.cases.digest[slot] = digest
-                refs.mention("variable", variables, record.query, loc, "case.query")
-                if record.prediction is not None:
-                    refs.mention("variable", variables, record.prediction, loc, "case.prediction")
-                for i, var in enumerate(record.evidence):
-                    refs.mention("variable", variables, var, loc, f"case.evidence[{i}]")
-                for i, label in enumerate(record.labels):
-                    refs.mention("operation", ops, label.op_id, loc, f"case.labels[{i}].op_id")
-                counts.cases += 1
-                counts.failed_cases += record.is_failed is True
-                counts.labels += len(record.labels)
-                counts.evidence += len(dict.fromkeys(record.evidence))
-            case TraceRecord():
-                raise InputError(path, location, "a second trace record: one trace per file")
-    refs.check()
-    _assign_seq(index)
-    _link_versions(index, identities)
+    try:
+        _stage_all(index, records)
+    except BaseException:
+        index.close()
+        raise
     return index
 
 
-def _ts(path: str, location: str, text: str) -> int:
+def _stage_all(index: TraceIndex, records: Iterator[tuple[str, AnyRecord]]) -> None:
+    recno = 0
+    while True:
+        try:
+            location, record = next(records)
+        except StopIteration:
+            break
+        except InputError:
+            index.settle(failed_at=recno + 1)  # an earlier cross-record problem comes first
+            raise
+        recno += 1
+        try:
+            _stage(index, recno, location, record)
+        except InputError:
+            index.settle(failed_at=recno)
+            raise
+    index.settle()
+
+
+def _stage(index: TraceIndex, recno: int, location: str, record: AnyRecord) -> None:
+    """Stage one record; its own problems (timestamps) are raised after it is staged."""
+    path = index.path
+    digest = hash(record.model_dump_json())
+    mention = index.mention
+    match record:
+        case VariableRecord():
+            ts, bad = _ts(path, location, record.created_at)
+            index.define(
+                recno,
+                VARIABLE,
+                record.id,
+                location,
+                digest,
+                ts=ts,
+                hint=_hint(path, location, record),
+                flag=record.is_marker,
+                identity=(record.class_name, record.name, record.version),
+            )
+            if bad is not None:
+                raise bad
+            if record.session is not None:
+                mention(recno, VAR_SESSION, 0, record.session)
+        case OperationRecord():
+            ts, bad = _ts(path, location, record.created_at)
+            index.define(
+                recno,
+                OPERATION,
+                record.id,
+                location,
+                digest,
+                ts=ts,
+                hint=_hint(path, location, record),
+                n1=len(set(record.reads)),
+                n2=len(set(record.writes)),
+            )
+            if bad is not None:
+                raise bad
+            if record.session is not None:
+                mention(recno, OP_SESSION, 0, record.session)
+            for i, var in enumerate(record.reads):
+                mention(recno, READS, i, var)
+            for i, var in enumerate(record.writes):
+                mention(recno, WRITES, i, var)
+        case SessionRecord():
+            index.define(recno, SESSION, record.id, location, digest)
+            if record.created_at is not None:
+                bad = _ts(path, location, record.created_at)[1]
+                if bad is not None:
+                    raise bad
+        case EdgeRecord():
+            index.define(recno, EDGE, record.id, location, digest)
+            mention(recno, EDGE_OP, 0, record.op)
+            mention(recno, EDGE_SOURCE, 0, record.source)
+            mention(recno, EDGE_TARGET, 0, record.target)
+        case CaseRecord():
+            index.define(
+                recno,
+                CASE,
+                record.id,
+                location,
+                digest,
+                flag=record.is_failed is True,
+                n1=len(set(record.evidence)),
+                n2=len(record.labels),
+            )
+            mention(recno, CASE_QUERY, 0, record.query)
+            if record.prediction is not None:
+                mention(recno, CASE_PREDICTION, 0, record.prediction)
+            for i, var in enumerate(record.evidence):
+                mention(recno, CASE_EVIDENCE, i, var)
+            for i, label in enumerate(record.labels):
+                mention(recno, CASE_LABEL, i, label.op_id)
+        case TraceRecord():
+            raise InputError(path, location, "a second trace record: one trace per file")
+
+
+def _ts(path: str, location: str, text: str) -> tuple[int | None, InputError | None]:
     try:
-        return parse_timestamp(text)
+        return parse_timestamp(text), None
     except (ValueError, OverflowError) as exc:
-        raise InputError(path, location, str(exc)) from None
+        return None, InputError(path, location, str(exc))
 
 
-def _duplicate(
-    index: TraceIndex, table: Table, slot: int, digest: int, location: str, record: AnyRecord
-) -> bool:
-    """True for a repeat of an identical record; InputError if the content differs."""
-    first = table.loc[slot]
-    if first == UNDEFINED:
-        return False
-    if table.digest[slot] != digest:
-        raise InputError(
-            index.path,
-            location,
-            f"duplicate {record.type} id {record.id!r} with different content "
-            f"(first defined at {index.locations.text(first)})",
-        )
-    return True
-
-
-def _add_identity(
-    index: TraceIndex,
-    identities: dict[tuple[str | None, str], int | dict[int, int]],
-    slot: int,
-    record: VariableRecord,
-    location: str,
-) -> None:
-    """Register a variable's (class_name, name, version); two ids for one identity is an error."""
-    key = (record.class_name, record.name)
-    found = identities.get(key)
-    if found is None:
-        identities[key] = slot
-        return
-    variables = index.variables
-    versions = found if isinstance(found, dict) else {variables.version[found]: found}
-    other = versions.setdefault(record.version, slot)
-    if other != slot:
-        raise InputError(
-            index.path,
-            location,
-            f"variable {record.id!r} has the same class_name, name and version as "
-            f"{variables.name(other)!r}",
-        )
-    identities[key] = versions
-
-
-def _assign_seq(index: TraceIndex) -> None:
-    """seq = rank of (created_at, the record's own seq hint, operations first, id).
-
-    The first three are packed into one integer per node (no tuple per node); runs of equal
-    keys, rare, are then ordered by id.
-    """
-    ops, variables = index.operations, index.variables
-    tables = (ops, variables)
-    n_ops = len(ops.ts)
-    stamps = [*ops.ts, *variables.ts]
-    if not stamps:
-        return
-    low = min(stamps)
-    shift = max(max(ops.hint, default=0), max(variables.hint, default=0)).bit_length()
-    keys = [
-        (((ts - low) << shift | hint) << 1) | kind
-        for kind, table in enumerate(tables)
-        for ts, hint in zip(table.ts, table.hint, strict=True)
-    ]
-    del stamps
-    order = sorted(range(len(keys)), key=keys.__getitem__)
-    start = 0
-    while start < len(order):
-        end = start + 1
-        while end < len(order) and keys[order[end]] == keys[order[start]]:
-            end += 1
-        if end - start > 1:
-            order[start:end] = sorted(order[start:end], key=lambda i: _name(tables, n_ops, i))
-        start = end
-    for seq, i in enumerate(order):
-        if i < n_ops:
-            ops.seq[i] = seq
-        else:
-            variables.seq[i - n_ops] = seq
-
-
-def _name(tables: tuple[NodeTable, NodeTable], n_ops: int, i: int) -> str:
-    return tables[0].name(i) if i < n_ops else tables[1].name(i - n_ops)
-
-
-def _link_versions(
-    index: TraceIndex, identities: dict[tuple[str | None, str], int | dict[int, int]]
-) -> None:
-    for versions in identities.values():
-        if isinstance(versions, dict):
-            ordered = [versions[version] for version in sorted(versions)]
-            index.next_version_slots.extend(itertools.pairwise(ordered))
-    index.counts.next_versions = len(index.next_version_slots)
+def _hint(path: str, location: str, record: OperationRecord | VariableRecord) -> int:
+    hint = record.seq or 0
+    if hint > _MAX_INT:
+        raise InputError(path, location, f"{record.type}.seq: larger than {_MAX_INT}")
+    return hint

@@ -16,7 +16,6 @@ from memtrace.loaders.index import TraceIndex, build_index
 from memtrace.loaders.models import AnyRecord
 from memtrace.loaders.native import read_native
 from memtrace.loaders.rows import (
-    NodeMap,
     count_properties,
     next_version_rows,
     node_rows,
@@ -193,29 +192,35 @@ def load_paths(
             ", ".join(patterns), None, f"--trace-id needs exactly one file, got {len(files)}"
         )
     planned: list[_Planned] = []
-    owners: dict[str, Path] = {}
-    for file in files:
-        fmt = options.format or detect_format(file)
-        index = build_index(str(file), record_source(file, fmt)())
-        trace_id = options.trace_id or index.trace.id
-        if trace_id in owners:
-            raise InputError(
-                str(file), None, f"trace id {trace_id!r} is also the trace of {owners[trace_id]}"
-            )
-        owners[trace_id] = file
-        planned.append(_Planned(file, fmt, index, trace_id))
-    summary = LoadSummary(dry_run=options.dry_run)
-    if not options.dry_run:
-        if db is None:
-            raise ValueError("a database is needed unless dry_run is set")
-        init_schema(db)
-    for plan in planned:
-        file_started = time.perf_counter()
-        result = _result(plan)
-        if db is not None and not options.dry_run:
-            _write(db, plan, options, progress or _Silent(), result)
-        result.seconds = time.perf_counter() - file_started
-        summary.files.append(result)
+    try:
+        owners: dict[str, Path] = {}
+        for file in files:
+            fmt = options.format or detect_format(file)
+            index = build_index(str(file), record_source(file, fmt)())
+            trace_id = options.trace_id or index.trace.id
+            planned.append(_Planned(file, fmt, index, trace_id))
+            if trace_id in owners:
+                raise InputError(
+                    str(file),
+                    None,
+                    f"trace id {trace_id!r} is also the trace of {owners[trace_id]}",
+                )
+            owners[trace_id] = file
+        summary = LoadSummary(dry_run=options.dry_run)
+        if not options.dry_run:
+            if db is None:
+                raise ValueError("a database is needed unless dry_run is set")
+            init_schema(db)
+        for plan in planned:
+            file_started = time.perf_counter()
+            result = _result(plan)
+            if db is not None and not options.dry_run:
+                _write(db, plan, options, progress or _Silent(), result)
+            result.seconds = time.perf_counter() - file_started
+            summary.files.append(result)
+    finally:
+        for plan in planned:
+            plan.index.close()
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -257,30 +262,25 @@ def _write(
     props = trace_properties(index.trace, plan.format, str(plan.file.resolve()), overrides)
     begin_trace(db, plan.trace_id, props)
     progress.advance(1)
-    nodes = NodeMap(index)
     writer = BatchWriter(
-        db, plan.trace_id, options.batch_size, progress.advance, on_ids=nodes.record
+        db,
+        plan.trace_id,
+        options.batch_size,
+        progress.advance,
+        on_ids=lambda _, pairs: index.store_element_ids(pairs),
     )
     source = record_source(plan.file, plan.format)
     try:
-        records = source()
-        next(records)  # the trace record, written by begin_trace
-        writer.add_all(
-            row for location, record in records for row in node_rows(index, location, record)
-        )
+        writer.add_all(row for node in index.nodes(source()) for row in node_rows(node))
         writer.flush_all()  # every node and its element id exists before any relationship
-        records = source()
-        next(records)
         writer.add_all(
-            row
-            for location, record in records
-            for row in relationship_rows(index, nodes, location, record)
+            row for linked in index.linked(source()) for row in relationship_rows(linked)
         )
-        writer.add_all(next_version_rows(index, nodes))
+        writer.add_all(next_version_rows(index.next_versions()))
         writer.flush_all()
     finally:
         writer.close()
-    complete_trace(db, plan.trace_id, count_properties(index))
+    complete_trace(db, plan.trace_id, count_properties(counts))
     progress.finish()
     result.nodes_written = writer.nodes + 1
     result.relationships_written = writer.relationships

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,7 +28,7 @@ from memtrace.loaders.models import (
     parse_timestamp,
 )
 from memtrace.loaders.native import read_native
-from memtrace.loaders.rows import ElementIds, NodeMap, node_rows, relationship_rows
+from memtrace.loaders.rows import node_rows, relationship_rows
 from memtrace.loaders.smartcomment import python_text
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -142,20 +145,10 @@ def test_index_counts_seq_and_dependencies() -> None:
     counts = index.counts
     assert (counts.operations, counts.variables, counts.sessions) == (7, 10, 2)
     assert (counts.edges, counts.cases, counts.failed_cases, counts.labels) == (4, 1, 1, 1)
-    assert index.next_versions == [("mem-1@1", "mem-1@2")]
+    assert index.version_ids() == [("mem-1@1", "mem-1@2")]
     # ties on created_at are broken by record type, then id
-    seqs = {
-        key: table.seq[slot]
-        for table in (index.operations, index.variables)
-        for key, slot in table.ids.items()
-    }
-    order = sorted(seqs, key=seqs.__getitem__)
-    assert order[:3] == ["msg-1@1", "prompt@1", "op-extract"]
-    records = {r.id: r for _, r in read_native(SMALL) if isinstance(r, OperationRecord)}
-    assert index.depends_on(records["op-update"]) == {
-        "op-extract": ["facts@1"],
-        "op-add": ["mem-1@1"],
-    }
+    assert index.seq_order()[:3] == ["msg-1@1", "prompt@1", "op-extract"]
+    index.close()
 
 
 def test_format_2_inline_edges_read_as_the_edges_of_format_1(tmp_path: Path) -> None:
@@ -195,35 +188,25 @@ def test_format_2_inline_edges_read_as_the_edges_of_format_1(tmp_path: Path) -> 
 
 def test_rows_skip_repeated_records_and_mark_deletes() -> None:
     index = build_index(str(SMALL), read_native(SMALL))
-    rows = [row for loc, rec in read_native(SMALL) for row in node_rows(index, loc, rec)]
+    rows = [row for node in index.nodes(read_native(SMALL)) for row in node_rows(node)]
     variable_rows = [row for name, row in rows if name == "load/create_variables"]
     assert len(variable_rows) == 10  # prompt@1 appears twice, identically
     answer = next(r for n, r in rows if n == "load/create_operations" and r["id"] == "op-answer")
     assert answer["props"]["kind"] == "generation"
     # pretend every node was written with element id "4:db:<its id>"
-    nodes = NodeMap(index)
-    for query, (table, _) in nodes.tables.items():
-        nodes.record(query, [[slot, f"4:db:{key}"] for key, slot in table.ids.items()])
-    assert nodes.var("msg-1@1") == "4:db:msg-1@1"
-    rels = [
-        row for loc, rec in read_native(SMALL) for row in relationship_rows(index, nodes, loc, rec)
-    ]
+    index.store_element_ids([[row["n"], f"4:db:{row['id']}"] for _, row in rows])
+    rels = [row for linked in index.linked(read_native(SMALL)) for row in relationship_rows(linked)]
     deletes = [row for name, row in rels if name == "load/create_deletes"]
     assert deletes == [{"op": "4:db:op-delete", "var": "4:db:mem-1@2", "edge_id": "e4"}]
-    links = next(
-        r for n, r in rels if n == "load/create_operation_links" and r["op"] == "4:db:op-answer"
-    )
-    assert links["reads"] == ["4:db:query-1@1", "4:db:context@1"]
-    assert links["deps"] == [{"op": "4:db:op-search", "via": ["context@1"]}]
-
-
-def test_element_ids_are_stored_compactly() -> None:
-    ids = ElementIds(3)
-    ids.set(0, "4:abc-123:17")
-    ids.set(1, "4:abc-123:0")
-    ids.set(2, "something-else")
-    assert (ids.get(0), ids.get(1), ids.get(2)) == ("4:abc-123:17", "4:abc-123:0", "something-else")
-    assert ids.other == {2: "something-else"}
+    links = {r["op"]: r for n, r in rels if n == "load/create_operation_links"}
+    assert links["4:db:op-answer"]["reads"] == ["4:db:query-1@1", "4:db:context@1"]
+    assert links["4:db:op-answer"]["deps"] == [{"op": "4:db:op-search", "via": ["context@1"]}]
+    assert links["4:db:op-update"]["deps"] == [  # in the order of its reads
+        {"op": "4:db:op-add", "via": ["mem-1@1"]},
+        {"op": "4:db:op-extract", "via": ["facts@1"]},
+    ]
+    assert list(index.next_versions()) == [("4:db:mem-1@1", "4:db:mem-1@2")]
+    index.close()
 
 
 def test_detect_and_expand(tmp_path: Path) -> None:
@@ -284,10 +267,81 @@ def test_seq_orders_by_time_then_hint_then_type_then_id(tmp_path: Path) -> None:
     path = tmp_path / "order.jsonl"
     path.write_text("\n".join(json.dumps(record) for record in records))
     index = build_index(str(path), read_native(path))
-    seqs = {
-        key: table.seq[slot]
-        for table in (index.operations, index.variables)
-        for key, slot in table.ids.items()
-    }
-    assert sorted(seqs, key=seqs.__getitem__) == ["early", "c", "z", "a", "b", "x", "c2", "c1"]
-    assert index.next_versions == [("c", "c1"), ("c1", "c2")]
+    assert index.seq_order() == ["early", "c", "z", "a", "b", "x", "c2", "c1"]
+    assert index.version_ids() == [("c", "c1"), ("c1", "c2")]
+    index.close()
+
+
+def _write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("lines", "location", "problem"),
+    [
+        # duplicates are found after the pass, yet one still wins over a later bad record
+        (
+            [
+                '{"type": "variable", "id": "a", "name": "a", "created_at": "2024-05-01"}',
+                '{"type": "variable", "id": "a", "name": "b", "created_at": "2024-05-01"}',
+                '{"type": "variable", "id": "c", "name": "c", "created_at": "never"}',
+            ],
+            "3",
+            "duplicate variable id 'a' with different content (first defined at 2)",
+        ),
+        # an identity clash before a line that does not parse
+        (
+            [
+                '{"type": "variable", "id": "a", "name": "x", "created_at": "2024-05-01"}',
+                '{"type": "variable", "id": "b", "name": "x", "created_at": "2024-05-01"}',
+                '{"type": "variable", "id": ',
+            ],
+            "3",
+            "variable 'b' has the same class_name, name and version as 'a'",
+        ),
+        # the per-record problem comes first when it is earlier
+        (
+            [
+                '{"type": "variable", "id": "a", "name": "x", "created_at": "soon"}',
+                '{"type": "variable", "id": "b", "name": "x", "created_at": "2024-05-01"}',
+            ],
+            "2",
+            "bad timestamp 'soon'",
+        ),
+    ],
+)
+def test_first_problem_in_file_order_wins(
+    tmp_path: Path, lines: list[str], location: str, problem: str
+) -> None:
+    path = _write_lines(
+        tmp_path / "t.jsonl", ['{"type": "trace", "format_version": 1, "id": "t"}', *lines]
+    )
+    with pytest.raises(InputError) as caught:
+        load_paths(None, [str(path)], LoadOptions(dry_run=True))
+    assert caught.value.location == location
+    assert problem in caught.value.problem
+
+
+def test_index_database_leaves_nothing_behind(tmp_path: Path) -> None:
+    # os._exit skips every cleanup, as a killed loader would
+    script = (
+        "import os, sys; from pathlib import Path; "
+        "from memtrace.loaders.index import build_index; "
+        "from memtrace.loaders.native import read_native; "
+        "p = Path(sys.argv[1]); index = build_index(str(p), read_native(p)); "
+        "assert index.counts.operations == 7; os._exit(0)"
+    )
+    env = {**os.environ, "SQLITE_TMPDIR": str(tmp_path), "TMPDIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", script, str(SMALL)], env=env, check=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_seq_hint_must_fit_in_64_bits(tmp_path: Path) -> None:
+    line = '{"type": "operation", "id": "o", "name": "step", "created_at": "2024-05-01", "seq": %d}'
+    trace = '{"type": "trace", "format_version": 1, "id": "t"}'
+    path = _write_lines(tmp_path / "t.jsonl", [trace, line % (2**63 - 1)])
+    load_paths(None, [str(path)], LoadOptions(dry_run=True))
+    path = _write_lines(tmp_path / "t.jsonl", [trace, line % 2**63])
+    with pytest.raises(InputError, match=r"operation\.seq: larger than 9223372036854775807"):
+        load_paths(None, [str(path)], LoadOptions(dry_run=True))

@@ -113,7 +113,7 @@ def test_toy_system_produces_the_expected_graph(tmp_path: Path) -> None:
     assert index.counts.edges == 4
     versions = [v["id"] for v in by_type(path, "variable") if v["name"] == "mem-1"]
     assert versions == ["mem-1@1", "mem-1@2"]
-    assert index.next_versions == [("mem-1@1", "mem-1@2")]
+    assert index.version_ids() == [("mem-1@1", "mem-1@2")]
     assert index.counts.cases == 1
     sessions = {s["id"]: s["name"] for s in by_type(path, "session")}
     assert {ops[n]["session"] for n in ops if n != "question-answering"} == {"session-000001"}
