@@ -38,7 +38,7 @@ from memtrace.systems.runner import run_conversation
 from memtrace.tracing import OFF, Registered, operation, wait_synced
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
-API = ("operation", "session", "variable", "read", "edge", "mutation", "delete", "case")
+API = ("operation", "session", "variable", "read", "edge", "edges", "mutation", "delete", "case")
 
 
 def _noop(*args: Any, **kwargs: Any) -> Any:

@@ -31,7 +31,6 @@ from memtrace.tracing import (
     Var,
     case,
     current_operation,
-    edge,
     operation,
     read,
     session,
@@ -211,9 +210,13 @@ class System(ABC):
                 if len(usable) < len(context):
                     self.applied(fault, f"answered ignoring {len(context) - len(usable)} items")
             text = self.backend.answer(prompt, question.text, usable)
-            prediction = variable(case_id, text, category="llm_response", class_name="prediction")
-            edge(query, prediction)
-            edge(context_var, prediction)
+            prediction = variable(
+                case_id,
+                text,
+                category="llm_response",
+                class_name="prediction",
+                sources=(query, context_var),
+            )
             return text, prediction, op_id()
 
     def judge(
@@ -226,10 +229,14 @@ class System(ABC):
             gold = variable(case_id, [question.answer], class_name="golden_answers")
             read(gold)
             response = self.backend.judge(prompt, question.text, question.answer, text, self.params)
-            response_var = variable(case_id, response, class_name="judge_response")
-            edge(prediction, response_var)
-            edge(gold, response_var)
+            response_var = variable(
+                case_id, response, class_name="judge_response", sources=(prediction, gold)
+            )
             passed = parse_label(response)
-            score = variable(case_id, 1.0 if passed else 0.0, class_name="judge_score")
-            edge(response_var, score)
+            variable(
+                case_id,
+                1.0 if passed else 0.0,
+                class_name="judge_score",
+                sources=(response_var,),
+            )
             return passed

@@ -7,7 +7,7 @@ from memtrace.systems.base import System, op_id
 from memtrace.systems.core import Item, Loss, message_item
 from memtrace.systems.locomo import Question, Turn
 from memtrace.systems.params import use
-from memtrace.tracing import OFF, Var, edge, mutation, operation, read, variable
+from memtrace.tracing import OFF, Var, edges, mutation, operation, read, variable
 
 
 class LongContextSystem(System):
@@ -50,8 +50,7 @@ class LongContextSystem(System):
                 self.window_var = mutation(self.window_var, lines, category="memory_entry")
             else:
                 self.window_var = variable("context-window", lines, category="memory_entry")
-            for _, _, message in self.pending:
-                edge(message, self.window_var)
+            edges([message for _, _, message in self.pending], self.window_var)
             for item in self.window:
                 item.var = self.window_var
         self.pending = []
@@ -60,9 +59,13 @@ class LongContextSystem(System):
         with operation("memory_system.retrieve", category="retrieval"):
             read(query, self.window_var)
             lines = [f"[{i.date}] {i.text}" for i in self.window]
-            context = variable("window", lines, category="memory_context", class_name="context")
-            edge(self.window_var, context)
-            edge(query, context)
+            context = variable(
+                "window",
+                lines,
+                category="memory_context",
+                class_name="context",
+                sources=(self.window_var, query),
+            )
             return list(self.window), context, op_id()
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:

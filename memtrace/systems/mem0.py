@@ -12,7 +12,7 @@ from memtrace.systems.locomo import Question, Turn
 from memtrace.systems.params import use
 from memtrace.systems.prompts import FACT_EXTRACTION, UPDATE_DECISION
 from memtrace.systems.text import content, jaccard, sentences
-from memtrace.tracing import Var, delete, edge, mutation, operation, read, variable
+from memtrace.tracing import Var, delete, mutation, operation, read, variable
 
 
 @dataclass(slots=True)
@@ -65,9 +65,11 @@ class Mem0System(System):
                 if source_key(turn.dia_id, i) not in produced:
                     self.dropped[source_key(turn.dia_id, i)] = op_id()
             facts_var = variable(
-                f"facts:{turn.dia_id}", [f.text for f in facts], category="llm_response"
+                f"facts:{turn.dia_id}",
+                [f.text for f in facts],
+                category="llm_response",
+                sources=(message,),
             )
-            edge(message, facts_var)
             return facts, facts_var
 
     def similar(self, fact: Fact) -> list[tuple[Memory, float]]:
@@ -106,9 +108,11 @@ class Mem0System(System):
                     elif action.memory_id in self.memories:
                         self.apply(action, fact)
             actions_var = variable(
-                f"update_actions:{turn.dia_id}", decisions, category="llm_response"
+                f"update_actions:{turn.dia_id}",
+                decisions,
+                category="llm_response",
+                sources=(facts_var,),
             )
-            edge(facts_var, actions_var)
             return adds, actions_var
 
     def planted_updates(
@@ -175,8 +179,9 @@ class Mem0System(System):
                     var=Var("", "", 0),
                     tokens=frozenset(content(fact.text)),
                 )
-                memory.var = variable(memory_id, memory.value(), category="memory_entry")
-                edge(actions_var, memory.var)
+                memory.var = variable(
+                    memory_id, memory.value(), category="memory_entry", sources=(actions_var,)
+                )
                 self.memories[memory_id] = memory
                 for key in fact.sources:
                     self.holders.setdefault(key, set()).add(memory_id)
@@ -202,17 +207,16 @@ class Mem0System(System):
                     self.applied(fault, f"left out {len(ranked) - len(kept)} memories")
                 ranked = kept
             top = ranked[: self.params.top_k]
-            read(*(m.var for m in top))
+            memory_vars = [m.var for m in top]
+            read(*memory_vars)
             items = [Item(m.id, m.text, m.date, frozenset(m.sources), m.var) for m in top]
             context = variable(
                 case_id,
                 [f"[{m.date}] {m.text}" for m in top],
                 category="memory_context",
                 class_name="context",
+                sources=(query, *memory_vars),
             )
-            edge(query, context)
-            for memory in top:
-                edge(memory.var, context)
             return items, context, op_id()
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:

@@ -40,15 +40,20 @@ class RagSystem(System):
         with operation("memory_system.finalize_memory_unit", category="extraction"):
             read(self.buffer_var)
             lines = [f"[{d}] {t.speaker}: {t.text}" for t, d in self.buffer]
-            chunk = variable(f"chunk-{len(self.chunks) + 1:05d}", lines, category="memory_entry")
-            edge(self.buffer_var, chunk)
+            chunk = variable(
+                f"chunk-{len(self.chunks) + 1:05d}",
+                lines,
+                category="memory_entry",
+                sources=(self.buffer_var,),
+            )
             self.buffer_var = mutation(self.buffer_var, [], category="buffer")
         items = [message_item(t.dia_id, t.speaker, t.text, d, chunk) for t, d in self.buffer]
         with operation("memory_system.add", category="embedding"):
             read(chunk)
             tokens = sorted({w for item in items for w in content(item.text)})
-            entry = variable(chunk.name, tokens, category="embedding", class_name="index_entry")
-            edge(chunk, entry)
+            variable(
+                chunk.name, tokens, category="embedding", class_name="index_entry", sources=(chunk,)
+            )
         self.chunks.append((chunk, items))
         self.stored |= {t.dia_id for t, _ in self.buffer}
         self.buffer = []
@@ -67,14 +72,16 @@ class RagSystem(System):
                     self.applied(fault, f"left out {len(ranked) - len(kept)} chunks")
                 ranked = kept
             top = ranked[: self.params.top_k]
-            read(*(chunk for chunk, _ in top))
+            chunk_vars = [chunk for chunk, _ in top]
+            read(*chunk_vars)
             items = [item for _, chunk_items in top for item in chunk_items]
             context = variable(
-                case_id, [i.text for i in items], category="memory_context", class_name="context"
+                case_id,
+                [i.text for i in items],
+                category="memory_context",
+                class_name="context",
+                sources=(query, *chunk_vars),
             )
-            edge(query, context)
-            for chunk, _ in top:
-                edge(chunk, context)
             return items, context, op_id()
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -118,11 +118,7 @@ class operation:  # lower-case: used like a function, @operation(...) or with op
             tracer = _process_tracer[-1]
         self._tracer = tracer
         self._state = tracer.start_operation(
-            self.name,
-            session=_session.get(),
-            category=self.category,
-            kind=self.kind,
-            metadata=self.metadata,
+            self.name, _session.get(), self.category, self.kind, self.metadata
         )
         self._token = _op.set(self._state)
         return self._state
@@ -177,24 +173,26 @@ def variable(
     category: str | None = None,
     class_name: str | None = None,
     metadata: dict[str, Any] | None = None,
+    sources: Iterable[Var] = (),
 ) -> Var:
     """Register ``value`` under identity ``(class_name, name)``; a changed value is a new version.
 
-    Registering does not attach the variable to an operation: use ``read``/``write``.
+    Registering alone does not attach the variable to an operation (use ``read``/``write``).
+    ``sources`` does, in one call: ``variable(n, v, sources=(a, b))`` records the same as
+    ``x = variable(n, v); edge(a, x); edge(b, x)`` (flows into the new value, written by the
+    current operation).
     """
     tracer = _tracer.get()  # active(), inlined: variable() is the most frequent call
     if tracer is None:
         if not _process_tracer:
             return OFF
         tracer = _process_tracer[-1]
-    return tracer.variable(
-        name,
-        value,
-        category=category,
-        class_name=class_name,
-        session=_session.get(),
-        metadata=metadata,
-    )
+    var = tracer.variable(name, value, category, class_name, _session.get(), metadata)
+    if sources:
+        op = _op.get()
+        if op is not None:
+            op.edges_to(sources, var)
+    return var
 
 
 class Registered:
@@ -243,13 +241,11 @@ class Registered:
         # that no other tracer holds: same entry object = same trace, version still the latest.
         if last is not None and last[0] is value and tracer.latest(self._key) is last[1]:
             return last[2]
+        return self._register(tracer, value)
+
+    def _register(self, tracer: Tracer, value: Any) -> Var:
         var = tracer.variable(
-            self.name,
-            value,
-            category=self.category,
-            class_name=self.class_name,
-            session=_session.get(),
-            metadata=self.metadata,
+            self.name, value, self.category, self.class_name, _session.get(), self.metadata
         )
         if value is None or value.__class__ in _IMMUTABLE:
             entry = tracer.latest(self._key)
@@ -259,11 +255,20 @@ class Registered:
 
     def read(self, value: Any) -> Var:
         """``read(self.get(value))``: the handle, marked read by the current operation."""
-        var = self.get(value)
+        tracer = _tracer.get()  # get(), inlined: prompts and parameters are read all the time
+        if tracer is None:
+            if not _process_tracer:
+                return OFF
+            tracer = _process_tracer[-1]
+        last = self._last
+        if last is not None and last[0] is value and tracer.latest(self._key) is last[1]:
+            var = last[2]
+        else:
+            var = self._register(tracer, value)
         op = _op.get()
         if op is not None:
             var_id = var[0]
-            if var_id and var_id not in op.writes:
+            if var_id not in op.writes:
                 op.reads[var_id] = None
         return var
 
@@ -293,6 +298,13 @@ def edge(source: Var, target: Var) -> None:
         op.edge(source, target)
 
 
+def edges(sources: Iterable[Var], target: Var) -> None:
+    """``edge(source, target)`` for each of ``sources`` in order, in one call."""
+    op = _op.get()
+    if op is not None:
+        op.edges_to(sources, target)
+
+
 def mutation(
     var: Var,
     value: Any,
@@ -304,14 +316,7 @@ def mutation(
     tracer = active()
     if tracer is None or not var.id:
         return OFF
-    new = tracer.variable(
-        var.name,
-        value,
-        category=category,
-        class_name=var.class_name,
-        session=_session.get(),
-        metadata=metadata,
-    )
+    new = tracer.variable(var.name, value, category, var.class_name, _session.get(), metadata)
     if new.id != var.id:
         edge(var, new)
     return new

@@ -26,6 +26,7 @@ from memtrace.tracing import (
     complete_prefix,
     delete,
     edge,
+    edges,
     mutation,
     operation,
     read,
@@ -176,6 +177,51 @@ def test_registered_variable_is_recorded_once_and_versioned_on_change(tmp_path: 
         ("facts@2", '["a","b"]'),
     ]
     assert [v["id"] for v in by_type(second, "variable")] == ["qa-prompt@1"]
+
+
+def flows_run(path: Path, one_call: bool) -> None:
+    """The same flows recorded with separate calls or with ``sources=`` / ``edges``."""
+    with trace(path, "flows", clock=SimClock()), operation("memory_system.search"):
+        query = variable("q-1", "Where?", class_name="query")
+        mems = [variable(f"mem-{i}", f"memory {i}", category="memory_entry") for i in range(3)]
+        read(mems[1])
+        if one_call:
+            context = variable("q-1", ["memory 0"], class_name="context", sources=(query, *mems))
+            edges(mems[:2], context)  # again: a repeated edge is kept, as with edge()
+            variable("q-1", "answer", class_name="prediction", sources=(OFF, context))
+        else:
+            context = variable("q-1", ["memory 0"], class_name="context")
+            for source in (query, *mems):
+                edge(source, context)
+            for source in mems[:2]:
+                edge(source, context)
+            prediction = variable("q-1", "answer", class_name="prediction")
+            edge(OFF, prediction)
+            edge(context, prediction)
+
+
+def test_sources_and_edges_record_what_separate_edge_calls_record(tmp_path: Path) -> None:
+    flows_run(tmp_path / "separate.jsonl", one_call=False)
+    flows_run(tmp_path / "one-call.jsonl", one_call=True)
+    one_call = (tmp_path / "one-call.jsonl").read_bytes()
+    assert one_call == (tmp_path / "separate.jsonl").read_bytes()
+    (op,) = by_type(tmp_path / "one-call.jsonl", "operation")
+    assert op["reads"] == ["mem-1@1", "query:q-1@1", "mem-0@1", "mem-2@1"]  # order of first use
+    assert op["writes"] == ["context:q-1@1", "prediction:q-1@1"]
+    assert len(op["edges"]) == 4 + 2 + 1  # OFF (tracing was off when it was made) is skipped
+    assert op["edges"][-1] == ["context:q-1@1", "prediction:q-1@1"]
+
+
+def test_sources_and_edges_outside_an_operation_or_trace_record_no_flow(tmp_path: Path) -> None:
+    path = tmp_path / "outside.jsonl"
+    with trace(path, "outside", clock=SimClock()):
+        a = variable("a", "x")
+        b = variable("b", "y", sources=(a,))  # registered, but there is no operation to hold it
+        edges([a], b)
+    assert b.id == "b@1"
+    assert [r["type"] for r in records(path)] == ["trace", "variable", "variable"]
+    assert variable("c", "z", sources=(a,)) is OFF  # tracing off: nothing, not even a lookup
+    edges([a], b)
 
 
 def test_same_clock_same_bytes(tmp_path: Path) -> None:
