@@ -255,20 +255,11 @@ class Registered:
 
     def read(self, value: Any) -> Var:
         """``read(self.get(value))``: the handle, marked read by the current operation."""
-        tracer = _tracer.get()  # get(), inlined: prompts and parameters are read all the time
-        if tracer is None:
-            if not _process_tracer:
-                return OFF
-            tracer = _process_tracer[-1]
-        last = self._last
-        if last is not None and last[0] is value and tracer.latest(self._key) is last[1]:
-            var = last[2]
-        else:
-            var = self._register(tracer, value)
+        var = self.get(value)
         op = _op.get()
         if op is not None:
             var_id = var[0]
-            if var_id not in op.writes:
+            if var_id and var_id not in op.writes:
                 op.reads[var_id] = None
         return var
 
