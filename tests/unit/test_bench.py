@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -39,7 +40,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Conversa
     return out, convs
 
 
-def labelled_cases(path: Path) -> tuple[list[dict], dict[str, dict]]:
+def labelled_cases(path: Path) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     records = check_trace(path)
     ops = {r["id"]: r for r in records if r["type"] == "operation"}
     return [r for r in records if r["type"] == "case" and r.get("labels")], ops
@@ -123,7 +124,7 @@ def test_smartcomment_format_loads_with_annotations(
         assert {a["final_op_id"] for a in graph["data"]["annotations"]} <= native_ops
 
 
-def _records(path: Path) -> list[dict]:
+def _records(path: Path) -> list[dict[str, Any]]:
     return [r for r in map(json.loads, path.read_text().splitlines()) if r["type"] == "operation"]
 
 

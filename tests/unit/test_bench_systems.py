@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -75,7 +76,7 @@ def test_each_injected_fault_is_decisive_on_replay(
             assert without.results[0].passed, f"{fault.id} is not decisive for {case_id}"
 
 
-def _holds_message(records: list[dict], var_id: str, dia_id: str) -> bool:
+def _holds_message(records: list[dict[str, Any]], var_id: str, dia_id: str) -> bool:
     """A window version (a list of "[date] speaker: text" lines) holds the message ``dia_id``;
     values are JSON text."""
     (text,) = [

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 import memtrace.loaders
 from memtrace.errors import InputError
@@ -238,7 +239,7 @@ def test_same_trace_twice_in_one_run_is_refused(tmp_path: Path) -> None:
 
 def test_json_schema_matches_the_models() -> None:
     schema = json.loads((Path(memtrace.loaders.__file__).parent / "native_schema.json").read_text())
-    models = {
+    models: dict[str, type[BaseModel]] = {
         "trace": TraceRecord,
         "session": SessionRecord,
         "operation": InlineEdgesOperationRecord,  # format 2's operation: 1's plus `edges`

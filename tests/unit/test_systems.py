@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from trace_checks import check_trace
@@ -49,7 +50,7 @@ def test_mem0_records_prompts_and_parameters_as_read_variables(tmp_path: Path) -
     convs = load_locomo(SAMPLE_PATH, Subset(conversations=("1",), questions=2))
     (path,) = run_system("mem0", convs, tmp_path, deterministic=True).traces
     records = check_trace(path)
-    ops = {}
+    ops: dict[str, dict[str, Any]] = {}
     for r in records:
         if r["type"] == "operation":
             ops.setdefault(r["name"], r)
