@@ -118,7 +118,11 @@ class operation:  # lower-case: used like a function, @operation(...) or with op
             tracer = _process_tracer[-1]
         self._tracer = tracer
         self._state = tracer.start_operation(
-            self.name, _session.get(), self.category, self.kind, self.metadata
+            self.name,
+            session=_session.get(),
+            category=self.category,
+            kind=self.kind,
+            metadata=self.metadata,
         )
         self._token = _op.set(self._state)
         return self._state
@@ -187,7 +191,14 @@ def variable(
         if not _process_tracer:
             return OFF
         tracer = _process_tracer[-1]
-    var = tracer.variable(name, value, category, class_name, _session.get(), metadata)
+    var = tracer.variable(
+        name,
+        value,
+        category=category,
+        class_name=class_name,
+        session=_session.get(),
+        metadata=metadata,
+    )
     if sources:
         op = _op.get()
         if op is not None:
@@ -245,7 +256,12 @@ class Registered:
 
     def _register(self, tracer: Tracer, value: Any) -> Var:
         var = tracer.variable(
-            self.name, value, self.category, self.class_name, _session.get(), self.metadata
+            self.name,
+            value,
+            category=self.category,
+            class_name=self.class_name,
+            session=_session.get(),
+            metadata=self.metadata,
         )
         if value is None or value.__class__ in _IMMUTABLE:
             entry = tracer.latest(self._key)
@@ -307,7 +323,14 @@ def mutation(
     tracer = active()
     if tracer is None or not var.id:
         return OFF
-    new = tracer.variable(var.name, value, category, var.class_name, _session.get(), metadata)
+    new = tracer.variable(
+        var.name,
+        value,
+        category=category,
+        class_name=var.class_name,
+        session=_session.get(),
+        metadata=metadata,
+    )
     if new.id != var.id:
         edge(var, new)
     return new

@@ -7,7 +7,7 @@ Everything a record references is therefore already in the file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -100,15 +100,10 @@ class OpState:
 
     def edge(self, source: Var, target: Var) -> None:
         """Exact flow ``source -> target`` inside this operation (both become endpoints)."""
-        source_id, target_id = source[0], target[0]
-        if source_id and target_id:
-            if source_id not in self.writes:
-                self.reads[source_id] = None
-            self.writes[target_id] = None
-            self.edges.append((source_id, target_id))
+        self.edges_to((source,), target)
 
     def edges_to(self, sources: Iterable[Var], target: Var) -> None:
-        """``edge(source, target)`` for each source in order, in one call."""
+        """``edge(source, target)`` for each source in order."""
         target_id = target[0]
         if not target_id:
             return
@@ -154,12 +149,6 @@ class Tracer:
         # tracking such a tuple, so a long trace does not make full collections ever costlier
         # (a Var is a tuple subclass and would stay tracked for the whole run).
         self._latest: dict[tuple[str | None, str], tuple[str, int, str | None, Any]] = {}
-        # The entry ``(id, version, value text, scalar)`` of the latest version of
-        # ``(class_name, name)``; a new version replaces it with a new tuple. The dict's own
-        # ``get``: ``Registered`` calls it on every read.
-        self.latest: Callable[[tuple[str | None, str]], tuple[str, int, str | None, Any] | None] = (
-            self._latest.get
-        )
         self._sessions: dict[str, str] = {}  # name -> id of sessions opened without an id
         self._session_ids: set[str] = set()
         with self._lock:
@@ -212,13 +201,13 @@ class Tracer:
         self,
         name: str,
         value: Any,
+        *,
         category: str | None = None,
         class_name: str | None = None,
         session: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> Var:
-        """The variable ``(class_name, name)`` holding ``value``: a new version if it changed.
-        (Not keyword-only: the API passes its arguments by position, which is cheaper.)"""
+        """The variable ``(class_name, name)`` holding ``value``: a new version if it changed."""
         key = (class_name, name)
         latest = self._latest.get(key)
         cls = value.__class__
@@ -264,6 +253,11 @@ class Tracer:
             self._append(_dumps(record, option=_LINE))
         return _new_tuple(Var, (var_id, name, version, class_name))
 
+    def latest(self, key: tuple[str | None, str]) -> tuple[str, int, str | None, Any] | None:
+        """The entry ``(id, version, value text, scalar)`` of the latest version of ``key``
+        (``(class_name, name)``); a new version replaces the entry with a new tuple."""
+        return self._latest.get(key)
+
     def marker(self) -> Var:
         """The one deletion marker variable of this trace."""
         return self.variable(MARKER_NAME, "DELETED", category="marker", class_name="delete_marker")
@@ -271,6 +265,7 @@ class Tracer:
     def start_operation(
         self,
         name: str,
+        *,
         session: str | None,
         category: str | None = None,
         kind: str | None = None,
