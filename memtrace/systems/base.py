@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from typing import TypeVar
 
 from memtrace.systems.core import (
     Applied,
@@ -49,6 +51,9 @@ def session_date(date_time: str) -> str:
 def op_id() -> str:
     op = current_operation()
     return op.id if op else ""
+
+
+T = TypeVar("T")
 
 
 class System(ABC):
@@ -91,6 +96,24 @@ class System(ABC):
 
     def applied(self, fault: Fault, detail: str) -> None:
         self.run_state.applied.append(Applied(fault.id, op_id(), detail))
+
+    def retrieval_fault(
+        self,
+        case_id: str,
+        ranked: list[T],
+        sources: Callable[[T], AbstractSet[str]],
+        top_k: int,
+        unit: str,
+    ) -> list[T]:
+        """``ranked`` without the items holding the evidence of a RetrievalError planted for
+        ``case_id`` (applied only when that changes the top ``top_k``)."""
+        fault = self.fault("RetrievalError", case_id)
+        if fault is None:
+            return ranked
+        kept = [item for item in ranked if not sources(item) & fault.sources]
+        if any(sources(item) & fault.sources for item in ranked[:top_k]):
+            self.applied(fault, f"left out {len(ranked) - len(kept)} {unit}")
+        return kept
 
     def case_id(self, conv: Conversation, question: Question) -> str:
         return f"locomo-qa-{conv.number}-{question.number}"

@@ -197,15 +197,9 @@ class Mem0System(System):
             read(query)
             use(self.params, "top_k")
             self.record_ranker()
-            ranked = self.ranked(question.text)
-            fault = self.fault("RetrievalError", case_id)
-            if fault is not None:
-                kept = [m for m in ranked if not m.sources & fault.sources]
-                if [m.id for m in kept[: self.params.top_k]] != [
-                    m.id for m in ranked[: self.params.top_k]
-                ]:
-                    self.applied(fault, f"left out {len(ranked) - len(kept)} memories")
-                ranked = kept
+            ranked = self.retrieval_fault(
+                case_id, self.ranked(question.text), _sources, self.params.top_k, "memories"
+            )
             top = ranked[: self.params.top_k]
             memory_vars = [m.var for m in top]
             read(*memory_vars)
@@ -227,3 +221,7 @@ class Mem0System(System):
         if key in self.dropped:
             return Loss("ExtractionError", self.dropped[key])
         return None
+
+
+def _sources(memory: Memory) -> set[str]:
+    return memory.sources

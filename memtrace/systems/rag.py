@@ -64,13 +64,13 @@ class RagSystem(System):
             use(self.params, "top_k")
             self.record_ranker()
             docs = ["\n".join(i.text for i in items) for _, items in self.chunks]
-            ranked = [self.chunks[i] for i in self.ranker.rank(question.text, docs)]
-            fault = self.fault("RetrievalError", case_id)
-            if fault is not None:
-                kept = [c for c in ranked if not any(i.sources & fault.sources for i in c[1])]
-                if kept[: self.params.top_k] != ranked[: self.params.top_k]:
-                    self.applied(fault, f"left out {len(ranked) - len(kept)} chunks")
-                ranked = kept
+            ranked = self.retrieval_fault(
+                case_id,
+                [self.chunks[i] for i in self.ranker.rank(question.text, docs)],
+                _chunk_sources,
+                self.params.top_k,
+                "chunks",
+            )
             top = ranked[: self.params.top_k]
             chunk_vars = [chunk for chunk, _ in top]
             read(*chunk_vars)
@@ -87,3 +87,8 @@ class RagSystem(System):
     def where_lost(self, key: str, search_op: str) -> Loss | None:
         stored = key.split("#")[0] in self.stored
         return Loss("RetrievalError", search_op) if stored else None
+
+
+def _chunk_sources(chunk: tuple[Var, list[Item]]) -> frozenset[str]:
+    """The messages a chunk holds."""
+    return frozenset().union(*(item.sources for item in chunk[1]))
