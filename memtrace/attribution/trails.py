@@ -112,7 +112,13 @@ def _trace_sentence(graph: CaseGraph, evidence: Evidence, sentence: str) -> Trai
         detail = f"stored in {live[0].id} but not in the retrieved context"
         return Trail(evidence.id, sentence, "stored", retrieval, "RetrievalError", detail, held)
     by_id = {m.id: m for m in graph.memories}
-    losses = [loss for m in holders if (loss := _loss(m, by_id, words, cutoff)) is not None]
+    # A loss before the message existed lost another message's copy of the sentence (a
+    # long-context window trims an earlier message that said the same), not this one.
+    losses = [
+        loss
+        for m in holders
+        if (loss := _loss(m, by_id, words, cutoff)) is not None and loss[0].seq > evidence.seq
+    ]
     if losses:
         op, error_type, detail = min(losses, key=lambda loss: loss[0].seq)
         return Trail(evidence.id, sentence, "lost", op, error_type, detail, held)
