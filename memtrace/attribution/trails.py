@@ -5,7 +5,8 @@ Stages, in execution order (the error type follows from where the trail ends):
 1. in the answer's context                         -> reached; the answer op is the suspect
 2. held by a live memory when retrieval ran        -> RetrievalError at the retrieval op
 3. held by a memory that was later deleted          -> DeletionError at the deleting op
-   or rewritten without it                          -> UpdateError at the op writing the new version
+   or rewritten without it (or a verbatim copy      -> UpdateError at the op writing the new version
+   into a mere resemblance), after the message existed
 4. never held by any memory                         -> ExtractionError where the flow lost it
 """
 
@@ -23,7 +24,13 @@ from memtrace.attribution.model import (
     OpRef,
     Trail,
 )
-from memtrace.attribution.text import content_words, holds, key_sentences
+from memtrace.attribution.text import (
+    containment,
+    content_words,
+    hold_threshold,
+    holds,
+    key_sentences,
+)
 
 STORING_KINDS = frozenset({"extraction", "update", "embedding", "deletion", "other"})
 
@@ -52,11 +59,22 @@ def _loss(
         return memory.deleted_by, "DeletionError", f"memory {memory.id} was deleted"
     if memory.next_id is not None and memory.next_seq is not None and memory.next_seq < cutoff:
         successor = by_id.get(memory.next_id)
-        if successor is not None and not holds(words, [successor.value]):
+        if successor is not None and _drops(words, memory.value, successor.value):
             op = memory.next_creator or successor.creator
             if op is not None:
                 return op, "UpdateError", f"{memory.id} was rewritten as {successor.id} without it"
     return None
+
+
+def _drops(words: frozenset[str], before: str, after: str) -> bool:
+    """Whether a rewrite from ``before`` to ``after`` lost the sentence.
+
+    Also when a verbatim copy (every content word in one line) is rewritten into a version that
+    only resembles it: the line still matching is another one (a long-context window keeps a
+    later message with most of the same words, trimmed a session later).
+    """
+    kept = containment(words, after)
+    return kept < hold_threshold(words) or (kept < 1.0 and containment(words, before) == 1.0)
 
 
 def _extraction_stop(steps: Sequence[FlowStep], words: frozenset[str]) -> tuple[OpRef | None, str]:
