@@ -23,7 +23,7 @@ class TraceReader:
         self.db = db
         self._lock = threading.Lock()  # readers are shared by worker threads
         self._memories: dict[str, tuple[Memory, ...]] = {}
-        self._messages: dict[str, list[tuple[str, str]]] = {}
+        self._messages: dict[str, list[tuple[str, str, int]]] = {}
 
     def failed_cases(self, trace_id: str | None) -> list[tuple[str, str]]:
         rows = self.db.run(get_query("attribution/failed_cases"), trace_id=trace_id)
@@ -80,17 +80,30 @@ class TraceReader:
             for row in rows
         )
 
-    def texts(self, trace_id: str, ids: list[str]) -> dict[str, str]:
-        """Spoken text of the given variables (evidence that is not a 'message' variable too)."""
+    def evidence(self, trace_id: str, ids: list[str]) -> tuple[Evidence, ...]:
+        """The given variables as evidence, in the given order, missing ones left out (evidence
+        need not be a 'message' variable)."""
         rows = self.db.run(get_query("attribution/variables"), trace_id=trace_id, ids=ids)
-        return {row["id"]: message_text(row["value"]) for row in rows}
+        found = {
+            row["id"]: Evidence(row["id"], message_text(row["value"]), seq=int(row["seq"]))
+            for row in rows
+        }
+        return tuple(found[i] for i in ids if i in found)
 
     def messages(self, trace_id: str) -> list[tuple[str, str]]:
         """(id, spoken text) of every message variable, in execution order."""
+        return [(message_id, text) for message_id, text, _ in self._message_rows(trace_id)]
+
+    def message_seqs(self, trace_id: str) -> dict[str, int]:
+        return {message_id: seq for message_id, _, seq in self._message_rows(trace_id)}
+
+    def _message_rows(self, trace_id: str) -> list[tuple[str, str, int]]:
         with self._lock:
             if trace_id not in self._messages:
                 rows = self.db.run(get_query("attribution/messages"), trace_id=trace_id)
-                self._messages[trace_id] = [(r["id"], message_text(r["value"])) for r in rows]
+                self._messages[trace_id] = [
+                    (r["id"], message_text(r["value"]), int(r["seq"])) for r in rows
+                ]
             return self._messages[trace_id]
 
     def case_graph(self, anchor: Anchor, evidence: tuple[Evidence, ...]) -> CaseGraph:

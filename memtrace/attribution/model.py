@@ -72,6 +72,7 @@ class Evidence:
     id: str
     text: str  # the spoken text of the message
     rank: int = 0  # 0 for gold evidence, 1.. for retrieved
+    seq: int = 0  # the message variable's seq: nothing before it can have lost it
 
 
 @dataclass(frozen=True)

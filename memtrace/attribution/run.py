@@ -6,7 +6,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -60,15 +60,16 @@ def starting_evidence(
     reader: TraceReader, anchor: Anchor, options: Options
 ) -> tuple[Evidence, ...]:
     if options.evidence == "gold" and anchor.evidence_ids:
-        texts = reader.texts(anchor.trace_id, list(anchor.evidence_ids))
-        return tuple(Evidence(i, texts[i]) for i in anchor.evidence_ids if i in texts)
-    return retrieved_evidence(
+        return reader.evidence(anchor.trace_id, list(anchor.evidence_ids))
+    found = retrieved_evidence(
         anchor,
         reader.messages(anchor.trace_id),
         retriever=options.retriever,
         query_mode=options.retrieval_query,
         embed=options.embed,
     )
+    seqs = reader.message_seqs(anchor.trace_id)
+    return tuple(replace(e, seq=seqs[e.id]) for e in found)
 
 
 def analyse_case(

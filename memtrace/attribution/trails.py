@@ -5,7 +5,8 @@ Stages, in execution order (the error type follows from where the trail ends):
 1. in the answer's context                         -> reached; the answer op is the suspect
 2. held by a live memory when retrieval ran        -> RetrievalError at the retrieval op
 3. held by a memory that was later deleted          -> DeletionError at the deleting op
-   or rewritten without it                          -> UpdateError at the op writing the new version
+   or rewritten without it (or a verbatim copy      -> UpdateError at the op writing the new version
+   into a mere resemblance), after the message existed
 4. never held by any memory                         -> ExtractionError where the flow lost it
 """
 
@@ -23,7 +24,13 @@ from memtrace.attribution.model import (
     OpRef,
     Trail,
 )
-from memtrace.attribution.text import content_words, holds, key_sentences
+from memtrace.attribution.text import (
+    containment,
+    content_words,
+    hold_threshold,
+    holds,
+    key_sentences,
+)
 
 STORING_KINDS = frozenset({"extraction", "update", "embedding", "deletion", "other"})
 
@@ -52,11 +59,22 @@ def _loss(
         return memory.deleted_by, "DeletionError", f"memory {memory.id} was deleted"
     if memory.next_id is not None and memory.next_seq is not None and memory.next_seq < cutoff:
         successor = by_id.get(memory.next_id)
-        if successor is not None and not holds(words, [successor.value]):
+        if successor is not None and _drops(words, memory.value, successor.value):
             op = memory.next_creator or successor.creator
             if op is not None:
                 return op, "UpdateError", f"{memory.id} was rewritten as {successor.id} without it"
     return None
+
+
+def _drops(words: frozenset[str], before: str, after: str) -> bool:
+    """Whether a rewrite from ``before`` to ``after`` lost the sentence.
+
+    Also when a verbatim copy (every content word in one line) is rewritten into a version that
+    only resembles it: the line still matching is another one (a long-context window keeps a
+    later message with most of the same words, trimmed a session later).
+    """
+    kept = containment(words, after)
+    return kept < hold_threshold(words) or (kept < 1.0 and containment(words, before) == 1.0)
 
 
 def _extraction_stop(steps: Sequence[FlowStep], words: frozenset[str]) -> tuple[OpRef | None, str]:
@@ -112,7 +130,13 @@ def _trace_sentence(graph: CaseGraph, evidence: Evidence, sentence: str) -> Trai
         detail = f"stored in {live[0].id} but not in the retrieved context"
         return Trail(evidence.id, sentence, "stored", retrieval, "RetrievalError", detail, held)
     by_id = {m.id: m for m in graph.memories}
-    losses = [loss for m in holders if (loss := _loss(m, by_id, words, cutoff)) is not None]
+    # A loss before the message existed lost another message's copy of the sentence (a
+    # long-context window trims an earlier message that said the same), not this one.
+    losses = [
+        loss
+        for m in holders
+        if (loss := _loss(m, by_id, words, cutoff)) is not None and loss[0].seq > evidence.seq
+    ]
     if losses:
         op, error_type, detail = min(losses, key=lambda loss: loss[0].seq)
         return Trail(evidence.id, sentence, "lost", op, error_type, detail, held)

@@ -106,6 +106,36 @@ def test_a_merge_that_keeps_the_sentence_is_not_a_loss() -> None:
     assert verdict(graph(memories, ("x",)))[:2] == ("search", "RetrievalError")
 
 
+def test_a_loss_before_the_message_existed_is_not_its_loss() -> None:
+    # A long-context window: an earlier message saying the same was trimmed (seq 3) before the
+    # evidence message (seq 4) arrived; the trim of the evidence message itself is the fault.
+    early, late, admit = OpRef("trim-early", 3), OpRef("trim-late", 6), OpRef("admit", 5)
+    memories = (
+        memory("win@1", 2, f"Bob: {SENTENCE}", "win@2", 3, early),
+        memory("win@2", 3, "Bob: hi", "win@3", 5, admit),
+        memory("win@3", 5, f"Bob: hi\n{FACT}", "win@4", 6, late),
+        memory("win@4", 6, "Bob: hi"),
+    )
+    message = Evidence(MESSAGE.id, MESSAGE.text, seq=4)
+    case = CaseGraph(ANCHOR, (message,), flow(FACT), memories, (("ctx", "Bob: hi"),))
+    assert verdict(case) == ("trim-late", "UpdateError", "trim-late", "UpdateError")
+
+
+def test_trimming_a_verbatim_copy_is_a_loss_even_if_a_lookalike_line_stays() -> None:
+    # The window keeps a different line with 5 of the sentence's 6 content words after the trim
+    # of the evidence line (seq 6); that lookalike is trimmed a session later (seq 7).
+    lookalike = "Bob: I adopted a grey kitten named Pixel from the pet store."
+    assert containment(content_words(SENTENCE), lookalike) >= 0.75
+    trim, later = OpRef("trim", 6), OpRef("later", 7)
+    memories = (
+        memory("win@1", 5, f"{lookalike}\n{FACT}", "win@2", 6, trim),
+        memory("win@2", 6, lookalike, "win@3", 7, later),
+        memory("win@3", 7, "Bob: hi"),
+    )
+    case = CaseGraph(ANCHOR, (MESSAGE,), flow(FACT), memories, (("ctx", "Bob: hi"),))
+    assert verdict(case) == ("trim", "UpdateError", "trim", "UpdateError")
+
+
 def test_deletion_error_when_deleted() -> None:
     memories = (memory("mem@1", 4, FACT, deleted_by=UPDATE),)
     assert verdict(graph(memories, ("x",))) == (

@@ -5,14 +5,22 @@
 // FLOWS_TO), `deletes` / `new_version` (deletes or re-versions a variable on a trail before the
 // answer), `retrieval` (reads the case's question), `answer`. Ops where a trail ends by content
 // (a memory that lost the sentence) are added by the caller from the lexical trails.
+// The trail steps are found as in evidence_flow.cypher (reach by breadth-first search, then one
+// last step), not by enumerating paths.
 MATCH (a:Operation {trace_id: $trace_id, id: $answer_op})
 CALL (a) {
   UNWIND $evidence_ids AS message_id
   MATCH (m:Variable {trace_id: $trace_id, id: message_id})
-  MATCH path = (m)-[:FLOWS_TO]->{1,12}(x:Variable)
-  WHERE x.seq <= a.seq AND length(path) <= $max_depth
-    AND all(n IN nodes(path)[1..-1] WHERE n.seq >= m.seq)
-  WITH DISTINCT m, last(relationships(path)) AS r, x
+  CALL (m) {
+    RETURN m AS u, 0 AS depth
+    UNION
+    MATCH p = (m)-[:FLOWS_TO*1..11]->(u:Variable)
+    WHERE all(n IN nodes(p) WHERE n.seq >= m.seq)
+    RETURN u, min(length(p)) AS depth
+  }
+  MATCH (u)-[r:FLOWS_TO]->(x:Variable)
+  WHERE x.seq <= a.seq AND depth < $max_depth
+  WITH DISTINCT m, r, x
   CALL (m, r, x) {
     MATCH (o:Operation {trace_id: $trace_id, id: r.op_id})
     RETURN o, CASE WHEN startNode(r) = m THEN 'reads_evidence' ELSE 'trail' END AS role
