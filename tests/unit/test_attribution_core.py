@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from memtrace.attribution.evidence import bm25_ranking, reciprocal_rank_fusion, retrieved_evidence
+from memtrace.attribution.graph import FLOW_DEPTH
 from memtrace.attribution.judges import CaseView, OfflineJudge
 from memtrace.attribution.model import Anchor, CaseGraph, Evidence, FlowStep, Memory, OpRef
 from memtrace.attribution.text import (
@@ -16,6 +19,7 @@ from memtrace.attribution.text import (
 )
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import binary, linear
+from memtrace.cypher import get_query
 
 SENTENCE = "I adopted a grey kitten named Pixel from the shelter."
 MESSAGE = Evidence("m1", f"Guess what! {SENTENCE} She sleeps all day.")
@@ -194,3 +198,11 @@ def test_short_sentences_must_be_held_completely() -> None:
     assert len(short) == 4
     assert not holds(short, ["Melanie: I made it in pottery class yesterday."])
     assert holds(short, ["Melanie: I signed up for a pottery class yesterday!"])
+
+
+@pytest.mark.parametrize("name", ["attribution/evidence_flow", "attribution/candidates"])
+def test_trail_reach_bound_matches_flow_depth(name: str) -> None:
+    # Cypher cannot take a variable-length bound as a parameter: the literal must follow
+    # FLOW_DEPTH (the reach plus the one last step make a trail).
+    bounds = re.findall(r"\[:FLOWS_TO\*1\.\.(\d+)\]", get_query(name).text)
+    assert bounds == [str(FLOW_DEPTH - 1)]
