@@ -188,7 +188,7 @@ def eval_command(
         "stage_accuracy": "stage acc",
         "llm_calls_median": "calls p50",
         "tokens_per_case": "tokens/case",
-        "seconds_per_case": "s/case",
+        "seconds_per_case": "latency s",  # mean per case, cases run in parallel: not 1/throughput
     }
     summary = scores.summary.rename(columns=short)
     console.print(_frame_table(summary, f"run {resolved}: accuracy and cost per case"))
