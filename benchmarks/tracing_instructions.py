@@ -50,38 +50,14 @@ class ApiOnlyTracer(Tracer):
         self._handles = itertools.count(1)
         self._latest = {}
 
-    def session(
-        self,
-        name: str,
-        *,
-        session_id: str | None = None,
-        category: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> str:
+    def session(self, name: str, **options: Any) -> str:
         return "session"
 
-    def variable(
-        self,
-        name: str,
-        value: Any,
-        *,
-        category: str | None = None,
-        class_name: str | None = None,
-        session: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Var:
-        return Var(f"{name}@{next(self._handles)}", name, 1, class_name)
+    def variable(self, name: str, value: Any, **options: Any) -> Var:
+        return Var(f"{name}@{next(self._handles)}", name, 1, options.get("class_name"))
 
-    def start_operation(
-        self,
-        name: str,
-        *,
-        session: str | None,
-        category: str | None = None,
-        kind: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> OpState:
-        return OpState("op", name, "", 0, session, category, kind, metadata)
+    def start_operation(self, name: str, **options: Any) -> OpState:
+        return OpState("op", name, "", 0, options.get("session"), options.get("category"))
 
     def finish_operation(self, op: OpState) -> None:
         pass
