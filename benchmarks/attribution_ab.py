@@ -30,18 +30,15 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
+from attribution import labels, load  # the sibling benchmark: same loading, same label query
+
 from memtrace.attribution.graph import TraceReader
 from memtrace.attribution.judges import OfflineJudge
 from memtrace.attribution.run import Options, attribute_cases
 from memtrace.db import Database, connect
-from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.loaders.schema import delete_trace
 
 ROOT = Path(__file__).resolve().parents[1]
-LABELS = (
-    "MATCH (c:Case {trace_id: $t})-[l:LABELED]->(o:Operation) "
-    "RETURN c.id AS case_id, o.id AS op_id, l.error_type AS error_type, l.source AS source"
-)
 Verdicts = dict[str, list[str | None]]  # "trace_id case_id" -> [op id, error type]
 
 
@@ -84,7 +81,7 @@ def export(revision: str, into: Path) -> Path:
 def accuracy(db: Database, trace_ids: list[str], verdicts: Verdicts) -> dict[str, Any]:
     counts: dict[str, list[int]] = {}
     for trace_id in trace_ids:
-        for label in db.run(LABELS, t=trace_id):
+        for label in labels(db, trace_id):
             op, error_type = verdicts.get(f"{trace_id} {label['case_id']}", [None, None])
             for key in ("all", str(label["source"])):
                 row = counts.setdefault(key, [0, 0, 0])
@@ -92,15 +89,6 @@ def accuracy(db: Database, trace_ids: list[str], verdicts: Verdicts) -> dict[str
                 row[1] += op == label["op_id"]
                 row[2] += error_type == label["error_type"]
     return {k: {"labels": n, "op": o / n, "type": t / n} for k, (n, o, t) in counts.items()}
-
-
-def load_set(db: Database, directory: Path, scope: str) -> list[str]:
-    trace_ids = []
-    for path in sorted(directory.glob("*.jsonl")):
-        trace_id = f"{scope}-{path.stem}"
-        load_paths(db, [str(path)], LoadOptions(trace_id=trace_id))
-        trace_ids.append(trace_id)
-    return trace_ids
 
 
 def compare(
@@ -149,7 +137,8 @@ def main() -> None:
         sides = {"baseline": export(args.baseline, Path(tmp)), "ours": ROOT}
         try:
             for directory in args.bench:
-                trace_ids = load_set(db, directory, f"{scope}-{directory.name}")
+                files = sorted(directory.glob("*.jsonl"))
+                trace_ids = load(db, files, f"{scope}-{directory.name}")[directory.name]
                 loaded += trace_ids
                 result = compare(db, directory.name, trace_ids, sides, args.repeats)
                 report["sets"][directory.name] = result
