@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from memtrace.attribution.model import ERROR_TYPES
+from memtrace.taxonomy import ERROR_TYPES, stage_of
 
 CHARS_PER_TOKEN = 4  # the usual estimate for English text with an OpenAI tokenizer
 
@@ -26,17 +26,14 @@ class Scores:
     confusion: pd.DataFrame  # label type x predicted type counts
 
 
-def _stage(kind: object) -> str:
-    return {"deletion": "update"}.get(str(kind), str(kind))
-
-
 def score(rows: pd.DataFrame) -> Scores:
     frame = rows.copy()
     answer_ops = frame["answer_op"]
     flat_tokens = frame["flat_tokens"]
     frame["op_ok"] = frame["attr_op"] == frame["label_op"]
     frame["type_ok"] = frame["error_type"] == frame["label_type"]
-    frame["stage_ok"] = frame["attr_kind"].map(_stage) == frame["label_kind"].map(_stage)
+    attr_stage = frame["attr_kind"].astype(str).map(stage_of)
+    frame["stage_ok"] = attr_stage == frame["label_kind"].astype(str).map(stage_of)
     baseline_op_ok = answer_ops == frame["label_op"]
     baseline_type_ok = frame["label_type"] == "ResponseError"
     n = len(frame)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from memtrace.attribution.model import Candidate, CaseGraph, Check, ErrorType, Trail
+from memtrace.attribution.model import Candidate, CaseGraph, Check, Trail
 from memtrace.llm import Usage
 
 # Offline confidence: a trail that ends at an op is direct lexical evidence; blaming the answer
@@ -45,17 +45,6 @@ class Judge(Protocol):
     def check(self, view: CaseView, candidate: Candidate) -> tuple[Check, Usage]: ...
 
     def intact_after(self, view: CaseView, candidate: Candidate) -> tuple[bool, Usage]: ...
-
-
-def default_type(kind: str) -> ErrorType:
-    """The error type an op's stage implies when nothing more is known."""
-    return {
-        "extraction": "ExtractionError",
-        "update": "UpdateError",
-        "deletion": "DeletionError",
-        "embedding": "ExtractionError",
-        "retrieval": "RetrievalError",
-    }.get(kind, "ResponseError")  # type: ignore[return-value]
 
 
 class OfflineJudge:

@@ -12,10 +12,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from memtrace.attribution.judges import CaseView
-from memtrace.attribution.model import Candidate, Check, ErrorType
+from memtrace.attribution.model import Candidate, Check
 from memtrace.cypher import get_query
 from memtrace.db import Database
 from memtrace.llm import LLMClient, Usage
+from memtrace.taxonomy import ErrorType
 
 PROMPT_VERSION = "attribution-v1"
 VALUE_BUDGET = 600  # characters per input/output value shown to the judge

@@ -5,16 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-ErrorType = Literal[
-    "ExtractionError", "UpdateError", "DeletionError", "RetrievalError", "ResponseError"
-]
-ERROR_TYPES: tuple[ErrorType, ...] = (
-    "ExtractionError",
-    "UpdateError",
-    "DeletionError",
-    "RetrievalError",
-    "ResponseError",
-)
+from memtrace.taxonomy import ErrorType
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from memtrace.attribution.model import (
     Candidate,
     CaseGraph,
-    ErrorType,
     Evidence,
     FlowStep,
     Memory,
@@ -31,6 +30,7 @@ from memtrace.attribution.text import (
     holds,
     key_sentences,
 )
+from memtrace.taxonomy import ErrorType
 
 STORING_KINDS = frozenset({"extraction", "update", "embedding", "deletion", "other"})
 

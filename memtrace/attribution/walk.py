@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from memtrace.attribution.judges import CaseView, Judge, default_type
-from memtrace.attribution.model import Candidate, ErrorType
+from memtrace.attribution.judges import CaseView, Judge
+from memtrace.attribution.model import Candidate
 from memtrace.llm import Usage
+from memtrace.taxonomy import ErrorType, default_error_type
 
 Strategy = Literal["linear", "binary"]
 
@@ -32,7 +33,7 @@ def linear(judge: Judge, view: CaseView, candidates: Sequence[Candidate]) -> Fou
         usage = usage + spent
         checked.append(candidate.op.id)
         if check.faulty and check.decisive:
-            error_type = check.error_type or default_type(candidate.op.kind)
+            error_type = check.error_type or default_error_type(candidate.op.kind)
             return Found(candidate, error_type, check.reason, check.confidence, usage, checked)
     return Found(None, None, "no candidate was judged faulty and decisive", 0.0, usage, checked)
 
@@ -62,7 +63,7 @@ def binary(judge: Judge, view: CaseView, candidates: Sequence[Candidate]) -> Fou
     candidate = candidates[first_broken]
     check, spent = judge.check(view, candidate)
     checked.append(candidate.op.id)
-    error_type = check.error_type or default_type(candidate.op.kind)
+    error_type = check.error_type or default_error_type(candidate.op.kind)
     return Found(candidate, error_type, check.reason, check.confidence, usage + spent, checked)
 
 

@@ -14,9 +14,10 @@ from memtrace.bench.labels import derived_labels, injected_labels
 from memtrace.bench.plan import Candidate, Selector, candidates, system_types
 from memtrace.bench.smartcomment import to_smartcomment
 from memtrace.bench.verify import Verified, precheck, run, verify
-from memtrace.systems.core import Backend, ErrorType, Fault, QuestionResult
+from memtrace.systems.core import Backend, Fault, QuestionResult
 from memtrace.systems.locomo import Conversation
 from memtrace.systems.runner import make_backend, make_system, run_conversation
+from memtrace.taxonomy import ErrorType
 from memtrace.tracing import SimClock
 
 Format = Literal["native", "smartcomment"]

@@ -17,13 +17,14 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Final, get_args
+from typing import Final
 
 from memtrace.errors import ConfigError
-from memtrace.systems.core import ConversationRun, ErrorType, Fault, QuestionResult
+from memtrace.systems.core import ConversationRun, Fault, QuestionResult
 from memtrace.systems.locomo import Conversation
+from memtrace.taxonomy import ERROR_TYPES, ErrorType
 
-TYPES: Final[tuple[ErrorType, ...]] = get_args(ErrorType)
+TYPES: Final[tuple[ErrorType, ...]] = ERROR_TYPES
 LATER_MESSAGES = 10  # update/deletion faults strike at one of the next messages with facts
 LATER_SESSIONS = 3  # long-context: the window update of one of the next sessions trims it
 SYSTEM_TYPES: Final[dict[str, tuple[ErrorType, ...]]] = {

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import re
-from typing import Final, Literal, get_args
+from typing import Final
 
-Kind = Literal[
-    "extraction", "update", "deletion", "embedding", "retrieval", "generation", "judge", "other"
-]
-KINDS: Final[tuple[str, ...]] = get_args(Kind)
+from memtrace.taxonomy import Kind
 
 # First match wins. Matched case-insensitively against the operation name.
-NAME_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
-    (kind, re.compile(pattern, re.IGNORECASE))
-    for kind, pattern in (
+Rules = tuple[tuple[Kind, re.Pattern[str]], ...]
+
+
+def _compile(rules: tuple[tuple[Kind, str], ...]) -> Rules:
+    return tuple((kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in rules)
+
+
+NAME_RULES: Final[Rules] = _compile(
+    (
         ("judge", r"judge"),
         ("deletion", r"delete|remove|forget"),
         ("retrieval", r"search|retriev|recall|lookup"),
@@ -25,9 +28,8 @@ NAME_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
 )
 
 # Used only when no name rule matched. Matched against the whole category.
-CATEGORY_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
-    (kind, re.compile(pattern, re.IGNORECASE))
-    for kind, pattern in (
+CATEGORY_RULES: Final[Rules] = _compile(
+    (
         ("extraction", r"extract\w*|extraction"),
         ("update", r"update"),
         ("deletion", r"delet\w*"),
@@ -40,7 +42,7 @@ CATEGORY_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
 )
 
 
-def derive_kind(name: str, category: str | None) -> str:
+def derive_kind(name: str, category: str | None) -> Kind:
     """The kind of an operation from its name, then its category; ``other`` when nothing fits."""
     for kind, pattern in NAME_RULES:
         if pattern.search(name):

@@ -5,24 +5,11 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, datetime
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictInt
 
-from memtrace.loaders.kinds import Kind
-
-FORMAT_VERSION: Final = 2  # what the tracer writes
-FORMAT_VERSIONS: Final = (1, 2)  # what the loader reads
-
-ErrorType = Literal[
-    "ExtractionError",
-    "UpdateError",
-    "DeletionError",
-    "RetrievalError",
-    "ResponseError",
-    "AnnotationError",
-    "LLMAsAJudgeError",
-]
+from memtrace.taxonomy import Kind, LabelType
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _META_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
@@ -147,7 +134,7 @@ class EdgeRecord(Record):
 
 class Label(Record):
     op_id: Id
-    error_type: ErrorType
+    error_type: LabelType
     reason: Text = None
     source: Annotated[str, Field(strict=True)] = "annotation"
     metadata: Metadata = Field(default_factory=dict)

@@ -17,7 +17,6 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from memtrace.errors import InputError
 from memtrace.loaders.models import (
-    FORMAT_VERSIONS,
     AnyRecord,
     BodyRecord,
     BodyRecordV2,
@@ -30,6 +29,7 @@ from memtrace.loaders.models import (
     VariableRecord,
     inline_edge_id,
 )
+from memtrace.taxonomy import FORMAT_VERSIONS
 
 BODY_TYPES: Final[dict[str, type[BaseModel]]] = {
     "session": SessionRecord,

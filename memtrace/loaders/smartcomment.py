@@ -20,7 +20,6 @@ from memtrace.loaders.models import (
     AnyRecord,
     CaseRecord,
     EdgeRecord,
-    ErrorType,
     Id,
     Label,
     OperationRecord,
@@ -32,6 +31,7 @@ from memtrace.loaders.models import (
     parse_timestamp,
 )
 from memtrace.loaders.native import describe_validation_error
+from memtrace.taxonomy import LabelType
 
 Lineno = StrictInt | None
 M = TypeVar("M", bound=BaseModel)
@@ -95,7 +95,7 @@ class SCAnnotation(BaseModel):
 
     query_id: Id
     final_op_id: Id
-    final_error_type: ErrorType
+    final_error_type: LabelType
     source_evidence_ids: list[Id] = Field(default_factory=list)
     golden_answers: (
         list[Annotated[str, Field(strict=True)]] | Annotated[str, Field(strict=True)]
@@ -276,7 +276,7 @@ def _convert(graph: SCGraph, path: str) -> Iterator[tuple[str, AnyRecord]]:
             type="operation",
             id=op.op_id,
             name=op.op_name,
-            kind=derive_kind(op.op_name, op.category),  # type: ignore[arg-type]
+            kind=derive_kind(op.op_name, op.category),
             category=op.category,
             session=op.session_id,
             created_at=op.created_at,

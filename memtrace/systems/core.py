@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Protocol
 
 from memtrace.systems.params import Params
 from memtrace.systems.text import sentences
+from memtrace.taxonomy import ErrorType
 from memtrace.tracing import Var
-
-ErrorType = Literal[
-    "ExtractionError", "UpdateError", "DeletionError", "RetrievalError", "ResponseError"
-]
 
 
 def source_key(dia_id: str, sentence: int) -> str:

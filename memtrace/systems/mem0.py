@@ -7,11 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from memtrace.systems.base import System, op_id
-from memtrace.systems.core import Action, ErrorType, Fact, Item, Loss, Similar, source_key
+from memtrace.systems.core import Action, Fact, Item, Loss, Similar, source_key
 from memtrace.systems.locomo import Question, Turn
 from memtrace.systems.params import use
 from memtrace.systems.prompts import FACT_EXTRACTION, UPDATE_DECISION
 from memtrace.systems.text import content, jaccard, sentences
+from memtrace.taxonomy import ErrorType
 from memtrace.tracing import Var, delete, mutation, operation, read, variable
 
 

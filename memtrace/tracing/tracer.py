@@ -13,10 +13,10 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from memtrace.taxonomy import FORMAT_VERSION
 from memtrace.tracing.clock import Clock, WallClock
 from memtrace.tracing.writer import JsonlWriter
 
-FORMAT_VERSION = 2  # edges inline in their operation record
 MARKER_NAME = "deleted"
 
 _dumps = orjson.dumps

@@ -1,0 +1,50 @@
+"""The one vocabulary every package speaks: error types, operation kinds, stages, format versions.
+
+Attribution names an error type, loaders derive operation kinds, the systems plant faults of an
+error type, evaluation compares stages, and failure classes are grouped by exactly these words.
+Nothing here does I/O; every package may import it.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, get_args
+
+# The five memory error types (MemTrace's taxonomy), in pipeline order.
+ErrorType = Literal[
+    "ExtractionError", "UpdateError", "DeletionError", "RetrievalError", "ResponseError"
+]
+ERROR_TYPES: Final[tuple[ErrorType, ...]] = get_args(ErrorType)
+
+# Labels may also carry two annotation-only types; evaluation filters them out.
+AnnotationOnlyType = Literal["AnnotationError", "LLMAsAJudgeError"]
+LabelType = Literal[ErrorType, AnnotationOnlyType]  # one flat Literal: one clear message
+
+# Normalized operation kinds (loaders/kinds.py derives them from names and categories).
+Kind = Literal[
+    "extraction", "update", "deletion", "embedding", "retrieval", "generation", "judge", "other"
+]
+
+# The error type an operation's kind implies when nothing more is known: embedding writes what
+# extraction produced into the store, so a loss there is still a fact that never got stored.
+DEFAULT_ERROR_TYPE: Final[dict[str, ErrorType]] = {
+    "extraction": "ExtractionError",
+    "update": "UpdateError",
+    "deletion": "DeletionError",
+    "embedding": "ExtractionError",
+    "retrieval": "RetrievalError",
+}
+
+
+def default_error_type(kind: str) -> ErrorType:
+    """The error type of a blamed op of this kind; ``ResponseError`` for the rest."""
+    return DEFAULT_ERROR_TYPE.get(kind, "ResponseError")
+
+
+def stage_of(kind: str) -> str:
+    """The pipeline stage an op kind belongs to for stage accuracy: a deletion is an update."""
+    return "update" if kind == "deletion" else kind
+
+
+# Native trace format: what the tracer writes, and every version the loader reads.
+FORMAT_VERSION: Final = 2  # 2: an operation's edges inline in its record
+FORMAT_VERSIONS: Final = (1, 2)
