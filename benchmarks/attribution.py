@@ -113,7 +113,7 @@ def prompt_tokens(judge: LLMJudge, analysis: Analysis, upto: int, binary: bool) 
     chars = 0
     for index, candidate in enumerate(picked):
         template = INTACT_PROMPT if binary and index < len(picked) - 1 else CHECK_PROMPT
-        chars += len(SYSTEM) + len(template.format(**judge._fields(view, candidate))) + 600
+        chars += len(SYSTEM.text) + len(template.format(**judge._fields(view, candidate))) + 600
     return chars // CHARS_PER_TOKEN
 
 

@@ -1,7 +1,8 @@
 """The LLM judge: the same counterfactual questions, asked of a model with the op's subgraph view.
 
-Prompts sit next to the pydantic models their replies must match and carry a version that is part
-of the cached request, so changing a prompt never reuses old answers.
+Prompts sit next to the pydantic models their replies must match. They are registered in the one
+prompt registry (``memtrace.prompts``), and the system prompt names ``PROMPT_VERSION``, which is
+part of the cached request, so changing a prompt never reuses old answers.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from memtrace.attribution.model import Candidate, Check
 from memtrace.cypher import get_query
 from memtrace.db import Database
 from memtrace.llm import LLMClient, Usage
+from memtrace.prompts import PROMPTS, Prompt
 from memtrace.taxonomy import ErrorType
 
 PROMPT_VERSION = "attribution-v1"
@@ -23,13 +25,19 @@ VALUE_BUDGET = 600  # characters per input/output value shown to the judge
 VIEW_BUDGET = 8000  # characters of the whole operation view
 CONTEXT_BUDGET = 400  # characters per evidence message
 
-SYSTEM = f"""[{PROMPT_VERSION}] You debug LLM memory systems (extraction -> memory update ->
+SYSTEM = PROMPTS.add(
+    Prompt(
+        "attribution-judge-system-prompt",
+        1,
+        f"""[{PROMPT_VERSION}] You debug LLM memory systems (extraction -> memory update ->
 storage -> retrieval -> answer). A question was answered wrongly. You see one operation of the
 run: its inputs and outputs. Judge it counterfactually: earlier operations stay as they were,
 later operations are assumed ideal. Error types: ExtractionError (the key information never
 entered a memory), UpdateError (a memory held it but an update overwrote or degraded it),
 DeletionError (a memory holding it was deleted), RetrievalError (stored, but retrieval left it out
-of the context), ResponseError (the context held the evidence, the answer is still wrong)."""
+of the context), ResponseError (the context held the evidence, the answer is still wrong).""",
+    )
+)
 
 
 class CandidateCheck(BaseModel):
@@ -42,7 +50,11 @@ class CandidateCheck(BaseModel):
     confidence: float = Field(ge=0.0, le=1.0)
 
 
-CHECK_PROMPT = """Question: {question}
+CHECK_PROMPT = PROMPTS.add(
+    Prompt(
+        "attribution-candidate-check-prompt",
+        1,
+        """Question: {question}
 Gold answer: {gold}
 Wrong prediction: {prediction}
 
@@ -53,7 +65,10 @@ Operation under review ({role}):
 {view}
 
 Is this operation's output faulty for its role, and would correcting it (earlier operations
-unchanged, later ones ideal) have produced a correct answer?"""
+unchanged, later ones ideal) have produced a correct answer?""",
+        inputs=("question", "gold", "prediction", "evidence", "role", "view"),
+    )
+)
 
 
 class IntactCheck(BaseModel):
@@ -63,7 +78,11 @@ class IntactCheck(BaseModel):
     reason: str
 
 
-INTACT_PROMPT = """Question: {question}
+INTACT_PROMPT = PROMPTS.add(
+    Prompt(
+        "attribution-intact-check-prompt",
+        1,
+        """Question: {question}
 Gold answer: {gold}
 
 Evidence messages that hold the answer:
@@ -73,7 +92,10 @@ Operation ({role}):
 {view}
 
 After this operation, is the information needed to answer still intact: carried in this
-operation's outputs or in memory, or (for an answering operation) answered correctly?"""
+operation's outputs or in memory, or (for an answering operation) answered correctly?""",
+        inputs=("question", "gold", "evidence", "role", "view"),
+    )
+)
 
 
 def _cut(text: str, budget: int) -> str:
@@ -128,7 +150,7 @@ class LLMJudge:
 
     def check(self, view: CaseView, candidate: Candidate) -> tuple[Check, Usage]:
         prompt = CHECK_PROMPT.format(**self._fields(view, candidate))
-        reply = self.client.complete_json(prompt, CandidateCheck, system=SYSTEM, temperature=0)
+        reply = self.client.complete_json(prompt, CandidateCheck, system=SYSTEM.text, temperature=0)
         value = reply.value
         check = Check(
             value.faulty, value.decisive, value.error_type, value.reason, value.confidence
@@ -137,5 +159,5 @@ class LLMJudge:
 
     def intact_after(self, view: CaseView, candidate: Candidate) -> tuple[bool, Usage]:
         prompt = INTACT_PROMPT.format(**self._fields(view, candidate))
-        reply = self.client.complete_json(prompt, IntactCheck, system=SYSTEM, temperature=0)
+        reply = self.client.complete_json(prompt, IntactCheck, system=SYSTEM.text, temperature=0)
         return reply.value.intact, reply.usage

@@ -11,6 +11,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from memtrace.cli.output import make_console
+from memtrace.systems.config import read_config
 from memtrace.systems.locomo import SAMPLE_PATH, Subset, load_locomo
 from memtrace.systems.runner import (
     RETRIEVERS,
@@ -89,6 +90,18 @@ def render_accuracy(console: Console, report: RunReport) -> None:
     help="Simulated clock: the same input gives byte-identical traces.",
 )
 @click.option("--trace-prefix", default="", help="Prefix for trace ids (keeps runs apart).")
+@click.option(
+    "--prompts",
+    "prompts_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="TOML file of prompt texts (a table per prompt name: text, optional version).",
+)
+@click.option(
+    "--params",
+    "params_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="TOML file of parameter values (top_k = 12, ...); the rest keep their defaults.",
+)
 @click.option("--load", "load", is_flag=True, help="Load the traces into Neo4j.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def run_command(
@@ -103,11 +116,14 @@ def run_command(
     embedding_model: str | None,
     deterministic: bool,
     trace_prefix: str,
+    prompts_file: Path | None,
+    params_file: Path | None,
     load: bool,
     as_json: bool,
 ) -> None:
     """Run SYSTEM over LoCoMo-format data and write one native trace per conversation."""
     convs = load_locomo(data or SAMPLE_PATH, parse_subset(conversations, sessions, questions))
+    config = read_config(prompts_file, params_file)
     console = make_console(stderr=as_json)
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task(f"{system} ({backend})", total=len(convs))
@@ -120,6 +136,8 @@ def run_command(
             embedding_model=embedding_model,
             deterministic=deterministic,
             prefix=trace_prefix,
+            prompts=config.prompts,
+            params=config.params,
             progress=lambda _conv: progress.advance(task),
         )
     loaded = load_traces(report.traces) if load else []

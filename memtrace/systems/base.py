@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import TypeVar
 
+from memtrace.prompts import Prompt
 from memtrace.systems.core import (
     Applied,
     Backend,
@@ -63,7 +64,7 @@ class System(ABC):
         self,
         backend: Backend,
         params: Params | None = None,
-        prompts: Mapping[str, str] | None = None,
+        prompts: Mapping[str, Prompt] | None = None,
         faults: Sequence[Fault] = (),
         ranker: Ranker | None = None,
     ) -> None:
@@ -75,17 +76,20 @@ class System(ABC):
         self.run_state = ConversationRun(sample_id="", trace_id="")
         # prompts and the retriever are read by every operation that uses them: registered once
         # per trace (and again when changed), then only marked read
-        self._prompt_vars: dict[str, Registered] = {}
+        self._prompt_vars: dict[Prompt, Registered] = {}
         self._retriever_var = parameter("retriever")
 
     def prompt(self, name: str) -> str:
-        """The prompt text, registered as a variable and read by the current operation."""
-        text = self.prompts[name]
-        handle = self._prompt_vars.get(name)
+        """The prompt text, registered as a variable and read by the current operation. A new
+        text is a new version of the same variable; its metadata names the prompt's version."""
+        prompt = self.prompts[name]
+        handle = self._prompt_vars.get(prompt)
         if handle is None:
-            handle = self._prompt_vars[name] = Registered(name, category="prompt")
-        handle.read(text)
-        return text
+            handle = self._prompt_vars[prompt] = Registered(
+                name, category="prompt", metadata={"prompt_version": prompt.version}
+            )
+        handle.read(prompt.text)
+        return prompt.text
 
     def record_ranker(self) -> None:
         """The search backend is a parameter of the search operation, like top_k."""

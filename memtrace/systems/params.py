@@ -7,6 +7,7 @@ optimizer can change one (a changed value is a new version of the same variable)
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Final
 
 from memtrace.tracing import Registered, current_operation
 
@@ -23,6 +24,30 @@ class Params:
     chunk_size: int = 8  # naive RAG: messages per chunk
     window: int = 120  # long-context: messages kept in the window
     judge_f1_threshold: float = 0.5  # offline judge: token F1 that counts as correct
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    """Where an optimizer may move a parameter: ``low..high`` (ints step by 1)."""
+
+    low: float
+    high: float
+    integer: bool
+
+
+# Declared next to Params so a new parameter and its search range change together. The judge's
+# threshold is left out on purpose: an optimizer that may loosen the judge "improves" accuracy.
+RANGES: Final[dict[str, Range]] = {
+    "top_k": Range(2, 30, integer=True),
+    "similar_top_k": Range(1, 8, integer=True),
+    "none_threshold": Range(0.3, 1.0, integer=False),
+    "update_threshold": Range(0.05, 0.9, integer=False),
+    "delete_threshold": Range(0.05, 0.9, integer=False),
+    "max_merge_sentences": Range(1, 8, integer=True),
+    "min_content_words": Range(1, 5, integer=True),
+    "chunk_size": Range(2, 24, integer=True),
+    "window": Range(20, 400, integer=True),
+}
 
 
 def parameter(name: str) -> Registered:

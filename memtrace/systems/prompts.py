@@ -1,15 +1,19 @@
-"""Prompt texts, recorded as `prompt` variables under the stable names an optimizer rewrites."""
+"""The reference systems' prompts, recorded as `prompt` variables under the stable names an
+optimizer rewrites. They are system messages (the backend sends the message, memories or facts
+as the user turn), so they take no placeholders."""
 
 from __future__ import annotations
 
 from typing import Final
+
+from memtrace.prompts import PROMPTS, Prompt
 
 FACT_EXTRACTION = "fact-extraction-system-prompt"
 UPDATE_DECISION = "memory-update-decision-prompt"
 QUESTION_ANSWERING = "question-answering-prompt"
 JUDGE = "locomo-judge-prompt"
 
-DEFAULTS: Final[dict[str, str]] = {
+_TEXTS: Final[dict[str, str]] = {
     FACT_EXTRACTION: (
         "You extract durable personal facts from one chat message. Return JSON "
         '{"facts": [...]}: each fact one self-contained sentence starting with the speaker\'s '
@@ -35,4 +39,8 @@ DEFAULTS: Final[dict[str, str]] = {
         'even if it is longer. Otherwise it is WRONG. Return JSON {"reasoning": "<one '
         'sentence>", "label": "CORRECT" or "WRONG"}.'
     ),
+}
+
+DEFAULTS: Final[dict[str, Prompt]] = {
+    name: PROMPTS.add(Prompt(name, 1, text)) for name, text in _TEXTS.items()
 }

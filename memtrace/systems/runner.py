@@ -9,6 +9,7 @@ from pathlib import Path
 
 from memtrace.errors import ConfigError
 from memtrace.llm import LLMClient
+from memtrace.prompts import Prompt
 from memtrace.settings import load_settings
 from memtrace.systems.base import System
 from memtrace.systems.core import Backend, ConversationRun, Fault
@@ -81,10 +82,11 @@ def make_system(
     params: Params | None = None,
     faults: Sequence[Fault] = (),
     ranker: Ranker | None = None,
+    prompts: Mapping[str, Prompt] | None = None,
 ) -> System:
     if name not in SYSTEMS:
         raise ConfigError(f"unknown system {name!r} (expected one of {', '.join(SYSTEMS)})")
-    return SYSTEMS[name](backend, params=params, faults=faults, ranker=ranker)
+    return SYSTEMS[name](backend, params=params, prompts=prompts, faults=faults, ranker=ranker)
 
 
 def trace_id(system: str, conv: Conversation, prefix: str = "") -> str:
@@ -128,10 +130,16 @@ def run_system(
     deterministic: bool = False,
     prefix: str = "",
     progress: Callable[[Conversation], None] | None = None,
+    prompts: Mapping[str, Prompt] | None = None,
+    params: Params | None = None,
 ) -> RunReport:
     report = RunReport(name)
     system = make_system(
-        name, make_backend(backend), ranker=make_ranker(retriever, embedding_model)
+        name,
+        make_backend(backend),
+        params=params,
+        ranker=make_ranker(retriever, embedding_model),
+        prompts=prompts,
     )
     for conv in conversations:
         clock = SimClock() if deterministic else WallClock()

@@ -78,7 +78,7 @@ def test_every_operation_reads_its_prompt_and_parameters_and_a_change_is_a_versi
         ) -> list[Fact]:
             seen.append(1)
             if len(seen) == 3:  # after the 3rd extraction has read version 1
-                system.prompts[FACT_EXTRACTION] = original + " Be brief."
+                system.prompts[FACT_EXTRACTION] = original.revise(original.text + " Be brief.")
             return super().extract(prompt, speaker, dia_id, text, params)
 
     system.backend = Switching()
@@ -111,9 +111,9 @@ def test_every_operation_reads_its_prompt_and_parameters_and_a_change_is_a_versi
     prompt = "fact-extraction-system-prompt"
     assert extract_reads == [[f"{prompt}@1"]] * 3 + [[f"{prompt}@2"]] * (len(extract_reads) - 3)
     prompts = [r for r in records if r["type"] == "variable" and r["name"] == prompt]
-    assert [(p["id"], p["value"]) for p in prompts] == [
-        (f"{prompt}@1", original),
-        (f"{prompt}@2", original + " Be brief."),
+    assert [(p["id"], p["value"], p["metadata"]) for p in prompts] == [
+        (f"{prompt}@1", original.text, {"prompt_version": 1}),
+        (f"{prompt}@2", original.text + " Be brief.", {"prompt_version": 2}),
     ]
     params = [r for r in records if r["type"] == "variable" and r.get("category") == "parameter"]
     assert len(params) == len({p["name"] for p in params}) == 9  # each registered once
