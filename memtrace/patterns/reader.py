@@ -1,0 +1,32 @@
+"""The one place memtrace.patterns reads Neo4j: each method runs one query of cypher/patterns/."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from memtrace.cypher import get_query
+from memtrace.db import Database
+
+
+class PatternReader:
+    """Runs the pattern queries of one database and hands back their rows as DataFrames."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def _frame(self, name: str, **params: Any) -> pd.DataFrame:
+        query = get_query(f"patterns/{name}")
+        return pd.DataFrame(self.db.run(query, **params), columns=list(query.columns))
+
+    def failure_classes(
+        self, run_id: str, system: str | None, error_type: str | None, min_count: int
+    ) -> pd.DataFrame:
+        return self._frame(
+            "failure_classes",
+            run_id=run_id,
+            system=system,
+            error_type=error_type,
+            min_count=min_count,
+        )
