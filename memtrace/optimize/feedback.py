@@ -1,0 +1,70 @@
+"""Attribution feedback for one incumbent: trace the train split, load it, attribute its failed
+cases, group them into failure classes (``memtrace.patterns``).
+
+The classes of a configuration are computed once: they are kept in ``<out>/classes/<key>.json``,
+so a resumed run (or a later round with the same incumbent) reads them instead of re-running.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pandas as pd
+
+from memtrace.attribution.judges import Judge
+from memtrace.attribution.run import Options, attribute_cases, write_attributions
+from memtrace.db import Database
+from memtrace.loaders.load import LoadOptions, load_paths
+from memtrace.optimize.scoring import Evaluator
+from memtrace.patterns import CLASS_COLUMNS, failure_classes
+from memtrace.systems.config import SystemConfig
+from memtrace.systems.runner import trace_id
+
+
+class GraphFeedback:
+    def __init__(
+        self,
+        db: Database,
+        judge: Judge,
+        evaluator: Evaluator,
+        out: Path,
+        run_id: str,
+        *,
+        max_cases: int,
+        seed: int,
+    ) -> None:
+        self.db = db
+        self.judge = judge
+        self.evaluator = evaluator
+        self.out = out
+        self.run_id = run_id
+        self.max_cases = max_cases
+        self.seed = seed
+
+    def attribution_run(self, config: SystemConfig) -> str:
+        return f"{self.run_id}-{config.key()}"
+
+    def classes(self, config: SystemConfig) -> pd.DataFrame:
+        cached = self.out / "classes" / f"{config.key()}.json"
+        if cached.is_file():
+            self.evaluator.budget.charge(self.evaluator.cost("train"), cached=True)
+            return pd.DataFrame(json.loads(cached.read_text(encoding="utf-8")))
+        prefix = f"{self.attribution_run(config)}-"
+        paths = self.evaluator.traced(config, "train", self.out / "traces" / config.key(), prefix)
+        load_paths(self.db, [str(p) for p in paths], LoadOptions())
+        score = self.evaluator.cached(config, "train")
+        assert score is not None  # traced() records it
+        system = self.evaluator.system
+        by_case = {c.number: trace_id(system, c, prefix) for c in self.evaluator.splits["train"]}
+        failed = [(by_case[int(case.split("-")[2])], case) for case in score.failed]
+        # a seeded sample keeps the attribution cost per round bounded
+        picked = sorted(random.Random(self.seed).sample(failed, min(self.max_cases, len(failed))))
+        run_id = self.attribution_run(config)
+        verdicts = attribute_cases(self.db, self.judge, picked, Options())
+        write_attributions(self.db, run_id, verdicts)
+        frame = failure_classes(self.db, run_id, system=system)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.write_text(frame[list(CLASS_COLUMNS)].to_json(orient="records"), encoding="utf-8")
+        return frame

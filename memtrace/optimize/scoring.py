@@ -1,0 +1,133 @@
+"""Score a configuration by re-running the system and its judge; budget and an on-disk cache.
+
+One *system run* is one conversation replayed with its questions: the unit the budget counts.
+Evaluations are cached by (configuration, split) in a JSON-lines file, so an interrupted
+optimization that is started again replays its history for free: the budget still counts the
+cached runs (the run as a whole spent them), ``runs_made`` only what this process ran.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from memtrace.errors import MemtraceError
+from memtrace.systems.config import SystemConfig
+from memtrace.systems.core import Backend, ConversationRun
+from memtrace.systems.locomo import Conversation
+from memtrace.systems.runner import make_system, run_conversation
+from memtrace.tracing import SimClock
+
+
+class OutOfBudget(MemtraceError):
+    """The next evaluation would exceed the run's budget (the loop stops, not an error exit)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    correct: int
+    total: int
+    failed: tuple[str, ...] = ()  # case ids judged wrong
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.total if self.total else 0.0
+
+
+def score_runs(runs: Sequence[ConversationRun]) -> Score:
+    results = [r for run in runs for r in run.results]
+    return Score(
+        sum(r.passed for r in results),
+        len(results),
+        tuple(r.case_id for r in results if not r.passed),
+    )
+
+
+@dataclass
+class Budget:
+    limit: int  # system runs
+    spent: int = 0
+    runs_made: int = 0  # not served from the cache
+
+    def charge(self, runs: int, *, cached: bool) -> None:
+        if self.spent + runs > self.limit:
+            raise OutOfBudget(f"budget of {self.limit} system runs reached ({self.spent} spent)")
+        self.spent += runs
+        if not cached:
+            self.runs_made += runs
+
+    def affords(self, runs: int) -> bool:
+        return self.spent + runs <= self.limit
+
+
+class Evaluator:
+    """Runs ``system`` with a configuration on a split; cached in ``cache_path``."""
+
+    def __init__(
+        self,
+        system: str,
+        backend: Backend,
+        splits: dict[str, Sequence[Conversation]],
+        budget: Budget,
+        cache_path: Path,
+    ) -> None:
+        self.system = system
+        self.backend = backend
+        self.splits = splits
+        self.budget = budget
+        self.cache_path = cache_path
+        self._cache: dict[tuple[str, str], Score] = {}
+        if cache_path.is_file():
+            for line in cache_path.read_text(encoding="utf-8").splitlines():
+                if line.strip():  # a line cut by an interruption is not valid JSON: skip it
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+                    self._cache[(row["key"], row["split"])] = Score(
+                        row["correct"], row["total"], tuple(row["failed"])
+                    )
+
+    def cost(self, split: str) -> int:
+        return len(self.splits[split])
+
+    def score(self, config: SystemConfig, split: str) -> Score:
+        key = (config.key(), split)
+        cached = self._cache.get(key)
+        self.budget.charge(self.cost(split), cached=cached is not None)
+        if cached is not None:
+            return cached
+        system = make_system(
+            self.system, self.backend, params=config.params, prompts=config.prompts
+        )
+        runs = [run_conversation(system, conv, None)[0] for conv in self.splits[split]]
+        return self.remember(config, split, score_runs(runs))
+
+    def cached(self, config: SystemConfig, split: str) -> Score | None:
+        return self._cache.get((config.key(), split))
+
+    def remember(self, config: SystemConfig, split: str, score: Score) -> Score:
+        self._cache[(config.key(), split)] = score
+        self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.cache_path.open("a", encoding="utf-8") as out:
+            row = {"key": config.key(), "split": split, **asdict(score)}
+            out.write(json.dumps(row) + "\n")
+        return score
+
+    def traced(self, config: SystemConfig, split: str, out: Path, prefix: str) -> list[Path]:
+        """Run ``split`` traced into ``out`` (for attribution); charged like any run."""
+        self.budget.charge(self.cost(split), cached=False)
+        system = make_system(
+            self.system, self.backend, params=config.params, prompts=config.prompts
+        )
+        paths, runs = [], []
+        for conv in self.splits[split]:
+            run, path = run_conversation(system, conv, out, prefix=prefix, clock=SimClock())
+            runs.append(run)
+            if path is not None:
+                paths.append(path)
+        if (config.key(), split) not in self._cache:
+            self.remember(config, split, score_runs(runs))
+        return paths
