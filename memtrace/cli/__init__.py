@@ -22,6 +22,7 @@ COMMANDS = {
     "attribute": "memtrace.cli.attribute:attribute_command",
     "eval": "memtrace.cli.attribute:eval_command",
     "explain": "memtrace.cli.attribute:explain_command",
+    "optimize": "memtrace.cli.optimize:optimize_command",
 }
 
 

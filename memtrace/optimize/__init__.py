@@ -1,8 +1,10 @@
 """Attribution-guided optimization of a reference system's prompts and parameters.
 
-``run_optimization`` is the Python API the ``memtrace optimize`` command wraps: it builds the
-evaluator (system runs on a train and a held-out split), the attribution feedback (Neo4j), the
-lineage store and the proposer for the mode, then runs ``loop.optimize``.
+``run_optimization`` is the Python API: it builds the evaluator (system runs on a train and a
+held-out split), the attribution feedback (Neo4j), the lineage store and the proposer, then runs
+``loop.optimize``. ``optimize_system`` is what the CLI calls: it picks backend and proposer for
+the mode from ``PROPOSERS`` (parameters: offline backend + Optuna; prompts: the
+OpenAI-compatible backend + GEPA with the same endpoint as reflection model).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from pathlib import Path
 
 from memtrace.attribution.judges import Judge, OfflineJudge
 from memtrace.db import Database
+from memtrace.errors import ConfigError
+from memtrace.llm import LLMClient
 from memtrace.optimize.feedback import GraphFeedback
 from memtrace.optimize.loop import (
     OptimizeOptions,
@@ -23,26 +27,34 @@ from memtrace.optimize.loop import (
     optimize,
 )
 from memtrace.optimize.parameters import propose_parameters
-from memtrace.optimize.routing import Routing, route
+from memtrace.optimize.routing import Mode, Routing, route
 from memtrace.optimize.scoring import Budget, Evaluator, OutOfBudget, Score
 from memtrace.optimize.store import LineageStore
+from memtrace.settings import Settings
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.core import Backend
 from memtrace.systems.locomo import Conversation
 from memtrace.systems.params import RANGES
 
 __all__ = [
+    "PROPOSERS",
     "OptimizeOptions",
     "OptimizeResult",
     "RoundSummary",
     "accept",
+    "optimize_system",
     "parameter_proposer",
+    "prompt_proposer",
     "route",
     "run_optimization",
 ]
 
+ProposerFactory = Callable[[Evaluator, GraphFeedback | None, OptimizeOptions], Proposer]
 
-def parameter_proposer(evaluator: Evaluator, options: OptimizeOptions) -> Proposer:
+
+def parameter_proposer(
+    evaluator: Evaluator, feedback: GraphFeedback | None, options: OptimizeOptions
+) -> Proposer:
     """Optuna over the routed parameters; leaves the budget for the held-out check."""
 
     def evaluate(config: SystemConfig) -> Score:
@@ -63,6 +75,45 @@ def parameter_proposer(evaluator: Evaluator, options: OptimizeOptions) -> Propos
     return propose
 
 
+def prompt_proposer(reflection: LLMClient) -> ProposerFactory:
+    """GEPA over the routed prompts with ``reflection`` as the reflection model; ``trials``
+    full train evaluations' worth of metric calls per round."""
+
+    def factory(
+        evaluator: Evaluator, feedback: GraphFeedback | None, options: OptimizeOptions
+    ) -> Proposer:
+        from memtrace.optimize.gepa_adapter import MemtraceAdapter, propose_prompts
+
+        def propose(
+            incumbent: SystemConfig,
+            targets: Sequence[str],
+            routing: Routing | None,
+            round_number: int,
+        ) -> list[Trial]:
+            blames = feedback.blames(incumbent) if feedback is not None and routing else {}
+            adapter = MemtraceAdapter(
+                evaluator, incumbent, reflection, routing=routing, blames=blames
+            )
+            cases = sum(len(c.questions) for c in evaluator.splits["train"])
+            return propose_prompts(
+                adapter,
+                targets,
+                metric_calls=options.trials * cases,
+                reserve=evaluator.cost("heldout"),
+                seed=options.seed * 1000 + round_number,
+            )
+
+        return propose
+
+    return factory
+
+
+PROPOSERS: dict[Mode, str] = {
+    "parameters": "Optuna (TPE) over the routed parameters' search ranges; offline",
+    "prompts": "GEPA over the routed prompts, reflection through an OpenAI-compatible endpoint",
+}
+
+
 def run_optimization(
     options: OptimizeOptions,
     train: Sequence[Conversation],
@@ -72,16 +123,17 @@ def run_optimization(
     backend: Backend,
     db: Database | None,
     judge: Judge | None = None,
-    proposer: Proposer | None = None,
+    proposer: ProposerFactory = parameter_proposer,
     base: SystemConfig | None = None,
     on_round: Callable[[RoundSummary], None] | None = None,
+    classes_cache: Path | None = None,
 ) -> OptimizeResult:
     """Optimize ``options.system`` on ``train``, accepting on ``heldout``; writes to ``out``."""
     overlap = {c.number for c in train} & {c.number for c in heldout}
     if overlap:
-        from memtrace.errors import ConfigError
-
         raise ConfigError(f"conversations {sorted(overlap)} are in both train and held-out")
+    if not train or not heldout:
+        raise ConfigError("optimization needs train and held-out conversations")
     evaluator = Evaluator(
         options.system,
         backend,
@@ -99,21 +151,58 @@ def run_optimization(
             options.run_id,
             max_cases=options.max_cases,
             seed=options.seed,
+            cache=classes_cache,
         )
-    if proposer is None:
-        if options.mode != "parameters":
-            from memtrace.errors import ConfigError
-
-            raise ConfigError("the prompt mode needs a prompt proposer (an LLM endpoint)")
-        proposer = parameter_proposer(evaluator, options)
-    store = LineageStore(db) if db is not None else None
     return optimize(
         options,
         evaluator,
-        proposer,
+        proposer(evaluator, feedback, options),
         out,
         feedback=feedback,
-        store=store,
+        store=LineageStore(db) if db is not None else None,
+        base=base,
+        on_round=on_round,
+    )
+
+
+def optimize_system(
+    options: OptimizeOptions,
+    settings: Settings,
+    train: Sequence[Conversation],
+    heldout: Sequence[Conversation],
+    out: Path,
+    db: Database,
+    *,
+    base: SystemConfig | None = None,
+    on_round: Callable[[RoundSummary], None] | None = None,
+) -> OptimizeResult:
+    """The CLI's entry: backend and proposer chosen by ``options.mode``."""
+    if options.mode == "parameters":
+        from memtrace.systems.offline import OfflineBackend
+
+        return run_optimization(
+            options,
+            train,
+            heldout,
+            out,
+            backend=OfflineBackend(),
+            db=db,
+            base=base,
+            on_round=on_round,
+        )
+    if not settings.llm.base_url:
+        raise ConfigError("the prompt mode needs an LLM endpoint: set OPENAI_BASE_URL")
+    from memtrace.systems.openai_backend import OpenAIBackend
+
+    client = LLMClient.from_settings(settings)
+    return run_optimization(
+        options,
+        train,
+        heldout,
+        out,
+        backend=OpenAIBackend(client),
+        db=db,
+        proposer=prompt_proposer(client),
         base=base,
         on_round=on_round,
     )

@@ -1,8 +1,10 @@
 """Attribution feedback for one incumbent: trace the train split, load it, attribute its failed
 cases, group them into failure classes (``memtrace.patterns``).
 
-The classes of a configuration are computed once: they are kept in ``<out>/classes/<key>.json``,
-so a resumed run (or a later round with the same incumbent) reads them instead of re-running.
+The classes of a configuration are computed once: they are kept in ``<cache>/<key>.json``
+(default ``<out>/classes``), so a resumed run (or a later round with the same incumbent) reads
+them instead of re-running. Runs that attribute every failed case (``max_cases`` at least the
+number of failures) may share one cache: the classes then do not depend on the seed.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from memtrace.attribution.judges import Judge
 from memtrace.attribution.run import Options, attribute_cases, write_attributions
 from memtrace.db import Database
 from memtrace.loaders.load import LoadOptions, load_paths
-from memtrace.optimize.scoring import Evaluator
+from memtrace.optimize.scoring import Blame, Evaluator
 from memtrace.patterns import CLASS_COLUMNS, failure_classes
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.runner import trace_id
@@ -34,6 +36,7 @@ class GraphFeedback:
         *,
         max_cases: int,
         seed: int,
+        cache: Path | None = None,
     ) -> None:
         self.db = db
         self.judge = judge
@@ -42,12 +45,13 @@ class GraphFeedback:
         self.run_id = run_id
         self.max_cases = max_cases
         self.seed = seed
+        self.cache = cache or out / "classes"
 
     def attribution_run(self, config: SystemConfig) -> str:
         return f"{self.run_id}-{config.key()}"
 
     def classes(self, config: SystemConfig) -> pd.DataFrame:
-        cached = self.out / "classes" / f"{config.key()}.json"
+        cached = self.cache / f"{config.key()}.json"
         if cached.is_file():
             self.evaluator.budget.charge(self.evaluator.cost("train"), cached=True)
             return pd.DataFrame(json.loads(cached.read_text(encoding="utf-8")))
@@ -65,6 +69,28 @@ class GraphFeedback:
         verdicts = attribute_cases(self.db, self.judge, picked, Options())
         write_attributions(self.db, run_id, verdicts)
         frame = failure_classes(self.db, run_id, system=system)
+        reasons = {v.case_id: v.reason for v in verdicts}
+        blames = {
+            case_id: {
+                "op_name": row["op_name"],
+                "error_type": row["error_type"],
+                "reason": reasons.get(case_id, ""),
+            }
+            for row in frame.to_dict("records")
+            for case_id in row["case_ids"]
+        }
         cached.parent.mkdir(parents=True, exist_ok=True)
+        self._blames_path(config).write_text(json.dumps(blames), encoding="utf-8")
         cached.write_text(frame[list(CLASS_COLUMNS)].to_json(orient="records"), encoding="utf-8")
         return frame
+
+    def _blames_path(self, config: SystemConfig) -> Path:
+        return self.cache / f"{config.key()}.blames.json"
+
+    def blames(self, config: SystemConfig) -> dict[str, Blame]:
+        """Failed case id -> what attribution blamed (once ``classes`` ran for ``config``)."""
+        path = self._blames_path(config)
+        if not path.is_file():
+            return {}
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {case_id: Blame(**fields) for case_id, fields in data.items()}

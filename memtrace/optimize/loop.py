@@ -317,7 +317,7 @@ def optimize(
         write_config(incumbent, out / "accepted")
         if on_round is not None:
             on_round(summary)
-        if len(trials) < options.trials:
+        if not evaluator.budget.affords(evaluator.cost("train") + evaluator.cost("heldout")):
             stopped = "budget"
             break
     result = OptimizeResult(

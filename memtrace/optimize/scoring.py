@@ -45,14 +45,24 @@ def score_runs(runs: Sequence[ConversationRun]) -> Score:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Blame:
+    """What attribution says about one failed case (the feedback a prompt proposer shows)."""
+
+    op_name: str
+    error_type: str
+    reason: str
+
+
 @dataclass
 class Budget:
     limit: int  # system runs
     spent: int = 0
     runs_made: int = 0  # not served from the cache
 
-    def charge(self, runs: int, *, cached: bool) -> None:
-        if self.spent + runs > self.limit:
+    def charge(self, runs: int, *, cached: bool, strict: bool = True) -> None:
+        """Count ``runs``; ``strict``: refuse (OutOfBudget) what would exceed the limit."""
+        if strict and self.spent + runs > self.limit:
             raise OutOfBudget(f"budget of {self.limit} system runs reached ({self.spent} spent)")
         self.spent += runs
         if not cached:

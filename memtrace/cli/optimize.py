@@ -1,0 +1,160 @@
+"""`memtrace optimize` (also `memtrace-optimize`): attribution-guided optimization of a system."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.progress import BarColumn, Progress, TextColumn
+from rich.table import Table
+
+from memtrace.cli.load import ErrorReportingCommand
+from memtrace.cli.options import neo4j_options
+from memtrace.cli.output import make_console
+from memtrace.cli.run import parse_subset
+from memtrace.settings import Settings
+
+
+def _numbers(text: str, what: str) -> tuple[str, ...]:
+    parts = tuple(p.strip() for p in text.split(",") if p.strip())
+    if not parts:
+        raise click.BadParameter(f"expected comma-separated conversation numbers for {what}")
+    return parts
+
+
+@click.command("optimize", cls=ErrorReportingCommand)
+@neo4j_options
+@click.argument("system", type=click.Choice(["mem0", "rag", "long-context"]))
+@click.option(
+    "--data",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="LoCoMo-format JSON [default: the generated sample shipped with memtrace].",
+)
+@click.option("--train", required=True, help="Conversations for feedback, e.g. 2,9.")
+@click.option("--heldout", required=True, help="Conversations for acceptance only, e.g. 1,3,4.")
+@click.option("--questions", type=int, help="The first N questions per conversation.")
+@click.option(
+    "--mode",
+    type=click.Choice(["parameters", "prompts"]),
+    default="parameters",
+    show_default=True,
+    help="parameters: Optuna, offline; prompts: GEPA with a reflection model (needs an LLM "
+    "endpoint, OPENAI_BASE_URL).",
+)
+@click.option("--unguided", is_flag=True, help="Baseline: no attribution, move everything.")
+@click.option("--rounds", type=int, default=3, show_default=True)
+@click.option("--trials", type=int, default=6, show_default=True, help="Candidates per round.")
+@click.option(
+    "--budget", type=int, default=100, show_default=True, help="System runs (conversations)."
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--focus", type=int, help="Only the largest N optimizable failure classes.")
+@click.option(
+    "--max-cases", type=int, default=60, show_default=True, help="Failed cases per round."
+)
+@click.option(
+    "--prompts",
+    "prompts_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Start from these prompts (TOML, as `memtrace run --prompts`).",
+)
+@click.option(
+    "--params",
+    "params_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Start from these parameters (TOML, as `memtrace run --params`).",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Run directory; running the same command again resumes the run.",
+)
+@click.option("--run-id", help="Optimization run id [default: opt-SYSTEM-MODE-sSEED].")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def optimize_command(settings: Settings, **args: Any) -> None:
+    """Optimize SYSTEM's prompts or parameters where attribution blames it.
+
+    Accepts a candidate only if train accuracy rises and held-out accuracy does not drop.
+    Writes OUT/accepted/{prompts,params}.toml, OUT/update_results.json, OUT/rounds.json and
+    OUT/summary.json, and the lineage to Neo4j (queries in memtrace/cypher/optimizer/).
+    """
+    _run(settings, **args)
+
+
+def _run(
+    settings: Settings,
+    system: str,
+    data: Path | None,
+    train: str,
+    heldout: str,
+    questions: int | None,
+    mode: str,
+    unguided: bool,
+    rounds: int,
+    trials: int,
+    budget: int,
+    seed: int,
+    focus: int | None,
+    max_cases: int,
+    prompts_file: Path | None,
+    params_file: Path | None,
+    out: Path,
+    run_id: str | None,
+    as_json: bool,
+) -> None:
+    from memtrace.db import connect
+    from memtrace.optimize import OptimizeOptions, RoundSummary, optimize_system
+    from memtrace.systems.config import read_config
+    from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
+
+    train_ids, held_ids = _numbers(train, "--train"), _numbers(heldout, "--heldout")
+    path = data or SAMPLE_PATH
+    train_convs = load_locomo(path, parse_subset(",".join(train_ids), None, questions))
+    held_convs = load_locomo(path, parse_subset(",".join(held_ids), None, questions))
+    base = read_config(prompts_file, params_file)
+    options = OptimizeOptions(
+        system,
+        run_id or f"opt-{system}-{mode}-s{seed}",
+        mode="parameters" if mode == "parameters" else "prompts",
+        guided=not unguided,
+        rounds=rounds,
+        trials=trials,
+        budget=budget,
+        seed=seed,
+        focus=focus,
+        max_cases=max_cases,
+    )
+    console = make_console(stderr=as_json)
+    with (
+        connect(settings) as db,
+        Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), console=console, transient=True
+        ) as progress,
+    ):
+        task = progress.add_task(f"{system}: {mode}", total=rounds)
+
+        def on_round(summary: RoundSummary) -> None:
+            progress.advance(task)
+            verdict = summary.candidate.reason if summary.candidate else "no candidate"
+            progress.console.print(f"round {summary.round}: {verdict}")
+
+        result = optimize_system(
+            options, settings, train_convs, held_convs, out, db, base=base, on_round=on_round
+        )
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), allow_nan=False))
+        return
+    table = Table(title=f"{result.run_id}: accuracy ({result.stopped})")
+    for column in ("split", "initial", "final"):
+        table.add_column(column, justify="left" if column == "split" else "right")
+    for split in ("train", "heldout"):
+        table.add_row(split, f"{result.initial[split]:.1%}", f"{result.final[split]:.1%}")
+    console.print(table)
+    console.print(
+        f"budget {result.budget_spent} system runs ({result.runs_made} made by this process); "
+        f"accepted configuration: {out / 'accepted'}"
+    )

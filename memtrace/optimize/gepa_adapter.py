@@ -1,0 +1,250 @@
+"""Prompt proposals with GEPA (the ``gepa`` package) through a memtrace adapter.
+
+* ``evaluate`` runs the system with a candidate ``{prompt name: text}`` on a minibatch of train
+  cases (the conversations that hold them, only those questions) and scores each case 1/0 by
+  the system's judge.
+* ``make_reflective_dataset`` (guided) keeps, for a prompt, the failed cases whose attribution
+  blames an operation reading that prompt, with the error type, the blamed operation and the
+  judge's reason; unguided it is every failed case with "wrong answer, expected X", which is all
+  an optimizer without attribution sees.
+* the component selector (guided) rewrites the prompt whose failure classes hold most of the
+  minibatch's failures (the largest class breaks ties); unguided it is GEPA's round robin.
+* ``propose_new_texts`` asks the reflection model (``memtrace.llm``, cached) for a JSON reply
+  ``{"prompt": ...}``; a reply that stays malformed after one repair, or an empty text, keeps
+  the current text and is counted in ``malformed``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from pydantic import BaseModel
+
+from memtrace.errors import ConfigError, LLMError
+from memtrace.llm import LLMClient, Usage
+from memtrace.optimize.routing import Routing
+from memtrace.optimize.scoring import Blame, Evaluator, Score
+from memtrace.prompts import PROMPTS, Prompt
+from memtrace.systems.config import SystemConfig
+from memtrace.systems.core import QuestionResult
+from memtrace.systems.runner import make_system
+
+REFLECTION = PROMPTS.add(
+    Prompt(
+        "prompt-reflection-prompt",
+        1,
+        """You improve one prompt of an LLM memory system (extraction -> memory update ->
+retrieval -> answer). The prompt is named {name}. Its current text:
+<prompt>
+{current}
+</prompt>
+
+Cases the system answered wrongly, with what is known about why:
+{examples}
+
+Write an improved version of the prompt that fixes these failures without breaking other
+cases. Reply with JSON only: {{"prompt": "<the complete new prompt text>"}}""",
+        inputs=("name", "current", "examples"),
+    )
+)
+EXAMPLES = 6  # failed cases shown to the reflection model per proposal
+
+
+class PromptReply(BaseModel):
+    prompt: str
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRef:
+    conversation: int
+    case_id: str
+
+
+class MemtraceAdapter:
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        incumbent: SystemConfig,
+        reflection: LLMClient,
+        *,
+        routing: Routing | None,
+        blames: Mapping[str, Blame],
+    ) -> None:
+        self.evaluator = evaluator
+        self.incumbent = incumbent
+        self.reflection = reflection
+        self.routing = routing
+        self.blames = blames
+        self.usage = Usage()
+        self.malformed = 0
+        self.proposals = 0
+
+    # -- evaluation ---------------------------------------------------------------------------
+    def config(self, candidate: Mapping[str, str]) -> SystemConfig:
+        return self.incumbent.with_prompts(candidate)
+
+    def evaluate(
+        self, batch: list[CaseRef], candidate: dict[str, str], capture_traces: bool = False
+    ) -> Any:
+        from gepa.core.adapter import EvaluationBatch
+
+        results = self.run_cases(self.config(candidate), batch)
+        trajectories = [{"case": ref, "result": results[ref.case_id]} for ref in batch]
+        return EvaluationBatch(
+            outputs=[results[ref.case_id].prediction for ref in batch],
+            scores=[1.0 if results[ref.case_id].passed else 0.0 for ref in batch],
+            trajectories=trajectories if capture_traces else None,
+        )
+
+    def run_cases(
+        self, config: SystemConfig, batch: Sequence[CaseRef]
+    ) -> dict[str, QuestionResult]:
+        wanted: dict[int, set[str]] = {}
+        for ref in batch:
+            wanted.setdefault(ref.conversation, set()).add(ref.case_id)
+        conversations = {c.number: c for c in self.evaluator.splits["train"]}
+        # GEPA cannot stop mid-call: a minibatch is charged even past the limit, and the
+        # stopper ends the search at its next check
+        self.evaluator.budget.charge(len(wanted), cached=False, strict=False)
+        system = make_system(
+            self.evaluator.system,
+            self.evaluator.backend,
+            params=config.params,
+            prompts=config.prompts,
+        )
+        out: dict[str, QuestionResult] = {}
+        for number, case_ids in sorted(wanted.items()):
+            run = system.run(conversations[number], only=case_ids)
+            out.update({r.case_id: r for r in run.results})
+        return out
+
+    # -- reflection ---------------------------------------------------------------------------
+    def make_reflective_dataset(
+        self,
+        candidate: dict[str, str],
+        eval_batch: Any,
+        components_to_update: list[str],
+    ) -> dict[str, list[dict[str, Any]]]:
+        failed = [t for t in eval_batch.trajectories or [] if not t["result"].passed]
+        return {name: self.records(name, failed) for name in components_to_update}
+
+    def records(self, name: str, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        routed = (
+            {c for cls in self.routing.motivating(name) for c in cls.case_ids}
+            if self.routing is not None
+            else None
+        )
+        rows = []
+        for item in failed:
+            ref, result = item["case"], item["result"]
+            question = self.question(ref)
+            row = {
+                "Inputs": question[0],
+                "Generated Outputs": result.prediction,
+                "Feedback": f"wrong answer, expected {question[1]}",
+            }
+            blame = self.blames.get(ref.case_id)
+            if routed is not None:
+                if ref.case_id not in routed or blame is None:
+                    continue  # attribution blames an operation that does not read this prompt
+                row["Feedback"] += (
+                    f". Attribution: {blame.error_type} at {blame.op_name}: {blame.reason}"
+                )
+            rows.append(row)
+        return rows[:EXAMPLES]
+
+    def question(self, ref: CaseRef) -> tuple[str, str]:
+        conv = next(c for c in self.evaluator.splits["train"] if c.number == ref.conversation)
+        number = int(ref.case_id.rsplit("-", 1)[1])
+        q = next(q for q in conv.questions if q.number == number)
+        return q.text, q.answer
+
+    def propose_new_texts(
+        self,
+        candidate: dict[str, str],
+        reflective_dataset: Mapping[str, Sequence[Mapping[str, Any]]],
+        components_to_update: list[str],
+    ) -> dict[str, str]:
+        out = {}
+        for name in components_to_update:
+            examples = "\n".join(
+                json.dumps(dict(row), ensure_ascii=False) for row in reflective_dataset[name]
+            )
+            request = REFLECTION.format(
+                name=name, current=candidate[name], examples=examples or "(none)"
+            )
+            self.proposals += 1
+            try:
+                reply = self.reflection.complete_json(request, PromptReply, temperature=0)
+                self.usage = self.usage + reply.usage
+                out[name] = self.incumbent.prompts[name].revise(reply.value.prompt.strip()).text
+            except (LLMError, ConfigError):
+                self.malformed += 1
+                out[name] = candidate[name]
+        return out
+
+    # -- component selection (guided) ---------------------------------------------------------
+    def select(
+        self,
+        state: Any,
+        trajectories: list[dict[str, Any]],
+        subsample_scores: list[float],
+        candidate_idx: int,
+        candidate: dict[str, str],
+    ) -> list[str]:
+        assert self.routing is not None
+        failed = {t["case"].case_id for t in trajectories if not t["result"].passed}
+        weight: Counter[str] = Counter()
+        size: Counter[str] = Counter()
+        for cls in self.routing.optimizable:
+            for name in cls.targets:
+                if name in candidate:
+                    weight[name] += len(failed & set(cls.case_ids))
+                    size[name] += cls.cases
+        names = [n for n in candidate if n in size] or list(candidate)
+        return [max(names, key=lambda n: (weight[n], size[n]))]
+
+
+def propose_prompts(
+    adapter: MemtraceAdapter,
+    targets: Sequence[str],
+    *,
+    metric_calls: int,
+    reserve: int,
+    seed: int,
+) -> list[tuple[SystemConfig, Score]]:
+    """Run GEPA over ``targets`` (seeded with the incumbent's texts) on the train cases; the
+    candidates it found, scored on the whole train split."""
+    from gepa.api import optimize
+
+    trainset = [
+        CaseRef(c.number, f"locomo-qa-{c.number}-{q.number}")
+        for c in adapter.evaluator.splits["train"]
+        for q in c.questions
+    ]
+    budget = adapter.evaluator.budget
+    guided = adapter.routing is not None
+    result: Any = optimize(
+        seed_candidate={name: adapter.incumbent.prompts[name].text for name in targets},
+        trainset=trainset,
+        valset=trainset,  # GEPA selects on train: the held-out split is only for acceptance
+        adapter=cast(Any, adapter),  # a structural GEPAAdapter
+        module_selector=cast(Any, adapter.select) if guided else "round_robin",
+        reflection_minibatch_size=min(4, len(trainset)),
+        max_metric_calls=metric_calls,
+        stop_callbacks=[lambda _state: not budget.affords(reserve)],
+        seed=seed,
+        raise_on_exception=True,
+    )
+    out = []
+    total = len(trainset)
+    for index, candidate in enumerate(result.candidates):
+        if index == 0:
+            continue  # the seed: the incumbent itself
+        accuracy = float(result.val_aggregate_scores[index])
+        out.append((adapter.config(candidate), Score(round(accuracy * total), total)))
+    return out

@@ -1,0 +1,261 @@
+"""The optimizer's pure parts and its loop on the offline systems (no database)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pandas as pd
+import pytest
+
+from memtrace.errors import ConfigError
+from memtrace.optimize import OptimizeOptions, RoundSummary, accept, loop, route, run_optimization
+from memtrace.optimize.loop import Trial
+from memtrace.optimize.routing import Routing
+from memtrace.optimize.scoring import Budget, Evaluator, Score
+from memtrace.patterns import CLASS_COLUMNS
+from memtrace.systems.config import SystemConfig, read_config
+from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
+from memtrace.systems.offline import OfflineBackend
+from memtrace.systems.prompts import QUESTION_ANSWERING
+
+
+def class_row(
+    op_name: str, error_type: str, cases: int, prompts: list[str], parameters: list[str]
+) -> dict[str, Any]:
+    ids = [f"locomo-qa-1-{i}" for i in range(cases)]
+    return {
+        "system": "mem0",
+        "op_name": op_name,
+        "op_kind": "other",
+        "error_type": error_type,
+        "stage": "other",
+        "inputs": [f"{n}@1" for n in prompts + parameters],
+        "prompts": prompts,
+        "parameters": parameters,
+        "optimizable": bool(prompts or parameters),
+        "cases": cases,
+        "share_of_failures": cases / 20,
+        "share_of_executions": 0.1,
+        "median_confidence": 0.9,
+        "example_cases": ids[:3],
+        "case_ids": ids,
+        "trace_ids": ["t"],
+    }
+
+
+CLASSES = pd.DataFrame(
+    [
+        class_row(
+            "memory_system.search_vector_store", "RetrievalError", 9, [], ["retriever", "top_k"]
+        ),
+        class_row("question-answering", "ResponseError", 6, [QUESTION_ANSWERING], []),
+        class_row(
+            "memory_system.update_memory_decision",
+            "UpdateError",
+            3,
+            ["memory-update-decision-prompt"],
+            ["none_threshold", "update_threshold"],
+        ),
+        class_row(
+            "llm-judge", "LLMAsAJudgeError", 1, ["locomo-judge-prompt"], ["judge_f1_threshold"]
+        ),
+        class_row("memory_system.add_to_vector_store", "ExtractionError", 1, [], []),
+    ],
+    columns=list(CLASS_COLUMNS),
+)
+
+
+def test_routing_sends_each_class_to_what_its_blamed_operation_read() -> None:
+    routing = route(CLASSES, "parameters")
+    assert [c.targets for c in routing.classes] == [
+        ("top_k",),  # the retriever has no search range
+        (),
+        ("none_threshold", "update_threshold"),
+        (),  # never the judge
+        (),
+    ]
+    assert routing.targets() == ("top_k", "none_threshold", "update_threshold")
+    assert routing.targets(largest=1) == ("top_k",)
+    why = {c.op_name: c.why_not for c in routing.unoptimizable}
+    assert (
+        why["question-answering"] == "the blamed operation reads only prompts; run the prompt mode"
+    )
+    assert "judge" in why["llm-judge"]
+    assert (
+        why["memory_system.add_to_vector_store"]
+        == "the blamed operation reads no prompt or parameter"
+    )
+    assert [c.key for c in routing.motivating("none_threshold")] == [
+        "mem0/memory_system.update_memory_decision/UpdateError"
+    ]
+
+    prompts = route(CLASSES, "prompts")
+    assert prompts.targets() == (QUESTION_ANSWERING, "memory-update-decision-prompt")
+    assert "locomo-judge-prompt" not in prompts.targets()
+    assert route(CLASSES.iloc[0:0], "parameters").targets() == ()
+
+
+def test_acceptance_needs_a_train_gain_and_no_held_out_loss() -> None:
+    assert accept((0.5, 0.4), (0.6, 0.4))[0]
+    assert accept((0.5, 0.4), (0.6, 0.45))[0]
+    rejected, reason = accept((0.5, 0.4), (0.6, 0.39))
+    assert not rejected and "held-out accuracy dropped" in reason
+    rejected, reason = accept((0.5, 0.4), (0.5, 0.9))
+    assert not rejected and "train accuracy did not rise" in reason
+
+
+class TableFeedback:
+    """Attribution feedback from a hand-made class table (no database)."""
+
+    def __init__(self, classes: pd.DataFrame) -> None:
+        self.frame = classes
+        self.calls = 0
+
+    def classes(self, config: SystemConfig) -> pd.DataFrame:
+        self.calls += 1
+        return self.frame
+
+
+class ScriptedEvaluator(Evaluator):
+    """Scores from a table keyed by top_k (train, held-out accuracy out of 100 cases)."""
+
+    TABLE: ClassVar[dict[int, tuple[int, int]]] = {10: (40, 40), 3: (60, 30), 20: (55, 45), 25: (70, 50)}
+
+    def score(self, config: SystemConfig, split: str) -> Score:
+        cached = self.cached(config, split)
+        self.budget.charge(self.cost(split), cached=cached is not None)
+        correct = self.TABLE[config.params.top_k][0 if split == "train" else 1]
+        return cached or self.remember(config, split, Score(correct, 100))
+
+
+def scripted_proposer(*values: int) -> Any:
+    def factory(evaluator: Evaluator, feedback: Any, options: OptimizeOptions) -> Any:
+        def propose(
+            incumbent: SystemConfig, targets: Sequence[str], routing: Routing | None, number: int
+        ) -> list[Trial]:
+            config = incumbent.with_params(top_k=values[number - 1])
+            return [(config, evaluator.score(config, "train"))]
+
+        return propose
+
+    return factory
+
+
+def scripted_run(tmp_path: Path, budget: int = 100, **kwargs: Any) -> Any:
+    convs = load_locomo(SAMPLE_PATH)
+    options = OptimizeOptions("mem0", "unit", rounds=3, trials=1, budget=budget, guided=False)
+    evaluator = ScriptedEvaluator(
+        "mem0",
+        OfflineBackend(),
+        {"train": convs[:1], "heldout": convs[1:]},
+        Budget(budget),
+        tmp_path / "evaluations.jsonl",
+    )
+    proposer = scripted_proposer(3, 20, 25)(evaluator, None, options)
+    return loop.optimize(options, evaluator, proposer, tmp_path, **kwargs)
+
+
+def test_a_held_out_worse_candidate_is_rejected_a_better_one_kept_both_recorded(
+    tmp_path: Path,
+) -> None:
+    result = scripted_run(tmp_path)
+    decisions = [(r.candidate.accepted, r.candidate.reason.split(" (")[0]) for r in result.rounds]
+    assert decisions == [
+        (False, "held-out accuracy dropped"),  # top_k 3: train 60 but held-out 30 < 40
+        (True, "train 0.4000 -> 0.5500, held-out 0.4000 -> 0.4500"),
+        (True, "train 0.5500 -> 0.7000, held-out 0.4500 -> 0.5000"),
+    ]
+    assert result.final == {"train": 0.7, "heldout": 0.5}
+    updates = json.loads((tmp_path / "update_results.json").read_text())
+    assert {k: (v["accepted"], v["derived_from"]) for k, v in updates.items()} == {
+        "top_k@2": (False, "top_k@1"),
+        "top_k@3": (True, "top_k@1"),
+        "top_k@4": (True, "top_k@3"),
+    }
+    accepted = read_config(
+        tmp_path / "accepted" / "prompts.toml", tmp_path / "accepted" / "params.toml"
+    )
+    assert accepted == result.config and accepted.params.top_k == 25
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["changes"] == {"parameter:top_k": [10, 25]}
+
+
+def test_the_budget_bounds_every_run(tmp_path: Path) -> None:
+    # 1 train + 2 held-out conversations: initial 3, then per round 1 trial + 2 held-out
+    result = scripted_run(tmp_path, budget=7)
+    assert result.budget_spent <= 7 and result.stopped == "budget"
+    assert len(result.rounds) == 1
+
+
+def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
+    full = scripted_run(tmp_path / "full")
+
+    def interrupt(summary: RoundSummary) -> None:
+        if summary.round == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        scripted_run(tmp_path / "cut", on_round=interrupt)
+    resumed = scripted_run(tmp_path / "cut")
+    assert resumed.final == full.final and resumed.config == full.config
+    assert resumed.budget_spent == full.budget_spent
+    # rounds 1-2 came from the cache: only round 3's trial and held-out check ran again
+    assert resumed.runs_made == 3 < full.runs_made
+    assert json.loads((tmp_path / "cut" / "update_results.json").read_text()) == json.loads(
+        (tmp_path / "full" / "update_results.json").read_text()
+    )
+
+
+def test_a_run_directory_refuses_other_options(tmp_path: Path) -> None:
+    scripted_run(tmp_path)
+    convs = load_locomo(SAMPLE_PATH)
+    with pytest.raises(ConfigError, match="other options \\(seed\\)"):
+        run_optimization(
+            OptimizeOptions("mem0", "unit", rounds=3, trials=1, guided=False, seed=1),
+            convs[:1],
+            convs[1:],
+            tmp_path,
+            backend=OfflineBackend(),
+            db=None,
+        )
+    with pytest.raises(ConfigError, match="both train and held-out"):
+        run_optimization(
+            OptimizeOptions("mem0", "x"),
+            convs[:2],
+            convs[1:],
+            tmp_path / "x",
+            backend=OfflineBackend(),
+            db=None,
+        )
+
+
+def test_the_offline_parameter_loop_runs_real_systems_and_writes_strict_json(
+    tmp_path: Path,
+) -> None:
+    convs = load_locomo(SAMPLE_PATH)
+    feedback = TableFeedback(CLASSES)
+    options = OptimizeOptions("mem0", "unit", rounds=2, trials=3, budget=40)
+    from memtrace.optimize import parameter_proposer
+
+    evaluator = Evaluator(
+        "mem0",
+        OfflineBackend(),
+        {"train": convs[:1], "heldout": convs[1:]},
+        Budget(40),
+        tmp_path / "evaluations.jsonl",
+    )
+    result = loop.optimize(
+        options,
+        evaluator,
+        parameter_proposer(evaluator, None, options),
+        tmp_path,
+        feedback=feedback,
+    )
+    assert feedback.calls >= 1 and result.budget_spent <= 40
+    for r in result.rounds:
+        assert r.targets == ["top_k", "none_threshold", "update_threshold"]
+        assert all(set(t["changes"]) <= {f"parameter:{n}" for n in r.targets} for t in r.trials)
+    json.loads((tmp_path / "summary.json").read_text())  # strict JSON
