@@ -122,7 +122,12 @@ class TableFeedback:
 class ScriptedEvaluator(Evaluator):
     """Scores from a table keyed by top_k (train, held-out accuracy out of 100 cases)."""
 
-    TABLE: ClassVar[dict[int, tuple[int, int]]] = {10: (40, 40), 3: (60, 30), 20: (55, 45), 25: (70, 50)}
+    TABLE: ClassVar[dict[int, tuple[int, int]]] = {
+        10: (40, 40),
+        3: (60, 30),
+        20: (55, 45),
+        25: (70, 50),
+    }
 
     def score(self, config: SystemConfig, split: str) -> Score:
         cached = self.cached(config, split)
