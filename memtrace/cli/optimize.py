@@ -35,6 +35,7 @@ def _numbers(text: str, what: str) -> tuple[str, ...]:
 )
 @click.option("--train", required=True, help="Conversations for feedback, e.g. 2,9.")
 @click.option("--heldout", required=True, help="Conversations for acceptance only, e.g. 1,3,4.")
+@click.option("--sessions", help="Comma-separated session numbers to replay.")
 @click.option("--questions", type=int, help="The first N questions per conversation.")
 @click.option(
     "--mode",
@@ -91,6 +92,7 @@ def _run(
     data: Path | None,
     train: str,
     heldout: str,
+    sessions: str | None,
     questions: int | None,
     mode: str,
     unguided: bool,
@@ -113,8 +115,8 @@ def _run(
 
     train_ids, held_ids = _numbers(train, "--train"), _numbers(heldout, "--heldout")
     path = data or SAMPLE_PATH
-    train_convs = load_locomo(path, parse_subset(",".join(train_ids), None, questions))
-    held_convs = load_locomo(path, parse_subset(",".join(held_ids), None, questions))
+    train_convs = load_locomo(path, parse_subset(",".join(train_ids), sessions, questions))
+    held_convs = load_locomo(path, parse_subset(",".join(held_ids), sessions, questions))
     base = read_config(prompts_file, params_file)
     options = OptimizeOptions(
         system,

@@ -16,7 +16,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -54,6 +56,13 @@ cases. Reply with JSON only: {{"prompt": "<the complete new prompt text>"}}""",
 EXAMPLES = 6  # failed cases shown to the reflection model per proposal
 
 
+class GepaLog:
+    """GEPA's progress lines go to the debug log, not stdout (which ``--json`` owns)."""
+
+    def log(self, message: str) -> None:
+        logging.getLogger("memtrace.optimize.gepa").debug(message)
+
+
 class PromptReply(BaseModel):
     prompt: str
 
@@ -82,6 +91,8 @@ class MemtraceAdapter:
         self.usage = Usage()
         self.malformed = 0
         self.proposals = 0
+        self.proposals_path = evaluator.cache_path.parent / "proposals.jsonl"
+        self._known: dict[str, dict[str, Any]] | None = None
 
     # -- evaluation ---------------------------------------------------------------------------
     def config(self, candidate: Mapping[str, str]) -> SystemConfig:
@@ -178,14 +189,42 @@ class MemtraceAdapter:
                 name=name, current=candidate[name], examples=examples or "(none)"
             )
             self.proposals += 1
-            try:
-                reply = self.reflection.complete_json(request, PromptReply, temperature=0)
-                self.usage = self.usage + reply.usage
-                out[name] = self.incumbent.prompts[name].revise(reply.value.prompt.strip()).text
-            except (LLMError, ConfigError):
-                self.malformed += 1
-                out[name] = candidate[name]
+            out[name] = self.proposal(name, request, candidate[name])
         return out
+
+    def proposal(self, name: str, request: str, current: str) -> str:
+        """The reflection model's new text; the current one when its reply is unusable. Kept
+        in ``proposals.jsonl`` so a resumed run asks again for nothing, failures included
+        (the LLM cache keeps only valid replies)."""
+        key = hashlib.sha256(f"{name}\0{request}".encode()).hexdigest()
+        known = self._proposals().get(key)
+        if known is not None:
+            self.malformed += known["malformed"]
+            return str(known["text"] or current)
+        try:
+            reply = self.reflection.complete_json(request, PromptReply, temperature=0)
+            self.usage = self.usage + reply.usage
+            text: str | None = self.incumbent.prompts[name].revise(reply.value.prompt.strip()).text
+        except (LLMError, ConfigError):
+            self.malformed += 1
+            text = None
+        row = {"key": key, "text": text, "malformed": text is None}
+        self._proposals()[key] = row
+        with self.proposals_path.open("a", encoding="utf-8") as log:
+            log.write(json.dumps(row) + "\n")
+        return text or current
+
+    def _proposals(self) -> dict[str, dict[str, Any]]:
+        if self._known is None:
+            self._known = {}
+            if self.proposals_path.is_file():
+                for line in self.proposals_path.read_text(encoding="utf-8").splitlines():
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue  # a line cut by an interruption
+                    self._known[row["key"]] = row
+        return self._known
 
     # -- component selection (guided) ---------------------------------------------------------
     def select(
@@ -239,6 +278,7 @@ def propose_prompts(
         stop_callbacks=[lambda _state: not budget.affords(reserve)],
         seed=seed,
         raise_on_exception=True,
+        logger=GepaLog(),
     )
     out = []
     total = len(trainset)
