@@ -230,13 +230,15 @@ class System(ABC):
         with operation("question-answering", category="evaluation", kind="generation"):
             read(query, context_var)
             prompt = self.prompt(QUESTION_ANSWERING)
+            # the offline stand-in's knob: how much of the context its answer quotes
+            use(self.params, "answer_items")
             usable = context
             fault = self.fault("ResponseError", case_id)
             if fault is not None:
                 usable = [item for item in context if not item.sources & fault.sources]
                 if len(usable) < len(context):
                     self.applied(fault, f"answered ignoring {len(context) - len(usable)} items")
-            text = self.backend.answer(prompt, question.text, usable)
+            text = self.backend.answer(prompt, question.text, usable, self.params)
             prediction = variable(
                 case_id,
                 text,

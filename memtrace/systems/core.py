@@ -119,7 +119,9 @@ class Backend(Protocol):
         self, prompt: str, fact: Fact, similar: Sequence[Similar], params: Params
     ) -> list[Action]: ...
 
-    def answer(self, prompt: str, question: str, context: Sequence[Item]) -> str: ...
+    def answer(
+        self, prompt: str, question: str, context: Sequence[Item], params: Params
+    ) -> str: ...
 
     def judge(
         self, prompt: str, question: str, gold: str, prediction: str, params: Params

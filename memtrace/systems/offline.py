@@ -12,7 +12,6 @@ from memtrace.systems.params import Params
 from memtrace.systems.temporal import annotate
 from memtrace.systems.text import ANAPHORS, content, sentences, words
 
-QUOTED = 2  # the answer quotes this many best-matching items
 NEGATION_CUES = ("no longer", "not anymore", "stopped", "quit", "don't", "do not", "never again")
 
 
@@ -56,8 +55,9 @@ class OfflineBackend:
             return [Action("UPDATE", best.memory_id, f"{best.text} {addition}")]
         return [Action("ADD", text=fact.text)]
 
-    def answer(self, prompt: str, question: str, context: Sequence[Item]) -> str:
-        """Quote the context items with the highest idf-weighted overlap with the question."""
+    def answer(self, prompt: str, question: str, context: Sequence[Item], params: Params) -> str:
+        """Quote the ``answer_items`` context items with the highest idf-weighted overlap with
+        the question."""
         if not context:
             return "I don't know."
         docs = [set(content(item.text)) for item in context]
@@ -68,7 +68,7 @@ class OfflineBackend:
             sum(math.log(1 + len(docs) / df[t]) for t in sorted(wanted & doc)) for doc in docs
         ]
         order = sorted(range(len(context)), key=lambda i: (-scores[i], i))
-        return " ".join(_quote(context[i]) for i in order[:QUOTED])
+        return " ".join(_quote(context[i]) for i in order[: params.answer_items])
 
     def judge(self, prompt: str, question: str, gold: str, prediction: str, params: Params) -> str:
         correct, reasoning = offline_verdict(gold, prediction, params.judge_f1_threshold)

@@ -96,7 +96,7 @@ class OpenAIBackend:
                 actions.append(Action(a.event, a.id, a.text))
         return actions
 
-    def answer(self, prompt: str, question: str, context: Sequence[Item]) -> str:
+    def answer(self, prompt: str, question: str, context: Sequence[Item], params: Params) -> str:
         memories = "\n".join(f"- [{item.date}] {item.text}" for item in context)
         reply = self.client.complete(
             f"Memories:\n{memories or '(none)'}\n\nQuestion: {question}\nAnswer:", system=prompt

@@ -24,6 +24,7 @@ class Params:
     chunk_size: int = 8  # naive RAG: messages per chunk
     window: int = 120  # long-context: messages kept in the window
     judge_f1_threshold: float = 0.5  # offline judge: token F1 that counts as correct
+    answer_items: int = 2  # offline answers quote this many best-matching context items
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,7 @@ RANGES: Final[dict[str, Range]] = {
     "min_content_words": Range(1, 5, integer=True),
     "chunk_size": Range(2, 24, integer=True),
     "window": Range(20, 400, integer=True),
+    "answer_items": Range(1, 6, integer=True),
 }
 
 

@@ -96,7 +96,7 @@ def test_every_operation_reads_its_prompt_and_parameters_and_a_change_is_a_versi
             "parameter:max_merge_sentences@1",
         },
         "memory_system.search_vector_store": {"parameter:top_k@1", "parameter:retriever@1"},
-        "question-answering": {"question-answering-prompt@1"},
+        "question-answering": {"question-answering-prompt@1", "parameter:answer_items@1"},
         "llm-judge": {"locomo-judge-prompt@1", "parameter:judge_f1_threshold@1"},
     }
     extract_reads = []
@@ -116,7 +116,7 @@ def test_every_operation_reads_its_prompt_and_parameters_and_a_change_is_a_versi
         (f"{prompt}@2", original.text + " Be brief.", {"prompt_version": 2}),
     ]
     params = [r for r in records if r["type"] == "variable" and r.get("category") == "parameter"]
-    assert len(params) == len({p["name"] for p in params}) == 9  # each registered once
+    assert len(params) == len({p["name"] for p in params}) == 10  # each registered once
 
 
 def test_locomo_subset_runs_with_valid_traces(shared_data: Path, tmp_path: Path) -> None:
