@@ -204,6 +204,7 @@ class MemtraceAdapter:
         try:
             reply = self.reflection.complete_json(request, PromptReply, temperature=0)
             self.usage = self.usage + reply.usage
+            self.evaluator.reflection_usage = self.evaluator.reflection_usage + reply.usage
             text: str | None = self.incumbent.prompts[name].revise(reply.value.prompt.strip()).text
         except (LLMError, ConfigError):
             self.malformed += 1

@@ -86,6 +86,9 @@ class RoundSummary:
     heldout_after: float
     budget_spent: int
     runs_made: int
+    llm_calls: int = 0  # so far, sent (cache hits are free)
+    tokens_in: int = 0
+    tokens_out: int = 0
 
 
 @dataclass
@@ -310,6 +313,9 @@ def optimize(
             heldout_after=held,
             budget_spent=evaluator.budget.spent,
             runs_made=evaluator.budget.runs_made,
+            llm_calls=evaluator.llm_usage().calls,
+            tokens_in=evaluator.llm_usage().tokens_in,
+            tokens_out=evaluator.llm_usage().tokens_out,
         )
         rounds.append(summary)
         _write(out / "rounds.json", [asdict(r) for r in rounds])

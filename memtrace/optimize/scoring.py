@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from memtrace.errors import MemtraceError
+from memtrace.llm import Usage
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.core import Backend, ConversationRun
 from memtrace.systems.locomo import Conversation
@@ -89,6 +90,7 @@ class Evaluator:
         self.budget = budget
         self.cache_path = cache_path
         self._cache: dict[tuple[str, str], Score] = {}
+        self.reflection_usage = Usage()  # added to by prompt proposers
         if cache_path.is_file():
             for line in cache_path.read_text(encoding="utf-8").splitlines():
                 if line.strip():  # a line cut by an interruption is not valid JSON: skip it
@@ -99,6 +101,11 @@ class Evaluator:
                     self._cache[(row["key"], row["split"])] = Score(
                         row["correct"], row["total"], tuple(row["failed"])
                     )
+
+    def llm_usage(self) -> Usage:
+        """LLM calls and tokens so far: the system's (an LLM backend) and the reflections'."""
+        system = getattr(self.backend, "usage", None)
+        return self.reflection_usage + (system if isinstance(system, Usage) else Usage())
 
     def cost(self, split: str) -> int:
         return len(self.splits[split])

@@ -274,6 +274,7 @@ def test_the_prompt_path_end_to_end_against_a_local_server(
     # reflection's proposal was parsed and kept
     assert any("That reply was invalid" in json.dumps(r.body) for r in reflections)
     assert len(reflections) >= 3
+    assert 0 < first.llm_calls <= len(fake_openai.chat_requests) and first.tokens_in > 0
     lineage = LineageStore(db).lineage(run_id)
     qa = lineage[lineage["name"] == QUESTION_ANSWERING].iloc[0]
     assert qa["kind"] == "prompt" and bool(qa["accepted"]) and qa["value"].endswith(QUOTE)
