@@ -9,6 +9,7 @@ system runs and the same number of trials (Optuna TPE, seeded):
   (b) guided: attribute the incumbent's failed train cases (offline judge, every failure), group
       them into failure classes, search only the parameters the blamed operations read;
   (b1) guided, largest class: only the parameters of the largest optimizable class;
+  (b2) guided, major classes: only the parameters of classes holding >= 10% of the failures;
   (c) unguided: the same search over every parameter with a search range, no attribution.
 Every variant accepts a candidate only if train accuracy rises and held-out does not drop.
 Prints held-out accuracy per variant and seed, and mean / sample std over seeds, as JSON.
@@ -36,6 +37,7 @@ TRAIN = (2, 9)
 VARIANTS: dict[str, dict[str, Any]] = {
     "guided": {"guided": True},
     "guided-largest-class": {"guided": True, "focus": 1},
+    "guided-major-classes": {"guided": True, "min_share": 0.1},
     "unguided": {"guided": False},
 }
 
@@ -46,7 +48,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--trials", type=int, default=6, help="per round")
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        default=["guided", "guided-major-classes", "unguided"],
+        choices=list(VARIANTS),
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 

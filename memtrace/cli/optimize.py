@@ -54,6 +54,13 @@ def _numbers(text: str, what: str) -> tuple[str, ...]:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--focus", type=int, help="Only the largest N optimizable failure classes.")
 @click.option(
+    "--min-share",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Only failure classes holding at least this share of the failures.",
+)
+@click.option(
     "--max-cases", type=int, default=60, show_default=True, help="Failed cases per round."
 )
 @click.option(
@@ -101,6 +108,7 @@ def _run(
     budget: int,
     seed: int,
     focus: int | None,
+    min_share: float,
     max_cases: int,
     prompts_file: Path | None,
     params_file: Path | None,
@@ -128,6 +136,7 @@ def _run(
         budget=budget,
         seed=seed,
         focus=focus,
+        min_share=min_share,
         max_cases=max_cases,
     )
     console = make_console(stderr=as_json)

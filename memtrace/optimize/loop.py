@@ -54,6 +54,7 @@ class OptimizeOptions:
     budget: int = 100  # system runs (one conversation replayed with its questions)
     seed: int = 0
     focus: int | None = None  # route to the largest N optimizable classes only (None = all)
+    min_share: float = 0.0  # ... and only to classes holding this share of the failures
     max_cases: int = 60  # failed train cases attributed per round (a seeded sample)
 
     def __post_init__(self) -> None:
@@ -215,7 +216,7 @@ def optimize(
             if options.guided:
                 assert feedback is not None
                 routing = route(feedback.classes(incumbent), options.mode)
-                targets = routing.targets(options.focus)
+                targets = routing.targets(options.focus, options.min_share)
                 classes = [{**asdict(c), "case_ids": list(c.case_ids[:3])} for c in routing.classes]
                 if store is not None:
                     store.classes(run_id, number, routing)
@@ -357,6 +358,8 @@ def _check_resume(out: Path, options: OptimizeOptions) -> None:
     if path.is_file():
         found = json.loads(path.read_text(encoding="utf-8"))
         found["budget"] = wanted["budget"]  # a resumed run may be given more (or less) budget
+        defaults = asdict(OptimizeOptions(options.system, options.run_id))
+        found = {**{k: v for k, v in defaults.items() if k not in found}, **found}
         if found != wanted:
             differ = sorted(k for k in wanted if found.get(k) != wanted[k])
             raise ConfigError(

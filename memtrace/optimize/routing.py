@@ -51,11 +51,12 @@ class Routing:
     def unoptimizable(self) -> tuple[RoutedClass, ...]:
         return tuple(c for c in self.classes if not c.targets)
 
-    def targets(self, largest: int | None = None) -> tuple[str, ...]:
-        """The targets of the ``largest`` optimizable classes (all by default), in the order
-        of the classes that name them."""
+    def targets(self, largest: int | None = None, min_share: float = 0.0) -> tuple[str, ...]:
+        """The targets of the ``largest`` optimizable classes (all by default) holding at
+        least ``min_share`` of the failures, in the order of the classes that name them."""
         out: list[str] = []
-        for cls in self.optimizable[:largest]:
+        major = [c for c in self.optimizable if c.share_of_failures >= min_share]
+        for cls in major[:largest]:
             out.extend(t for t in cls.targets if t not in out)
         return tuple(out)
 

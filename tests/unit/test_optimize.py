@@ -79,6 +79,9 @@ def test_routing_sends_each_class_to_what_its_blamed_operation_read() -> None:
     ]
     assert routing.targets() == ("top_k", "none_threshold", "update_threshold")
     assert routing.targets(largest=1) == ("top_k",)
+    # shares of failures: 9/20, 6/20, 3/20, ...: the update class is below 20%
+    assert routing.targets(min_share=0.2) == ("top_k",)
+    assert routing.targets(min_share=0.15) == ("top_k", "none_threshold", "update_threshold")
     why = {c.op_name: c.why_not for c in routing.unoptimizable}
     assert (
         why["question-answering"] == "the blamed operation reads only prompts; run the prompt mode"
