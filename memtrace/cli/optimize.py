@@ -14,7 +14,9 @@ from memtrace.cli.load import ErrorReportingCommand
 from memtrace.cli.options import neo4j_options
 from memtrace.cli.output import make_console
 from memtrace.cli.run import parse_subset
+from memtrace.optimize.routing import MODE_BY_NAME
 from memtrace.settings import Settings
+from memtrace.systems.runner import SYSTEMS
 
 
 def _numbers(text: str, what: str) -> tuple[str, ...]:
@@ -26,7 +28,7 @@ def _numbers(text: str, what: str) -> tuple[str, ...]:
 
 @click.command("optimize", cls=ErrorReportingCommand)
 @neo4j_options
-@click.argument("system", type=click.Choice(["mem0", "rag", "long-context"]))
+@click.argument("system", type=click.Choice(sorted(SYSTEMS)))
 @click.option(
     "--data",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -39,7 +41,7 @@ def _numbers(text: str, what: str) -> tuple[str, ...]:
 @click.option("--questions", type=int, help="The first N questions per conversation.")
 @click.option(
     "--mode",
-    type=click.Choice(["parameters", "prompts"]),
+    type=click.Choice(list(MODE_BY_NAME)),
     default="parameters",
     show_default=True,
     help="parameters: Optuna, offline; prompts: GEPA with a reflection model (needs an LLM "
@@ -129,7 +131,7 @@ def _run(
     options = OptimizeOptions(
         system,
         run_id or f"opt-{system}-{mode}-s{seed}",
-        mode="parameters" if mode == "parameters" else "prompts",
+        mode=MODE_BY_NAME[mode],
         guided=not unguided,
         rounds=rounds,
         trials=trials,

@@ -108,9 +108,27 @@ def prompt_proposer(reflection: LLMClient) -> ProposerFactory:
     return factory
 
 
-PROPOSERS: dict[Mode, str] = {
-    "parameters": "Optuna (TPE) over the routed parameters' search ranges; offline",
-    "prompts": "GEPA over the routed prompts, reflection through an OpenAI-compatible endpoint",
+def _parameters_mode(settings: Settings) -> tuple[Backend, ProposerFactory]:
+    from memtrace.systems.offline import OfflineBackend
+
+    return OfflineBackend(), parameter_proposer
+
+
+def _prompts_mode(settings: Settings) -> tuple[Backend, ProposerFactory]:
+    if not settings.llm.base_url:
+        raise ConfigError("the prompt mode needs an LLM endpoint: set OPENAI_BASE_URL")
+    from memtrace.systems.openai_backend import OpenAIBackend
+
+    client = LLMClient.from_settings(settings)
+    return OpenAIBackend(client), prompt_proposer(client)
+
+
+# The optimizers by mode: the system's backend and the proposer. ``parameters``: Optuna (TPE)
+# over the routed parameters, offline; ``prompts``: GEPA over the routed prompts, the system
+# and the reflection model on the configured OpenAI-compatible endpoint.
+PROPOSERS: dict[Mode, Callable[[Settings], tuple[Backend, ProposerFactory]]] = {
+    "parameters": _parameters_mode,
+    "prompts": _prompts_mode,
 }
 
 
@@ -176,33 +194,16 @@ def optimize_system(
     base: SystemConfig | None = None,
     on_round: Callable[[RoundSummary], None] | None = None,
 ) -> OptimizeResult:
-    """The CLI's entry: backend and proposer chosen by ``options.mode``."""
-    if options.mode == "parameters":
-        from memtrace.systems.offline import OfflineBackend
-
-        return run_optimization(
-            options,
-            train,
-            heldout,
-            out,
-            backend=OfflineBackend(),
-            db=db,
-            base=base,
-            on_round=on_round,
-        )
-    if not settings.llm.base_url:
-        raise ConfigError("the prompt mode needs an LLM endpoint: set OPENAI_BASE_URL")
-    from memtrace.systems.openai_backend import OpenAIBackend
-
-    client = LLMClient.from_settings(settings)
+    """The CLI's entry: backend and proposer from ``PROPOSERS[options.mode]``."""
+    backend, proposer = PROPOSERS[options.mode](settings)
     return run_optimization(
         options,
         train,
         heldout,
         out,
-        backend=OpenAIBackend(client),
+        backend=backend,
         db=db,
-        proposer=prompt_proposer(client),
+        proposer=proposer,
         base=base,
         on_round=on_round,
     )

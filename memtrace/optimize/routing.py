@@ -18,6 +18,7 @@ from memtrace.systems.params import RANGES
 from memtrace.systems.prompts import FACT_EXTRACTION, QUESTION_ANSWERING, UPDATE_DECISION
 
 Mode = Literal["parameters", "prompts"]
+MODE_BY_NAME: dict[str, Mode] = {"parameters": "parameters", "prompts": "prompts"}
 # The judge's prompt and threshold are never targets: loosening the judge "improves" accuracy.
 TUNABLE_PROMPTS = (FACT_EXTRACTION, UPDATE_DECISION, QUESTION_ANSWERING)
 
