@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from memtrace.errors import ConfigError
-from memtrace.optimize.routing import Mode, Routing, route
+from memtrace.optimize.routing import TUNABLE_PROMPTS, Mode, Routing, route
 from memtrace.optimize.scoring import Evaluator, OutOfBudget, Score
 from memtrace.optimize.store import LineageStore
 from memtrace.systems.config import SystemConfig, write_config
@@ -164,8 +164,7 @@ class Versions:
 
 
 def movable(mode: Mode) -> tuple[str, ...]:
-    from memtrace.optimize.routing import TUNABLE_PROMPTS
-
+    """What an unguided optimizer moves: everything the mode can."""
     return tuple(RANGES) if mode == "parameters" else TUNABLE_PROMPTS
 
 
