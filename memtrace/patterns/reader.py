@@ -30,3 +30,25 @@ class PatternReader:
             error_type=error_type,
             min_count=min_count,
         )
+
+    def run_summary(self, run_id: str, system: str | None) -> pd.DataFrame:
+        return self._frame("run_summary", run_id=run_id, system=system)
+
+    def failed_attributions(self, run_id: str, system: str | None) -> pd.DataFrame:
+        return self._frame("failed_attributions", run_id=run_id, system=system)
+
+    def by_category(self, run_id: str, system: str | None) -> pd.DataFrame:
+        return self._frame("by_category", run_id=run_id, system=system)
+
+    def evidence_position(self, run_id: str, system: str | None) -> pd.DataFrame:
+        return self._frame("evidence_position", run_id=run_id, system=system)
+
+    def evidence_funnel(self, run_id: str, system: str | None) -> pd.DataFrame:
+        return self._frame("evidence_funnel", run_id=run_id, system=system)
+
+    def case_details(self, run_id: str, cases: list[tuple[str, str]]) -> pd.DataFrame:
+        refs = [{"trace_id": trace_id, "case_id": case_id} for trace_id, case_id in cases]
+        return self._frame("case_details", run_id=run_id, cases=refs)
+
+    def runs(self) -> pd.DataFrame:
+        return self._frame("runs")
