@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 
 import pytest
+from click.testing import CliRunner, Result
 from patterns_seed import Seed, seed, unseed
 
 from memtrace import patterns
+from memtrace.cli import cli
+from memtrace.cli.patterns import LIST_COLUMNS
 from memtrace.db import Database
 from memtrace.errors import MemtraceError
-from memtrace.patterns import CLASS_COLUMNS, failure_classes
+from memtrace.patterns import CLASS_COLUMNS, export, failure_classes
 
 pytestmark = pytest.mark.integration
 
@@ -143,3 +147,55 @@ def test_compare_runs_reports_each_change(db: Database, seeded: Seed) -> None:
     assert list(table["status"]) == ["appeared", "grew", "shrank", "vanished"]
     with pytest.raises(MemtraceError, match="no attribution run 'nope'"):
         patterns.compare_runs(db, seeded.run1, "nope")
+
+
+def _cli(*args: str) -> Result:
+    return CliRunner().invoke(cli, ["patterns", *args], catch_exceptions=False)
+
+
+def test_cli_table_names_classes_and_failed_attributions(seeded: Seed) -> None:
+    result = _cli("--run", seeded.run1)
+    assert result.exit_code == 0, result.output
+    assert "memory_system.extract_facts" in result.output
+    assert "no optimizable input" in result.output  # the update class
+    assert "1 case(s) whose attribution failed" in result.output
+
+
+def test_cli_csv_and_json_round_trip(db: Database, seeded: Seed) -> None:
+    expected = failure_classes(db, seeded.run1)
+    as_json = _cli("--run", seeded.run1, "--format", "json")
+    assert as_json.exit_code == 0
+    parsed = json.loads(as_json.output, parse_constant=pytest.fail)  # no NaN / Infinity
+    assert export.from_json(as_json.output).equals(expected)
+    assert parsed[0]["inputs"] == expected.loc[0, "inputs"]
+    as_csv = _cli("--run", seeded.run1, "--format", "csv")
+    assert as_csv.exit_code == 0
+    back = export.from_csv(as_csv.output, LIST_COLUMNS)
+    assert back.equals(expected), (back.dtypes, expected.dtypes)
+
+
+def test_cli_filters_views_and_compare(seeded: Seed) -> None:
+    rag = json.loads(_cli("--run", seeded.run1, "--system", "rag", "--format", "json").output)
+    assert [row["system"] for row in rag] == ["rag"]
+    big = json.loads(_cli("--run", seeded.run1, "--min-count", "2", "--format", "json").output)
+    assert sorted(row["cases"] for row in big) == [2, 2]
+    typed = _cli("--run", seeded.run1, "--error-type", "UpdateError", "--format", "json")
+    assert [row["error_type"] for row in json.loads(typed.output)] == ["UpdateError"]
+    failed = json.loads(_cli("--run", seeded.run1, "--view", "failed", "--format", "json").output)
+    assert [row["case_id"] for row in failed] == ["q4"]
+    compared = _cli("--compare", seeded.run1, seeded.run2, "--format", "json")
+    statuses = {(r["status"], r["error_type"]) for r in json.loads(compared.output)}
+    assert statuses == {
+        ("appeared", "ResponseError"),
+        ("grew", "UpdateError"),
+        ("shrank", "ExtractionError"),
+        ("vanished", "RetrievalError"),
+    }
+
+
+def test_cli_unknown_run_is_an_error(seeded: Seed) -> None:
+    result = CliRunner().invoke(cli, ["patterns", "--run", f"{seeded.scope}-missing"])
+    assert result.exit_code == 1
+    assert "no attribution run" in result.output
+    bad = CliRunner().invoke(cli, ["patterns", "--view", "funnel", "--min-count", "3"])
+    assert bad.exit_code == 2
