@@ -23,6 +23,7 @@ COMMANDS = {
     "eval": "memtrace.cli.attribute:eval_command",
     "explain": "memtrace.cli.attribute:explain_command",
     "patterns": "memtrace.cli.patterns:patterns_command",
+    "report": "memtrace.cli.report:report_command",
 }
 
 

@@ -87,7 +87,6 @@ VIEWS: dict[str, View] = {
 }
 
 COMPARE_COLUMNS = ("status", "system", "op_name", "error_type", "cases_a", "cases_b", "change")
-LIST_COLUMNS = ("inputs", "prompts", "parameters", "example_cases", "case_ids", "trace_ids")
 
 
 def _cell(column: str, value: object) -> str:

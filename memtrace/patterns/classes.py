@@ -31,6 +31,18 @@ CLASS_COLUMNS = (
     "failures",
     "blamed_operations",
     "executions",
+    "case_refs",  # [trace_id, case_id] of every case, by case id: case ids repeat across traces
+)
+
+# the columns holding lists (JSON arrays in CSV cells)
+LIST_COLUMNS = (
+    "inputs",
+    "prompts",
+    "parameters",
+    "example_cases",
+    "case_ids",
+    "trace_ids",
+    "case_refs",
 )
 
 EXAMPLES = 3
@@ -64,6 +76,9 @@ def shape_classes(rows: pd.DataFrame) -> pd.DataFrame:
     frame["case_ids"] = rows["case_ids"].map(lambda ids: sorted(map(str, ids)))
     frame["example_cases"] = frame["case_ids"].map(lambda ids: ids[:EXAMPLES])
     frame["trace_ids"] = rows["trace_ids"].map(_names)
+    frame["case_refs"] = rows["case_refs"].map(
+        lambda refs: sorted(([str(t), str(c)] for t, c in refs), key=lambda r: (r[1], r[0]))
+    )
     for column in ("failures", "blamed_operations", "executions"):
         frame[column] = rows[column].astype(int)
     frame = frame.sort_values(

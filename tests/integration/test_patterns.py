@@ -12,10 +12,10 @@ from patterns_seed import Seed, seed, unseed
 
 from memtrace import patterns
 from memtrace.cli import cli
-from memtrace.cli.patterns import LIST_COLUMNS
 from memtrace.db import Database
 from memtrace.errors import MemtraceError
 from memtrace.patterns import CLASS_COLUMNS, export, failure_classes
+from memtrace.patterns.classes import LIST_COLUMNS
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from memtrace.patterns import breakdowns, export
-from memtrace.patterns.classes import CLASS_COLUMNS, shape_classes
+from memtrace.patterns.classes import CLASS_COLUMNS, LIST_COLUMNS, shape_classes
 
 
 def _row(**overrides: object) -> dict[str, object]:
@@ -31,6 +31,7 @@ def _row(**overrides: object) -> dict[str, object]:
         "example_cases": ["c", "b", "a"],
         "case_ids": ["c", "b", "a"],
         "trace_ids": ["t2", "t1"],
+        "case_refs": [["t1", "c"], ["t2", "b"], ["t1", "a"]],
     }
     return row | overrides
 
@@ -46,6 +47,7 @@ def test_shape_classes_types_and_order() -> None:
     assert deletion["parameters"] == ["top_k"]
     assert deletion["case_ids"] == ["a", "b", "c"] and deletion["example_cases"] == ["a", "b", "c"]
     assert deletion["trace_ids"] == ["t1", "t2"]
+    assert deletion["case_refs"] == [["t1", "a"], ["t2", "b"], ["t1", "c"]]
     assert bool(deletion["optimizable"]) and not bool(classes.iloc[0]["optimizable"])
     assert math.isnan(deletion["median_confidence"])
 
@@ -116,10 +118,7 @@ def test_json_is_strict_and_csv_round_trips() -> None:
     text = export.to_json(classes)
     parsed = json.loads(text, parse_constant=pytest.fail)
     assert [row["median_confidence"] for row in parsed] == [None, 0.4]  # NaN -> null
-    back = export.from_csv(
-        export.to_csv(classes),
-        ("inputs", "prompts", "parameters", "example_cases", "case_ids", "trace_ids"),
-    )
+    back = export.from_csv(export.to_csv(classes), LIST_COLUMNS)
     assert back["inputs"].tolist() == classes["inputs"].tolist()
     assert back["cases"].tolist() == classes["cases"].tolist()
     assert back["median_confidence"].isna().tolist() == [True, False]
