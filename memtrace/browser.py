@@ -1,18 +1,28 @@
-"""Neo4j Browser for memtrace: where it is, a launch URL with the connection prefilled, a GraSS
-style, and the pattern queries one click away (Browser URL parameters ``cmd=edit&arg=``).
+"""Neo4j Browser for memtrace: a launch URL with the connection prefilled, a GraSS style, and
+a Browser guide with the pattern queries one click away.
 
-Nothing here needs a custom Browser build: it uses the URL parameters Neo4j Browser 5 documents
-(``dbms``, ``db``, ``preselectAuthMethod``, ``cmd=edit|params``) and a standard GraSS file.
+Nothing here needs a custom Browser build. It uses what Neo4j Browser 5 documents: the URL
+parameters ``dbms``, ``db``, ``preselectAuthMethod`` and ``cmd=edit&arg=`` (the editor holds
+``:guide <url>`` after login), remote guides loaded with ``:guide <url>`` from an allow-listed
+host (``localhost`` is in ``browser.remote_content_hostname_allowlist`` by default), runnable
+blocks in the guide that put a query into the editor, and ``:style <url>`` for the GraSS file.
+The guide and the style are served by a small local HTTP server while `memtrace browser` runs.
 """
 
 from __future__ import annotations
 
+import html
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
-from memtrace.cypher import Query, get_query
+from memtrace.cypher import get_query
 from memtrace.server.layout import ServerLayout
 from memtrace.settings import Settings
 
@@ -26,6 +36,7 @@ PATTERN_QUERIES = (
     "patterns/run_summary",
     "patterns/runs",
 )
+CASE_VIEW = "patterns/case_view"
 
 # Captions and colours for memtrace's labels; relationship captions show the type.
 GRASS = """\
@@ -103,36 +114,118 @@ def launch_url(where: BrowserTarget, command: str | None = None, arg: str | None
     return f"{where.url}?{urlencode(params, quote_via=quote, safe=':/@')}"
 
 
-def params_line(run_id: str, query: Query) -> str:
-    """``:params {...}`` with the run id set and every other parameter null (no filter)."""
-    values: dict[str, object] = {name: None for name in query.params} | {"run_id": run_id}
-    if "min_count" in query.params:
-        values["min_count"] = 1
+def params_line(values: dict[str, object]) -> str:
+    """``:params {...}`` in Browser syntax (JSON values are valid Cypher map values)."""
     body = ", ".join(f"{name}: {json.dumps(value)}" for name, value in values.items())
     return f":params {{{body}}}"
 
 
-def editor_text(run_id: str, name: str) -> str:
-    """What a query's link puts into the editor: its :params preset, then the query."""
-    query = get_query(name)
-    if not query.params:
-        return query.text
-    return f"{params_line(run_id, query)}\n{query.text}"
+def guide_params(run_id: str, case: tuple[str, str] | None) -> dict[str, object]:
+    """Every parameter the guide's queries use: the run, no filters, one example case."""
+    values: dict[str, object] = {}
+    for name in (*PATTERN_QUERIES, CASE_VIEW):
+        for param in get_query(name).params:
+            values[param] = None
+    values |= {"run_id": run_id, "min_count": 1}
+    if case is not None:
+        values |= {"trace_id": case[0], "case_id": case[1]}
+    return values
+
+
+def render_guide(run_id: str, base_url: str, case: tuple[str, str] | None) -> str:
+    """A Neo4j Browser guide (``:guide URL``): click a block to put it into the editor."""
+
+    def block(text: str) -> str:
+        return f'<pre class="pre-scrollable code runnable">{html.escape(text.strip())}</pre>'
+
+    slides = [
+        "<h3>memtrace: failure patterns</h3>"
+        f"<p>Attribution run <b>{html.escape(run_id)}</b>. Click a grey block to put it into the "
+        "editor, then run it. First the style (captions and colours for memtrace's labels):</p>"
+        + block(f":style {base_url}/memtrace.grass")
+        + "<p>then the parameters every query below uses (edit them to filter by system, error "
+        "type or a minimum count, or to open another case):</p>"
+        + block(params_line(guide_params(run_id, case)))
+    ]
+    for name in (*PATTERN_QUERIES, CASE_VIEW):
+        query = get_query(name)
+        slides.append(
+            f"<h3>{html.escape(name.split('/')[-1].replace('_', ' '))}</h3>"
+            f"<p>{html.escape(query.description)}</p>" + block(query.text)
+        )
+    body = "".join(
+        f'<slide class="row-fluid"><div class="col-sm-12">{slide}</div></slide>' for slide in slides
+    )
+    return (
+        '<article class="guide"><carousel class="deck container-fluid">'
+        f"{body}</carousel></article>\n"
+    )
 
 
 @dataclass(frozen=True)
-class QueryLink:
-    name: str
-    description: str
-    url: str
+class GuideFiles:
+    """What the guide server serves, by path."""
+
+    files: dict[str, tuple[str, bytes]]  # path -> (content type, body)
 
 
-def query_links(where: BrowserTarget, run_id: str) -> list[QueryLink]:
-    return [
-        QueryLink(
-            name,
-            get_query(name).description,
-            launch_url(where, "edit", editor_text(run_id, name)),
-        )
-        for name in PATTERN_QUERIES
-    ]
+def guide_files(run_id: str, base_url: str, case: tuple[str, str] | None) -> GuideFiles:
+    return GuideFiles(
+        {
+            "/memtrace.html": (
+                "text/html; charset=utf-8",
+                render_guide(run_id, base_url, case).encode(),
+            ),
+            "/memtrace.grass": ("text/plain; charset=utf-8", GRASS.encode()),
+        }
+    )
+
+
+def _handler(files: GuideFiles) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        # The Browser fetches guides and styles with CORS requests from its own origin.
+        def _headers(self, status: int, content_type: str | None, length: int) -> None:
+            self.send_response(status)
+            self.send_header("Access-Control-Allow-Origin", "*")
+            self.send_header("Access-Control-Allow-Headers", "*")
+            self.send_header("Access-Control-Allow-Methods", "GET, OPTIONS")
+            if content_type:
+                self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(length))
+            self.end_headers()
+
+        def do_OPTIONS(self) -> None:
+            self._headers(204, None, 0)
+
+        def do_GET(self) -> None:
+            found = files.files.get(self.path.split("?", 1)[0])
+            if found is None:
+                self._headers(404, "text/plain", 0)
+                return
+            content_type, body = found
+            self._headers(200, content_type, len(body))
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep the terminal quiet
+            return
+
+    return Handler
+
+
+@contextmanager
+def guide_server(
+    run_id: str, case: tuple[str, str] | None, port: int = 0
+) -> Iterator[tuple[ThreadingHTTPServer, str]]:
+    """Serve the guide and the style on localhost (the Browser's default allow-list host for
+    remote guides) in a background thread; yields the server and the guide's URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), _handler(GuideFiles({})))
+    base_url = f"http://localhost:{server.server_address[1]}"
+    server.RequestHandlerClass = _handler(guide_files(run_id, base_url, case))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server, f"{base_url}/memtrace.html"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

@@ -102,17 +102,19 @@ def table(frame: pd.DataFrame, columns: Sequence[str], shares: Sequence[str] = (
     return TableBlock([c.replace("_", " ") for c in columns], rows)
 
 
-def browser_cypher(run_id: str, trace_id: str, case_id: str) -> str:
-    """The case view with :param lines, ready to run in Neo4j Browser."""
-    params = {"run_id": run_id, "trace_id": trace_id, "case_id": case_id}
-    lines = [f":param {key} => {json.dumps(value)};" for key, value in params.items()]
-    return "\n".join([*lines, get_query("patterns/case_view").text])
+def case_params(run_id: str, trace_id: str, case_id: str) -> str:
+    """The Browser command that sets the case view's parameters."""
+    values = {"run_id": run_id, "trace_id": trace_id, "case_id": case_id}
+    return ":params {" + ", ".join(f"{k}: {json.dumps(v)}" for k, v in values.items()) + "}"
 
 
-def browser_link(browser_url: str | None, cypher: str) -> str | None:
+def browser_link(browser_url: str | None, params: str) -> str | None:
+    """Opens the Browser with the parameters in the editor: Browser 5 shows only a summary for
+    each statement of a multi-statement run, so the parameters and the query run one by one."""
     if browser_url is None:
         return None
-    return f"{browser_url.rstrip('/')}/?cmd=edit&arg={quote(cypher, safe='')}"
+    arg = quote(params.removeprefix(":params "), safe="")
+    return f"{browser_url.rstrip('/')}/?cmd=params&arg={arg}"
 
 
 def _summary(data: ReportData) -> Section:
@@ -214,8 +216,12 @@ def _class_section(index: int, row: Mapping[Hashable, object], data: ReportData)
             continue
         section.blocks.append(Paragraph(f"Case {case_id} (trace {trace_id})"))
         section.blocks.append(Items(_case_items(case)))
-        cypher = browser_cypher(data.run_id, trace_id, case_id)
-        section.blocks.append(Code(cypher, browser_link(data.browser_url, cypher)))
+        params = case_params(data.run_id, trace_id, case_id)
+        section.blocks.append(
+            Paragraph("In Neo4j Browser, run these parameters, then the case view query:")
+        )
+        section.blocks.append(Code(params, browser_link(data.browser_url, params)))
+        section.blocks.append(Code(get_query("patterns/case_view").text))
     return section
 
 

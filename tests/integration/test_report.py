@@ -106,7 +106,8 @@ def test_report_html_is_complete_and_self_contained(seeded: Seed, tmp_path: Path
     assert "no optimizable input" in text  # the update class
     assert "malformed judge output" in text  # the failed attribution, listed
     assert "Question q3?" in text and "seeded verdict for q4" in text  # example cases
-    assert ":param case_id =&gt;" in html or ':param case_id => "q3";' in text
+    assert ':params {run_id: "' + seeded.run2 + '", trace_id: "' in text  # a case's view
+    assert "MATCH (c:Case {trace_id: $trace_id, id: $case_id})" in text
 
 
 def test_markdown_twin_has_every_section_and_chart(seeded: Seed, tmp_path: Path) -> None:
