@@ -153,12 +153,12 @@ def render_guide(run_id: str, base_url: str, case: tuple[str, str] | None) -> st
             f"<h3>{html.escape(name.split('/')[-1].replace('_', ' '))}</h3>"
             f"<p>{html.escape(query.description)}</p>" + block(query.text)
         )
-    body = "".join(
-        f'<slide class="row-fluid"><div class="col-sm-12">{slide}</div></slide>' for slide in slides
-    )
+    # one slide: the guide drawer pages between slides, a single one scrolls
+    body = "".join(slides)
     return (
         '<article class="guide"><carousel class="deck container-fluid">'
-        f"{body}</carousel></article>\n"
+        f'<slide class="row-fluid"><div class="col-sm-12">{body}</div></slide>'
+        "</carousel></article>\n"
     )
 
 

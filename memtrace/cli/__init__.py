@@ -24,6 +24,7 @@ COMMANDS = {
     "explain": "memtrace.cli.attribute:explain_command",
     "patterns": "memtrace.cli.patterns:patterns_command",
     "report": "memtrace.cli.report:report_command",
+    "browser": "memtrace.cli.browser:browser_command",
 }
 
 
