@@ -60,7 +60,9 @@ FUNNEL_STAGES = ("needed", "extracted", "survived", "retrieved", "in_context")
 
 
 def funnel(rows: pd.DataFrame) -> pd.DataFrame:
-    """The evidence-loss funnel in long form: system, stage, evidence, share of needed."""
+    """The evidence-loss funnel in long form: system, stage, evidence, share of needed; then
+    the evidence of cases whose attribution failed (stage ``unknown``, no share: it is outside
+    the funnel, counted so that nothing is dropped)."""
     records: list[dict[str, object]] = []
     for row in rows.to_dict(orient="records"):
         needed = int(row["needed"])
@@ -70,6 +72,8 @@ def funnel(rows: pd.DataFrame) -> pd.DataFrame:
             records.append(
                 {"system": row["system"], "stage": stage, "evidence": count, "share": share}
             )
+        unknown = int(row["unknown"])
+        records.append({"system": row["system"], "stage": "unknown", "evidence": unknown})
     return pd.DataFrame(records, columns=["system", "stage", "evidence", "share"])
 
 

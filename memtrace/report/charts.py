@@ -76,7 +76,7 @@ def evidence_funnel(funnel: pd.DataFrame) -> bytes:
         systems = sorted(set(funnel["system"].astype(str)))
         width = 0.8 / len(systems)
         for i, system in enumerate(systems):
-            rows = funnel[funnel["system"] == system]
+            rows = funnel[(funnel["system"] == system) & funnel["stage"].isin(FUNNEL_STAGES)]
             share = dict(zip(rows["stage"], rows["share"].astype(float), strict=True))
             xs = [j + i * width for j in range(len(FUNNEL_STAGES))]
             axes.bar(xs, [share[s] for s in FUNNEL_STAGES], width, label=system)

@@ -91,7 +91,7 @@ def _fmt(value: object) -> str:
 
 
 def _share(value: float) -> str:
-    return f"{value:.0%}"
+    return "-" if value != value else f"{value:.0%}"
 
 
 def table(frame: pd.DataFrame, columns: Sequence[str], shares: Sequence[str] = ()) -> TableBlock:

@@ -127,9 +127,16 @@ def test_evidence_funnel(db: Database, seeded: Seed) -> None:
     funnel = patterns.evidence_funnel(db, seeded.run2)
     mem0 = funnel[funnel["system"] == "mem0"].set_index("stage")["evidence"].to_dict()
     # q1 Extraction (1 message), q2 Response at the answer op (1), q3 Update (1), q4 Update (2)
-    assert mem0 == {"needed": 5, "extracted": 4, "survived": 1, "retrieved": 1, "in_context": 1}
+    assert mem0 == {
+        "needed": 5,
+        "extracted": 4,
+        "survived": 1,
+        "retrieved": 1,
+        "in_context": 1,
+        "unknown": 0,
+    }
     rag = funnel[funnel["system"] == "rag"].set_index("stage")["evidence"].to_dict()
-    assert rag["needed"] == 0  # its one attributed case failed to attribute
+    assert rag["needed"] == 0 and rag["unknown"] == 1  # its one case failed to attribute
 
 
 def test_compare_runs_reports_each_change(db: Database, seeded: Seed) -> None:

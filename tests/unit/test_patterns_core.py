@@ -109,8 +109,9 @@ def test_funnel_shares() -> None:
         ]
     )
     funnel = breakdowns.funnel(rows)
-    assert list(funnel["stage"]) == list(breakdowns.FUNNEL_STAGES)
-    assert list(funnel["share"]) == [1.0, 0.75, 0.5, 0.25, 0.0]
+    assert list(funnel["stage"]) == [*breakdowns.FUNNEL_STAGES, "unknown"]
+    assert list(funnel["share"])[:5] == [1.0, 0.75, 0.5, 0.25, 0.0]
+    assert list(funnel["evidence"])[5] == 1 and pd.isna(funnel["share"].iloc[5])
 
 
 def test_json_is_strict_and_csv_round_trips() -> None:
