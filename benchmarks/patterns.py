@@ -60,6 +60,7 @@ CREATE (x)-[:READS]->(m), (x)-[:READS]->(p), (u)-[:READS]->(m)
 """
 
 CASES = """
+MATCH (t:Trace {id: $trace_id})
 MATCH (q:Variable {trace_id: $trace_id, id: 'qa-prompt@1'})
 MATCH (k:Variable {trace_id: $trace_id, id: 'top_k@1'})
 UNWIND $cases AS c
@@ -72,8 +73,8 @@ CREATE (s:Operation {trace_id: $trace_id, id: 's-' + c.id, seq: c.seq + 1,
         name: 'memory_system.search_vector_store', kind: 'retrieval'})
 CREATE (a:Operation {trace_id: $trace_id, id: 'qa-' + c.id, seq: c.seq + 2,
         name: 'question-answering', kind: 'generation'})
-CREATE (case)-[:QUERY]->(qv), (case)-[:EVIDENCE]->(m1), (s)-[:READS]->(qv), (s)-[:READS]->(k),
-       (a)-[:READS]->(qv), (a)-[:READS]->(q)
+CREATE (t)-[:HAS_CASE]->(case), (case)-[:QUERY]->(qv), (case)-[:EVIDENCE]->(m1),
+       (s)-[:READS]->(qv), (s)-[:READS]->(k), (a)-[:READS]->(qv), (a)-[:READS]->(q)
 WITH case, c
 CALL (case, c) {
   UNWIND c.evidence[1..] AS more

@@ -33,7 +33,7 @@ def _position(rows: pd.DataFrame, column: str, key: str) -> pd.DataFrame:
     if rows.empty:
         return pd.DataFrame(columns=["system", key, "error_type", "cases", "evidence"])
     frame = rows.assign(error_type=rows["error_type"].fillna(FAILED_ATTRIBUTION))
-    frame[key] = frame[column]
+    frame[key] = frame[column].astype("Int64") if column == "session_index" else frame[column]
     frame["case_key"] = list(zip(frame["trace_id"], frame["case_id"], strict=True))
     grouped = frame.groupby(["system", key, "error_type"], sort=True)
     result = grouped.agg(cases=("case_key", "nunique"), evidence=("evidence_id", "size"))

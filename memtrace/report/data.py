@@ -8,6 +8,7 @@ import pandas as pd
 
 from memtrace import patterns
 from memtrace.db import Database
+from memtrace.patterns import breakdowns
 from memtrace.patterns.reader import PatternReader
 
 EXAMPLES_PER_CLASS = 3
@@ -52,6 +53,8 @@ def collect(
     classes = patterns.failure_classes(db, run_id)
     shown = classes.head(max_classes)
     examples = PatternReader(db).case_details(run_id, _example_refs(shown))
+    reader = PatternReader(db)
+    positions = reader.evidence_position(run_id, None)  # read once, broken down twice
     comparison = pd.DataFrame()
     if compare_run is not None:
         comparison = patterns.compare_runs(db, compare_run, run_id)
@@ -61,8 +64,8 @@ def collect(
         classes=classes,
         funnel=patterns.evidence_funnel(db, run_id),
         categories=patterns.by_category(db, run_id),
-        sessions=patterns.by_session(db, run_id),
-        ages=patterns.by_age(db, run_id),
+        sessions=breakdowns.by_session(positions),
+        ages=breakdowns.by_age(positions),
         failed=patterns.failed_attributions(db, run_id),
         examples=examples,
         compare_run=compare_run,
