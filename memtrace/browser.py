@@ -22,21 +22,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
-from memtrace.cypher import get_query
+from memtrace.patterns.reader import BROWSER_QUERIES, pattern_query
 from memtrace.server.layout import ServerLayout
 from memtrace.settings import Settings
-
-# the pattern queries offered in the Browser, in the order a user explores a run
-PATTERN_QUERIES = (
-    "patterns/failure_classes",
-    "patterns/by_category",
-    "patterns/evidence_funnel",
-    "patterns/evidence_position",
-    "patterns/failed_attributions",
-    "patterns/run_summary",
-    "patterns/runs",
-)
-CASE_VIEW = "patterns/case_view"
 
 # Captions and colours for memtrace's labels; relationship captions show the type.
 GRASS = """\
@@ -123,8 +111,8 @@ def params_line(values: dict[str, object]) -> str:
 def guide_params(run_id: str, case: tuple[str, str] | None) -> dict[str, object]:
     """Every parameter the guide's queries use: the run, no filters, one example case."""
     values: dict[str, object] = {}
-    for name in (*PATTERN_QUERIES, CASE_VIEW):
-        for param in get_query(name).params:
+    for name in BROWSER_QUERIES:
+        for param in pattern_query(name).params:
             values[param] = None
     values |= {"run_id": run_id, "min_count": 1}
     if case is not None:
@@ -147,10 +135,10 @@ def render_guide(run_id: str, base_url: str, case: tuple[str, str] | None) -> st
         "type or a minimum count, or to open another case):</p>"
         + block(params_line(guide_params(run_id, case)))
     ]
-    for name in (*PATTERN_QUERIES, CASE_VIEW):
-        query = get_query(name)
+    for name in BROWSER_QUERIES:
+        query = pattern_query(name)
         slides.append(
-            f"<h3>{html.escape(name.split('/')[-1].replace('_', ' '))}</h3>"
+            f"<h3>{html.escape(name.replace('_', ' '))}</h3>"
             f"<p>{html.escape(query.description)}</p>" + block(query.text)
         )
     # one slide: the guide drawer pages between slides, a single one scrolls

@@ -6,8 +6,25 @@ from typing import Any
 
 import pandas as pd
 
-from memtrace.cypher import get_query
+from memtrace.cypher import Query, get_query
 from memtrace.db import Database
+
+# the queries offered in Neo4j Browser, in the order a user explores a run
+BROWSER_QUERIES = (
+    "failure_classes",
+    "by_category",
+    "evidence_funnel",
+    "evidence_position",
+    "failed_attributions",
+    "run_summary",
+    "runs",
+    "case_view",
+)
+
+
+def pattern_query(name: str) -> Query:
+    """A query of cypher/patterns/ by its file name, for showing (the Browser, the report)."""
+    return get_query(f"patterns/{name}")
 
 
 class PatternReader:
@@ -17,7 +34,7 @@ class PatternReader:
         self.db = db
 
     def _frame(self, name: str, **params: Any) -> pd.DataFrame:
-        query = get_query(f"patterns/{name}")
+        query = pattern_query(name)
         return pd.DataFrame(self.db.run(query, **params), columns=list(query.columns))
 
     def failure_classes(

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from memtrace.cypher import get_query
+from memtrace.patterns.reader import pattern_query
 from memtrace.report.charts import Chart
 from memtrace.report.data import ReportData
 
@@ -221,7 +221,7 @@ def _class_section(index: int, row: Mapping[Hashable, object], data: ReportData)
             Paragraph("In Neo4j Browser, run these parameters, then the case view query:")
         )
         section.blocks.append(Code(params, browser_link(data.browser_url, params)))
-        section.blocks.append(Code(get_query("patterns/case_view").text))
+        section.blocks.append(Code(pattern_query("case_view").text))
     return section
 
 

@@ -8,16 +8,14 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from memtrace.browser import (
-    CASE_VIEW,
     GRASS,
-    PATTERN_QUERIES,
     BrowserTarget,
     guide_params,
     guide_server,
     launch_url,
     render_guide,
 )
-from memtrace.cypher import get_query
+from memtrace.patterns.reader import BROWSER_QUERIES, pattern_query
 
 WHERE = BrowserTarget(
     "http://127.0.0.1:7474/browser/", "bolt://127.0.0.1:7687", "neo4j", "neo4j", Path("/x")
@@ -38,16 +36,16 @@ def test_guide_holds_style_params_and_every_pattern_query() -> None:
     guide = render_guide("run-1", "http://localhost:9", ("t-1", "case <1>"))
     assert '<article class="guide">' in guide
     assert ":style http://localhost:9/memtrace.grass" in guide
-    for name in (*PATTERN_QUERIES, CASE_VIEW):
-        assert html.escape(get_query(name).text.strip()) in guide
+    for name in BROWSER_QUERIES:
+        assert html.escape(pattern_query(name).text.strip()) in guide
     assert "case &lt;1&gt;" in guide  # values are escaped
-    assert guide.count('class="pre-scrollable code runnable"') == len(PATTERN_QUERIES) + 3
+    assert guide.count('class="pre-scrollable code runnable"') == len(BROWSER_QUERIES) + 2
 
 
 def test_guide_params_cover_every_query_parameter() -> None:
     values = guide_params("run-1", None)
-    for name in (*PATTERN_QUERIES, CASE_VIEW):
-        assert set(get_query(name).params) <= set(values)
+    for name in BROWSER_QUERIES:
+        assert set(pattern_query(name).params) <= set(values)
     assert values["run_id"] == "run-1" and values["min_count"] == 1
     assert values["system"] is None and values["case_id"] is None
 
