@@ -29,8 +29,6 @@ def _row(**overrides: object) -> dict[str, object]:
         "share_of_executions": 0.25,
         "median_confidence": None,
         "example_cases": ["c", "b", "a"],
-        "case_ids": ["c", "b", "a"],
-        "trace_ids": ["t2", "t1"],
         "case_refs": [["t1", "c"], ["t2", "b"], ["t1", "a"]],
     }
     return row | overrides
