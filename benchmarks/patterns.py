@@ -35,6 +35,7 @@ from memtrace import patterns
 from memtrace.db import Database, connect
 from memtrace.loaders.schema import delete_trace, init_schema
 from memtrace.report.build import make_report
+from memtrace.settings import load_settings
 
 SYSTEMS = ("mem0", "rag", "long-context")
 MESSAGES = 100
@@ -173,7 +174,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     scope = f"bp{uuid.uuid4().hex[:8]}"
-    with connect() as db:
+    with connect(load_settings()) as db:
         init_schema(db)
         started = time.perf_counter()
         run_id, ids = seed(db, scope, args.traces, args.cases)
