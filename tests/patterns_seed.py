@@ -7,6 +7,7 @@ run ``<scope>-r1``                         run ``<scope>-r2``
 - mem0 q1, q2 -> extract ex1 (Extraction)   - q1 -> ex1 (Extraction)
 - mem0 q3 -> update up1 (Update; reads no   - q2 -> qa2 (Response)
   prompt or parameter)                      - q3, q4 -> up1 (Update)
+  (labels: q1 ex1 Extraction, q3 s3 Update)
 - mem0 q4 -> attribution failed             - rag b1 -> attribution failed
 - rag b1, b2 -> search s1, s2 (Retrieval)   (rag b2 not attributed)
 """
@@ -67,16 +68,29 @@ class _Trace:
         )
 
     def case(
-        self, cid: str, query: str, prediction: str, category: str, evidence: list[str]
+        self,
+        cid: str,
+        query: str,
+        prediction: str,
+        category: str,
+        evidence: list[str],
+        labels: list[dict[str, str]] | None = None,
     ) -> None:
         self.records.append(
             {"type": "case", "id": cid, "query": query, "prediction": prediction}
             | {"golden_answers": ["7 May"], "judge_score": 0.0, "category": category}
-            | {"evidence": evidence}
+            | {"evidence": evidence, "labels": labels or []}
         )
 
     def write(self, path: Path) -> None:
         path.write_text("".join(json.dumps(r) + "\n" for r in self.records), encoding="utf-8")
+
+
+# q1's label agrees with run 1 (op and type); q3's names another op of the same type
+LABELS = {
+    "q1": [{"op_id": "ex1", "error_type": "ExtractionError"}],
+    "q3": [{"op_id": "s3", "error_type": "UpdateError"}],
+}
 
 
 def _mem0(trace_id: str) -> _Trace:
@@ -101,7 +115,7 @@ def _mem0(trace_id: str) -> _Trace:
         t.var(f"ctx{n}@1", "context", "lake")
         t.op(f"qa{n}", "question-answering", [query, f"ctx{n}@1", qa], [f"pred-{cid}@1"])
         pred = t.var(f"pred-{cid}@1", "llm_response", "I don't know", class_name="prediction")
-        t.case(cid, query, pred, category, [m1] if n != 4 else [m1, m2])
+        t.case(cid, query, pred, category, [m1] if n != 4 else [m1, m2], LABELS.get(cid))
     return t
 
 

@@ -23,6 +23,9 @@ COMMANDS = {
     "eval": "memtrace.cli.attribute:eval_command",
     "explain": "memtrace.cli.attribute:explain_command",
     "optimize": "memtrace.cli.optimize:optimize_command",
+    "patterns": "memtrace.cli.patterns:patterns_command",
+    "report": "memtrace.cli.report:report_command",
+    "browser": "memtrace.cli.browser:browser_command",
 }
 
 

@@ -31,6 +31,18 @@ CLASS_COLUMNS = (
     "failures",
     "blamed_operations",
     "executions",
+    "case_refs",  # [trace_id, case_id] of every case, by case id: case ids repeat across traces
+)
+
+# the columns holding lists (JSON arrays in CSV cells)
+LIST_COLUMNS = (
+    "inputs",
+    "prompts",
+    "parameters",
+    "example_cases",
+    "case_ids",
+    "trace_ids",
+    "case_refs",
 )
 
 EXAMPLES = 3
@@ -61,9 +73,14 @@ def shape_classes(rows: pd.DataFrame) -> pd.DataFrame:
     frame["share_of_failures"] = rows["share_of_failures"].astype(float)
     frame["share_of_executions"] = rows["share_of_executions"].astype(float)
     frame["median_confidence"] = pd.to_numeric(rows["median_confidence"]).astype(float)
-    frame["case_ids"] = rows["case_ids"].map(lambda ids: sorted(map(str, ids)))
+    # case ids and traces come from case_refs: the query sends each case once
+    refs = rows["case_refs"].map(lambda pairs: [(str(t), str(c)) for t, c in pairs])
+    frame["case_ids"] = refs.map(lambda pairs: sorted(c for _, c in pairs))
     frame["example_cases"] = frame["case_ids"].map(lambda ids: ids[:EXAMPLES])
-    frame["trace_ids"] = rows["trace_ids"].map(_names)
+    frame["trace_ids"] = refs.map(lambda pairs: sorted({t for t, _ in pairs}))
+    frame["case_refs"] = refs.map(
+        lambda pairs: [[t, c] for t, c in sorted(pairs, key=lambda r: (r[1], r[0]))]
+    )
     for column in ("failures", "blamed_operations", "executions"):
         frame[column] = rows[column].astype(int)
     frame = frame.sort_values(

@@ -6,8 +6,25 @@ from typing import Any
 
 import pandas as pd
 
-from memtrace.cypher import get_query
+from memtrace.cypher import Query, get_query
 from memtrace.db import Database
+
+# the queries offered in Neo4j Browser, in the order a user explores a run
+BROWSER_QUERIES = (
+    "failure_classes",
+    "by_category",
+    "evidence_funnel",
+    "evidence_position",
+    "failed_attributions",
+    "run_summary",
+    "runs",
+    "case_view",
+)
+
+
+def pattern_query(name: str) -> Query:
+    """A query of cypher/patterns/ by its file name, for showing (the Browser, the report)."""
+    return get_query(f"patterns/{name}")
 
 
 class PatternReader:
@@ -17,7 +34,7 @@ class PatternReader:
         self.db = db
 
     def _frame(self, name: str, **params: Any) -> pd.DataFrame:
-        query = get_query(f"patterns/{name}")
+        query = pattern_query(name)
         return pd.DataFrame(self.db.run(query, **params), columns=list(query.columns))
 
     def failure_classes(
@@ -30,3 +47,25 @@ class PatternReader:
             error_type=error_type,
             min_count=min_count,
         )
+
+    def run_summary(self, run_id: str, system: str | None) -> pd.DataFrame:
+        return self._frame("run_summary", run_id=run_id, system=system)
+
+    def failed_attributions(self, run_id: str, system: str | None) -> pd.DataFrame:
+        return self._frame("failed_attributions", run_id=run_id, system=system)
+
+    def by_category(self, run_id: str, system: str | None) -> pd.DataFrame:
+        return self._frame("by_category", run_id=run_id, system=system)
+
+    def evidence_position(self, run_id: str, system: str | None) -> pd.DataFrame:
+        return self._frame("evidence_position", run_id=run_id, system=system)
+
+    def evidence_funnel(self, run_id: str, system: str | None) -> pd.DataFrame:
+        return self._frame("evidence_funnel", run_id=run_id, system=system)
+
+    def case_details(self, run_id: str, cases: list[tuple[str, str]]) -> pd.DataFrame:
+        refs = [{"trace_id": trace_id, "case_id": case_id} for trace_id, case_id in cases]
+        return self._frame("case_details", run_id=run_id, cases=refs)
+
+    def runs(self) -> pd.DataFrame:
+        return self._frame("runs")

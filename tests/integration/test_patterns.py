@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 
 import pytest
+from click.testing import CliRunner, Result
 from patterns_seed import Seed, seed, unseed
 
+from memtrace import patterns
+from memtrace.cli import cli
 from memtrace.db import Database
-from memtrace.patterns import CLASS_COLUMNS, failure_classes
+from memtrace.errors import MemtraceError
+from memtrace.patterns import CLASS_COLUMNS, export, failure_classes
+from memtrace.patterns.classes import LIST_COLUMNS
 
 pytestmark = pytest.mark.integration
 
@@ -66,3 +72,137 @@ def test_failure_class_filters(db: Database, seeded: Seed) -> None:
     assert sorted(frequent["cases"]) == [2, 2]
     assert failure_classes(db, "no-such-run").empty
     assert list(failure_classes(db, "no-such-run").columns) == list(CLASS_COLUMNS)
+
+
+def test_failed_attributions_are_listed(db: Database, seeded: Seed) -> None:
+    failed = patterns.failed_attributions(db, seeded.run1)
+    assert failed[["system", "case_id", "error"]].values.tolist() == [
+        ["mem0", "q4", "judge timed out"]
+    ]
+    assert failed.loc[0, "question"] == "Question q4?"
+
+
+def test_run_summary_counts(db: Database, seeded: Seed) -> None:
+    summary = {r["system"]: r for r in patterns.run_summary(db, seeded.run2).to_dict("records")}
+    mem0, rag = summary["mem0"], summary["rag"]
+    assert (mem0["traces"], mem0["cases"], mem0["failed"]) == (1, 4, 4)
+    assert (mem0["attributed"], mem0["blamed"], mem0["attribution_errors"]) == (4, 4, 0)
+    assert (rag["cases"], rag["attributed"], rag["blamed"], rag["attribution_errors"]) == (
+        2,
+        1,
+        0,
+        1,
+    )
+
+
+def test_by_category_counts_failed_attributions(db: Database, seeded: Seed) -> None:
+    table = patterns.by_category(db, seeded.run1)
+    got = {(r.system, r.category, r.error_type): r.cases for r in table.itertuples()}
+    assert got == {
+        ("mem0", "single-hop", "ExtractionError"): 2,
+        ("mem0", "temporal", "UpdateError"): 1,
+        ("mem0", "multi-hop", "attribution failed"): 1,
+        ("rag", "open-domain", "RetrievalError"): 2,
+    }
+
+
+def test_evidence_position(db: Database, seeded: Seed) -> None:
+    # every mem0 question cites m1 (q4 also m2), each rag question its one message; all of them
+    # sit in the first session, one message or none before the question
+    sessions = patterns.by_session(db, seeded.run1)
+    assert set(sessions["session_index"]) == {1}
+    got = {(r.system, r.error_type): (r.cases, r.evidence) for r in sessions.itertuples()}
+    assert got == {
+        ("mem0", "ExtractionError"): (2, 2),
+        ("mem0", "UpdateError"): (1, 1),
+        ("mem0", "attribution failed"): (1, 2),
+        ("rag", "RetrievalError"): (2, 2),
+    }
+    ages = patterns.by_age(db, seeded.run1)
+    assert set(ages["age"]) == {"0-49"}
+    assert int(ages["evidence"].sum()) == 7
+
+
+def test_evidence_funnel(db: Database, seeded: Seed) -> None:
+    funnel = patterns.evidence_funnel(db, seeded.run2)
+    mem0 = funnel[funnel["system"] == "mem0"].set_index("stage")["evidence"].to_dict()
+    # q1 Extraction (1 message), q2 Response at the answer op (1), q3 Update (1), q4 Update (2)
+    assert mem0 == {
+        "needed": 5,
+        "extracted": 4,
+        "survived": 1,
+        "retrieved": 1,
+        "in_context": 1,
+        "unknown": 0,
+    }
+    rag = funnel[funnel["system"] == "rag"].set_index("stage")["evidence"].to_dict()
+    assert rag["needed"] == 0 and rag["unknown"] == 1  # its one case failed to attribute
+
+
+def test_compare_runs_reports_each_change(db: Database, seeded: Seed) -> None:
+    table = patterns.compare_runs(db, seeded.run1, seeded.run2)
+    got = {
+        (r.status, r.system, r.error_type): (r.cases_a, r.cases_b, r.change)
+        for r in table.itertuples()
+    }
+    assert got == {
+        ("appeared", "mem0", "ResponseError"): (0, 1, 1),
+        ("grew", "mem0", "UpdateError"): (1, 2, 1),
+        ("shrank", "mem0", "ExtractionError"): (2, 1, -1),
+        ("vanished", "rag", "RetrievalError"): (2, 0, -2),
+    }
+    assert list(table["status"]) == ["appeared", "grew", "shrank", "vanished"]
+    with pytest.raises(MemtraceError, match="no attribution run 'nope'"):
+        patterns.compare_runs(db, seeded.run1, "nope")
+
+
+def _cli(*args: str) -> Result:
+    return CliRunner().invoke(cli, ["patterns", *args], catch_exceptions=False)
+
+
+def test_cli_table_names_classes_and_failed_attributions(seeded: Seed) -> None:
+    result = _cli("--run", seeded.run1)
+    assert result.exit_code == 0, result.output
+    assert "memory_system.extract_facts" in result.output
+    assert "no optimizable input" in result.output  # the update class
+    assert "1 case(s) whose attribution failed" in result.output
+
+
+def test_cli_csv_and_json_round_trip(db: Database, seeded: Seed) -> None:
+    expected = failure_classes(db, seeded.run1)
+    as_json = _cli("--run", seeded.run1, "--format", "json")
+    assert as_json.exit_code == 0
+    parsed = json.loads(as_json.output, parse_constant=pytest.fail)  # no NaN / Infinity
+    assert export.from_json(as_json.output).equals(expected)
+    assert parsed[0]["inputs"] == expected.loc[0, "inputs"]
+    as_csv = _cli("--run", seeded.run1, "--format", "csv")
+    assert as_csv.exit_code == 0
+    back = export.from_csv(as_csv.output, LIST_COLUMNS)
+    assert back.equals(expected), (back.dtypes, expected.dtypes)
+
+
+def test_cli_filters_views_and_compare(seeded: Seed) -> None:
+    rag = json.loads(_cli("--run", seeded.run1, "--system", "rag", "--format", "json").output)
+    assert [row["system"] for row in rag] == ["rag"]
+    big = json.loads(_cli("--run", seeded.run1, "--min-count", "2", "--format", "json").output)
+    assert sorted(row["cases"] for row in big) == [2, 2]
+    typed = _cli("--run", seeded.run1, "--error-type", "UpdateError", "--format", "json")
+    assert [row["error_type"] for row in json.loads(typed.output)] == ["UpdateError"]
+    failed = json.loads(_cli("--run", seeded.run1, "--view", "failed", "--format", "json").output)
+    assert [row["case_id"] for row in failed] == ["q4"]
+    compared = _cli("--compare", seeded.run1, seeded.run2, "--format", "json")
+    statuses = {(r["status"], r["error_type"]) for r in json.loads(compared.output)}
+    assert statuses == {
+        ("appeared", "ResponseError"),
+        ("grew", "UpdateError"),
+        ("shrank", "ExtractionError"),
+        ("vanished", "RetrievalError"),
+    }
+
+
+def test_cli_unknown_run_is_an_error(seeded: Seed) -> None:
+    result = CliRunner().invoke(cli, ["patterns", "--run", f"{seeded.scope}-missing"])
+    assert result.exit_code == 1
+    assert "no attribution run" in result.output
+    bad = CliRunner().invoke(cli, ["patterns", "--view", "funnel", "--min-count", "3"])
+    assert bad.exit_code == 2
