@@ -31,6 +31,12 @@ console = make_console()
 @click.option("--run", "run_id", help="Attribution run [default: the newest].")
 @click.option("--compare-with", metavar="RUN", help="An earlier run to compare the classes with.")
 @click.option(
+    "--optimization",
+    "optimization_run",
+    metavar="RUN",
+    help="An optimization run (memtrace optimize --run-id): adds its before/after section.",
+)
+@click.option(
     "--classes",
     "max_classes",
     type=click.IntRange(min=1),
@@ -50,6 +56,7 @@ def report_command(
     out: Path,
     run_id: str | None,
     compare_with: str | None,
+    optimization_run: str | None,
     max_classes: int,
     narrative: bool,
 ) -> None:
@@ -73,6 +80,7 @@ def report_command(
                 browser_url=where.url if where else None,
                 narrator=narrator,
                 model=settings.llm.model,
+                optimization_run=optimization_run,
             )
     console.print(f"report of run {run_id} ({result.classes} failure classes):")
     for path in result.files:

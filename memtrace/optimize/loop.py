@@ -340,6 +340,19 @@ def optimize(
     write_config(incumbent, out / "accepted")
     _write(out / "update_results.json", updates)
     _write(out / "summary.json", result.as_dict())
+    if store is not None:
+        store.finish(
+            run_id,
+            {
+                "initial_train": initial["train"],
+                "initial_heldout": initial["heldout"],
+                "final_train": train,
+                "final_heldout": held,
+                "budget_spent": evaluator.budget.spent,
+                "stopped": stopped,
+                "rounds": len(rounds),
+            },
+        )
     return result
 
 

@@ -57,6 +57,18 @@ class LineageStore:
             changes=changes,
         )
 
+    def finish(self, run_id: str, props: dict[str, Any]) -> None:
+        self.db.run(get_query("optimizer/finish_run"), run_id=run_id, props=props)
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        """The run's properties (``updated_at`` as ISO text), None when there is no such run."""
+        rows = self.db.run(get_query("optimizer/run"), run_id=run_id)
+        if not rows:
+            return None
+        return {
+            k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in rows[0]["run"].items()
+        }
+
     def lineage(self, run_id: str) -> pd.DataFrame:
         query = get_query("optimizer/lineage")
         return pd.DataFrame(self.db.run(query, run_id=run_id), columns=list(query.columns))

@@ -35,6 +35,7 @@ def make_report(
     browser_url: str | None = None,
     narrator: Narrator | None = None,
     model: str = "",
+    optimization_run: str | None = None,
 ) -> ReportResult:
     """Write report.html (self-contained), report.md and charts/*.png into ``out``.
 
@@ -42,7 +43,12 @@ def make_report(
     analysis, and the result carries the error so that the caller can exit non-zero.
     """
     collected = data.collect(
-        db, run_id, max_classes=max_classes, compare_run=compare_run, browser_url=browser_url
+        db,
+        run_id,
+        max_classes=max_classes,
+        compare_run=compare_run,
+        browser_url=browser_url,
+        optimization_run=optimization_run,
     )
     narrative = None
     if narrator is not None:

@@ -8,6 +8,8 @@ import pandas as pd
 
 from memtrace import patterns
 from memtrace.db import Database
+from memtrace.errors import MemtraceError
+from memtrace.optimize.store import LineageStore
 from memtrace.patterns import breakdowns
 from memtrace.patterns.reader import PatternReader
 
@@ -28,6 +30,9 @@ class ReportData:
     compare_run: str | None = None
     comparison: pd.DataFrame = field(default_factory=pd.DataFrame)
     browser_url: str | None = None  # Neo4j Browser, for "open this case" links
+    optimization_run: str | None = None  # an optimization run: the before/after section
+    optimization: dict[str, object] = field(default_factory=dict)  # its properties
+    lineage: pd.DataFrame = field(default_factory=pd.DataFrame)  # its candidates' versions
 
 
 def _example_refs(classes: pd.DataFrame) -> list[tuple[str, str]]:
@@ -47,8 +52,10 @@ def collect(
     max_classes: int = 10,
     compare_run: str | None = None,
     browser_url: str | None = None,
+    optimization_run: str | None = None,
 ) -> ReportData:
-    """Read the run's patterns; ``max_classes`` classes get a section with example cases."""
+    """Read the run's patterns; ``max_classes`` classes get a section with example cases;
+    ``optimization_run`` adds what an optimization run changed and what it gained."""
     patterns.require_run(db, run_id)
     classes = patterns.failure_classes(db, run_id)
     shown = classes.head(max_classes)
@@ -58,6 +65,14 @@ def collect(
     comparison = pd.DataFrame()
     if compare_run is not None:
         comparison = patterns.compare_runs(db, compare_run, run_id)
+    optimization: dict[str, object] = {}
+    lineage = pd.DataFrame()
+    if optimization_run is not None:
+        store = LineageStore(db)
+        found = store.run(optimization_run)
+        if found is None:
+            raise MemtraceError(f"no optimization run {optimization_run!r} in the database")
+        optimization, lineage = found, store.lineage(optimization_run)
     return ReportData(
         run_id=run_id,
         summary=patterns.run_summary(db, run_id),
@@ -71,4 +86,7 @@ def collect(
         compare_run=compare_run,
         comparison=comparison,
         browser_url=browser_url,
+        optimization_run=optimization_run,
+        optimization=optimization,
+        lineage=lineage,
     )

@@ -246,6 +246,59 @@ def _narrative(narrative: NarrativeText) -> Section:
     return section
 
 
+def _optimization(data: ReportData) -> Section:
+    """Before and after an optimization run: accuracies, then every candidate's versions."""
+    run = data.optimization
+
+    def change(name: str) -> str:
+        before, after = run.get(f"initial_{name}"), run.get(f"final_{name}")
+        if not isinstance(before, float) or not isinstance(after, float):
+            return "not finished"
+        return f"{before:.1%} -> {after:.1%} ({after - before:+.1%})"
+
+    section = Section("optimization", f"Optimization {data.optimization_run}: before and after")
+    section.blocks.append(
+        Facts(
+            [
+                ("system, mode", f"{run.get('system')}, {run.get('mode')}"),
+                ("guided by attribution", str(run.get("guided"))),
+                ("held-out accuracy", change("heldout")),
+                ("train accuracy", change("train")),
+                ("budget spent (system runs)", f"{run.get('budget_spent')} of {run.get('budget')}"),
+                ("stopped", str(run.get("stopped"))),
+            ]
+        )
+    )
+    section.blocks.append(
+        Paragraph(
+            "Every candidate, accepted or not: the new version of each variable it changed, "
+            "derived from the incumbent's version, with its scores and the failure classes "
+            "that routed it (accepted only if train rose and held-out did not drop)."
+        )
+    )
+    section.blocks.append(
+        table(
+            data.lineage,
+            [
+                "round",
+                "kind",
+                "name",
+                "version",
+                "parent",
+                "value",
+                "score_train",
+                "score_heldout",
+                "accepted",
+                "reason",
+                "classes",
+            ],
+        )
+        if not data.lineage.empty
+        else Paragraph("No candidate was proposed.")
+    )
+    return section
+
+
 def build(
     data: ReportData,
     charts: list[Chart],
@@ -348,6 +401,8 @@ def build(
                 ],
             )
         )
+    if data.optimization_run is not None:
+        sections.append(_optimization(data))
     failed = Section("failed-attributions", "Cases whose attribution failed")
     failed.blocks.append(
         table(data.failed, ["system", "trace_id", "case_id", "error"])

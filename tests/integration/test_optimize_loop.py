@@ -25,6 +25,7 @@ from memtrace.optimize import OptimizeOptions, prompt_proposer, route, run_optim
 from memtrace.optimize.feedback import GraphFeedback
 from memtrace.optimize.scoring import Budget, Evaluator
 from memtrace.optimize.store import LineageStore
+from memtrace.report.build import make_report
 from memtrace.settings import LLMSettings
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.locomo import SAMPLE_PATH, Conversation, Subset, load_locomo
@@ -144,6 +145,14 @@ def test_the_offline_parameter_loop_raises_held_out_accuracy_and_records_lineage
         r=run_id,
     )
     assert "ParameterVersion" in labels[0]["l"]
+    run = LineageStore(db).run(run_id)
+    assert run is not None and run["final_heldout"] == result.final["heldout"]
+    # the diagnostic report of the starting point gains the run's before/after section
+    report = make_report(db, f"{run_id}-{STARVED.key()}", out / "report", optimization_run=run_id)
+    html = next(p for p in report.files if p.suffix == ".html").read_text()
+    assert f"Optimization {run_id}: before and after" in html
+    before, after = result.initial["heldout"], result.final["heldout"]
+    assert f"{before:.1%} -&gt; {after:.1%}" in html or f"{before:.1%} -> {after:.1%}" in html
     updates = json.loads((out / "update_results.json").read_text())
     assert updates["top_k@2"]["accepted"] is True
     assert updates["top_k@2"]["derived_from"] == "top_k@1"
