@@ -32,11 +32,11 @@ from typing import Any
 
 from attribution import labels, load  # the sibling benchmark: same loading, same label query
 
-from memtrace.attribution.graph import TraceReader
+from memtrace.admin import delete_trace
 from memtrace.attribution.judges import OfflineJudge
-from memtrace.attribution.run import Options, attribute_cases
+from memtrace.attribution.pipeline import Options, attribute_cases
+from memtrace.attribution.store import AttributionStore
 from memtrace.db import Database, connect
-from memtrace.loaders.schema import delete_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 Verdicts = dict[str, list[str | None]]  # "trace_id case_id" -> [op id, error type]
@@ -45,9 +45,10 @@ Verdicts = dict[str, list[str | None]]  # "trace_id case_id" -> [op id, error ty
 def worker(trace_ids: list[str]) -> None:
     """Attribute every failed case of the traces; print the verdicts and the seconds it took."""
     with connect() as db:
-        cases = [case for t in trace_ids for case in TraceReader(db).failed_cases(t)]
+        store = AttributionStore(db)
+        cases = [case for t in trace_ids for case in store.failed_cases(t)]
         started = time.perf_counter()
-        verdicts = attribute_cases(db, OfflineJudge(), cases, Options(), workers=8)
+        verdicts = attribute_cases(store, OfflineJudge(), cases, Options(), workers=8)
         seconds = time.perf_counter() - started
     failed = [v.error for v in verdicts if v.error]
     out = {

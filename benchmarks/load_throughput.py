@@ -25,10 +25,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from synthetic import write_synthetic_trace
+
+from memtrace.admin import delete_trace, init_schema
 from memtrace.db import Database, connect
 from memtrace.loaders.native import read_native
-from memtrace.loaders.schema import delete_trace, init_schema
-from memtrace.loaders.synthetic import write_synthetic_trace
 
 OUT = Path(__file__).resolve().parent / "out"
 
