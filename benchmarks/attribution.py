@@ -38,7 +38,7 @@ from memtrace.cypher import Query, get_query
 from memtrace.db import Database, connect
 from memtrace.llm import LLMClient
 from memtrace.loaders.load import LoadOptions, load_paths
-from memtrace.settings import LLMSettings
+from memtrace.settings import LLMSettings, load_settings
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "smartcomment"
 CHARS_PER_TOKEN = 4
@@ -241,7 +241,7 @@ def main() -> None:
         files += sorted(args.bench.glob("*.jsonl"))
     report: dict[str, Any] = {"scope": scope}
     made: list[str] = []
-    with connect() as db:
+    with connect(load_settings()) as db:
         try:
             started = time.perf_counter()
             traces = load(db, files, scope)

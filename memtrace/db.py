@@ -14,7 +14,7 @@ from pydantic import SecretStr
 
 from memtrace.cypher import Query
 from memtrace.errors import Neo4jAuthError, Neo4jError, Neo4jUnavailableError, QueryError
-from memtrace.settings import Neo4jSettings, Settings, load_settings
+from memtrace.settings import Neo4jSettings, Settings
 
 
 @dataclass(frozen=True)
@@ -90,9 +90,9 @@ class Database:
 
 
 @contextmanager
-def connect(settings: Settings | None = None) -> Iterator[Database]:
+def connect(settings: Settings) -> Iterator[Database]:
     """Open a driver, check connectivity, yield a Database, close it afterwards."""
-    resolved = (settings or load_settings()).neo4j
+    resolved = settings.neo4j
     with translate_errors(resolved.uri):
         driver = GraphDatabase.driver(resolved.uri, auth=_auth(resolved.user, resolved.password))
         try:

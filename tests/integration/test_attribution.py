@@ -231,7 +231,10 @@ def test_cli_attribute_eval_explain(traces: list[str], run_id: str, db: Database
     assert "evidence trails" in result.output and ":param trace_id" in result.output
     result = runner.invoke(cli, ["explain", "no-such-case"])
     assert result.exit_code == 1 and "no complete trace" in result.output
-    db.run(get_query("attribution/delete_attributions"), run_id=run_id, trace_id=trace_id)
+    result = runner.invoke(cli, ["db", "delete", "--run", run_id, "--trace", trace_id])
+    assert result.exit_code == 0, result.output
+    assert f"run {run_id!r}: deleted 34 attributions" in result.output
+    assert not db.run("MATCH (a:Attribution {run_id: $r}) RETURN a", r=run_id)
 
 
 def test_reloading_or_deleting_a_trace_removes_its_attributions(db: Database, run_id: str) -> None:
