@@ -8,8 +8,8 @@ from typing import Final, Literal, get_args
 
 from memtrace.attribution.judges import CaseView, Judge
 from memtrace.attribution.model import Candidate
-from memtrace.llm import Usage
 from memtrace.taxonomy import ErrorType, default_error_type
+from memtrace.usage import Usage
 
 Strategy = Literal["linear", "binary"]
 STRATEGY_NAMES: Final[tuple[Strategy, ...]] = get_args(Strategy)
