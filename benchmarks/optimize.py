@@ -28,6 +28,7 @@ from typing import Any
 
 from memtrace.db import connect
 from memtrace.optimize import OptimizeOptions, run_optimization
+from memtrace.settings import load_settings
 from memtrace.systems.locomo import load_locomo
 from memtrace.systems.offline import OfflineBackend
 
@@ -73,7 +74,7 @@ def main() -> None:
         "budget_runs": budget,
         "runs": [],
     }
-    with connect() as db:
+    with connect(load_settings()) as db:
         for seed in args.seeds:
             for variant in args.variants:
                 started = time.perf_counter()

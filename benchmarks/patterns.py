@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from memtrace import patterns
+from memtrace.admin import delete_trace, init_schema
 from memtrace.db import Database, connect
-from memtrace.loaders.schema import delete_trace, init_schema
 from memtrace.report.build import make_report
 from memtrace.settings import load_settings
 

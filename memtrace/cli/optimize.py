@@ -16,7 +16,7 @@ from memtrace.cli.output import make_console
 from memtrace.cli.run import parse_subset
 from memtrace.optimize.routing import MODE_BY_NAME
 from memtrace.settings import Settings
-from memtrace.systems.runner import SYSTEMS
+from memtrace.systems.registry import SYSTEMS
 
 
 def _numbers(text: str, what: str) -> tuple[str, ...]:

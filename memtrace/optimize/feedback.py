@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from memtrace.attribution.judges import Judge
-from memtrace.attribution.run import Options, attribute_cases, write_attributions
+from memtrace.attribution.pipeline import Options, run_attribution
+from memtrace.attribution.store import AttributionStore
 from memtrace.db import Database
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.optimize.scoring import Blame, Evaluator
@@ -66,8 +67,9 @@ class GraphFeedback:
         # a seeded sample keeps the attribution cost per round bounded
         picked = sorted(random.Random(self.seed).sample(failed, min(self.max_cases, len(failed))))
         run_id = self.attribution_run(config)
-        verdicts = attribute_cases(self.db, self.judge, picked, Options())
-        write_attributions(self.db, run_id, verdicts)
+        _, verdicts = run_attribution(
+            AttributionStore(self.db), self.judge, Options(), cases=picked, run_id=run_id
+        )
         frame = failure_classes(self.db, run_id, system=system)
         reasons = {v.case_id: v.reason for v in verdicts}
         blames = {

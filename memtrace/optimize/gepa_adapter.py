@@ -33,7 +33,7 @@ from memtrace.optimize.scoring import Blame, Evaluator, Score
 from memtrace.prompts import PROMPTS, Prompt
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.core import QuestionResult
-from memtrace.systems.runner import make_system
+from memtrace.systems.registry import make_system
 
 REFLECTION = PROMPTS.add(
     Prompt(

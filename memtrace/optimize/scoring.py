@@ -18,7 +18,8 @@ from memtrace.llm import Usage
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.core import Backend, ConversationRun
 from memtrace.systems.locomo import Conversation
-from memtrace.systems.runner import make_system, run_conversation
+from memtrace.systems.registry import make_system
+from memtrace.systems.runner import run_conversation
 from memtrace.tracing import SimClock
 
 

@@ -15,12 +15,12 @@ from click.testing import CliRunner
 from fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
 from pydantic import SecretStr
 
+from memtrace.admin import delete_trace
 from memtrace.attribution.judges import OfflineJudge
 from memtrace.cli import cli
 from memtrace.cypher import get_query
 from memtrace.db import Database
 from memtrace.llm import LLMClient
-from memtrace.loaders.schema import delete_trace
 from memtrace.optimize import OptimizeOptions, prompt_proposer, route, run_optimization
 from memtrace.optimize.feedback import GraphFeedback
 from memtrace.optimize.scoring import Budget, Evaluator
