@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memtrace.admin import delete_trace
 from memtrace.cypher import get_query
 from memtrace.db import Database
 from memtrace.loaders.load import LoadOptions, load_paths
-from memtrace.loaders.schema import delete_trace
 
 
 @dataclass(frozen=True)
