@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import click
@@ -100,6 +101,11 @@ def render_summary(summary: LoadSummary) -> Table:
     type=click.Choice(FORMATS),
     help="Input format (default: detected per file).",
 )
+@click.option(
+    "--labels",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="OTLP files: LoCoMo-format questions to join as cases (by session.id and question).",
+)
 @click.option("--dry-run", is_flag=True, help="Validate only; write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @neo4j_options
@@ -110,11 +116,12 @@ def load_command(
     system: str | None,
     dataset: str | None,
     fmt: str | None,
+    labels: Path | None,
     dry_run: bool,
     as_json: bool,
     settings: Settings,
 ) -> None:
-    """Load trace files (native *.jsonl or smartcomment *.json), folders or globs into Neo4j.
+    """Load trace files (native *.jsonl, smartcomment *.json or OTLP JSON), folders or globs.
 
     Every file is validated completely before anything is written; re-loading a trace replaces
     it (identical counts); an interrupted load is cleaned up by the next load of that trace.
@@ -126,6 +133,7 @@ def load_command(
         dataset=dataset,
         format=fmt,  # type: ignore[arg-type]
         dry_run=dry_run,
+        labels=labels,
     )
     if dry_run:
         summary = load_paths(None, list(paths), options)
