@@ -459,7 +459,7 @@ class _Converter:
                 var = self._new_var(
                     f"{span.span_id}:{io.slot}",
                     io.text,
-                    "llm_response" if op.kind in ("generation", "judge") else "output",
+                    _output_category(span, kind),
                     span.end_ns,
                     session,
                 )
@@ -509,6 +509,8 @@ class _Converter:
         self.documents[doc_id] = var
         op.writes[var.id] = None
         sources = [latest] if latest is not None else []
+        if latest is not None:
+            op.reads[latest.id] = None  # an update reads the version it replaces
         op.edges.extend((source.id, var.id) for source in (*sources, *inputs))
 
     # -- cases ------------------------------------------------------------------------------
@@ -805,6 +807,16 @@ def _input_category(role: str | None, kind: Kind) -> str:
     if role in ("user", "human") or kind == "extraction":
         return "message"
     return "input"
+
+
+def _output_category(span: Span, kind: Kind) -> str:
+    if kind == "retrieval":
+        return "context"
+    attributes = span.attributes
+    llm = attributes.get("openinference.span.kind") == "LLM" or (
+        GEN_AI_KINDS.get(str(attributes.get("gen_ai.operation.name"))) == "generation"
+    )
+    return "llm_response" if llm or kind in ("generation", "judge") else "output"
 
 
 def _indexed(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
