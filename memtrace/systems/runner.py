@@ -15,6 +15,7 @@ from memtrace.systems.core import Backend, ConversationRun, Fault
 from memtrace.systems.locomo import Conversation
 from memtrace.systems.long_context import LongContextSystem
 from memtrace.systems.mem0 import Mem0System
+from memtrace.systems.mem0_lib import Mem0LibSystem
 from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.params import Params
 from memtrace.systems.rag import RagSystem
@@ -26,6 +27,7 @@ SYSTEMS: dict[str, type[System]] = {
     "mem0": Mem0System,
     "rag": RagSystem,
     "long-context": LongContextSystem,
+    "mem0-lib": Mem0LibSystem,  # the real Mem0 library (extra memtrace[mem0])
 }
 
 
