@@ -207,14 +207,17 @@ class Mem0Replies:
 
     Fact extraction: the user message (``"<speaker>: <text>"``) is the one fact, unless its text
     contains one of ``drop`` (then no fact: an extraction fault). Update decision: ADD each new
-    fact whose text no current memory has, NONE for the rest, and DELETE every current memory
-    whose text contains ``delete[trigger]`` when a new fact contains ``trigger``.
+    fact whose text no current memory has, NONE for the rest; when a new fact contains a
+    ``trigger``, DELETE every current memory whose text contains ``delete[trigger]``, and UPDATE
+    every one containing ``overwrite[trigger]`` to the new fact (the old text is lost).
     """
 
     def __init__(self) -> None:
         self.drop: set[str] = set()
         self.delete: dict[str, str] = {}
+        self.overwrite: dict[str, str] = {}
         self.added = 0
+        self.planted: list[dict[str, str]] = []
 
     def __call__(self, body: dict[str, Any]) -> Reply | None:
         messages = body.get("messages", [])
@@ -242,14 +245,22 @@ class Mem0Replies:
         actions = []
         known = {m["text"] for m in memories}
         for fact in facts:
-            for trigger, target in self.delete.items():
-                if trigger in fact:
-                    actions += [
-                        {"id": m["id"], "text": m["text"], "event": "DELETE"}
-                        for m in memories
-                        if target in m["text"]
-                    ]
-            if fact not in known:
+            planted = [
+                {"id": m["id"], "text": m["text"], "event": "DELETE"}
+                for trigger, target in self.delete.items()
+                if trigger in fact
+                for m in memories
+                if target in m["text"]
+            ] + [
+                {"id": m["id"], "text": fact, "event": "UPDATE", "old_memory": m["text"]}
+                for trigger, target in self.overwrite.items()
+                if trigger in fact
+                for m in memories
+                if target in m["text"]
+            ]
+            self.planted += planted
+            actions += planted
+            if fact not in known and not any(a["event"] == "UPDATE" for a in planted):
                 self.added += 1
                 actions.append({"id": f"new-{self.added}", "text": fact, "event": "ADD"})
         return actions

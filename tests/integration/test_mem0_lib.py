@@ -108,6 +108,7 @@ def test_planted_faults_are_attributed_to_their_op_and_type(
 ) -> None:
     endpoint.drop.add("5k race")  # the extraction of D1:3 returns no fact
     endpoint.delete["baker"] = "pottery class"  # D4:6's decision deletes D2:6's memory
+    endpoint.overwrite["Silent Harbor"] = "rabbit named"  # D4:3's decision rewrites D2:3's
     verdicts = run_and_attribute(run_id, tmp_path, traced)
     (extraction,) = db.run(
         "MATCH (o:Operation {trace_id: $t, name: 'memory_system.extract_facts'})-[:READS]->"
@@ -129,6 +130,17 @@ def test_planted_faults_are_attributed_to_their_op_and_type(
         op=deletion["op_id"],
     )
     assert decision["n"] == 1  # the decision on D4:6's facts
+    assert {p["event"] for p in endpoint.planted} == {"DELETE", "UPDATE"}
+    update = verdicts["locomo-qa-1-3"]
+    assert update["error_type"] == "UpdateError"
+    assert blamed(db, traced, update["op_id"])["name"] == "memory_system.update_memory_decision"
+    (rewrite,) = db.run(
+        "MATCH (o:Operation {trace_id: $t, id: $op})-[:WRITES]->(new:Variable)"
+        "<-[:NEXT_VERSION]-(old:Variable) RETURN old.value AS old, new.value AS new",
+        t=traced,
+        op=update["op_id"],
+    )
+    assert "rabbit named Biscuit" in rewrite["old"] and "Silent Harbor" in rewrite["new"]
 
 
 def test_a_broken_pinned_range_assumption_is_a_clear_error(
