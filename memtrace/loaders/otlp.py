@@ -1,28 +1,23 @@
 """OpenTelemetry trace files (OTLP JSON) with OpenInference / OTel GenAI attributes -> records.
 
-A file is one OTLP ``ExportTraceServiceRequest`` as JSON (``{"resourceSpans": [...]}``) or
-JSON Lines of them (what the Collector's file exporter writes). Every span becomes an
-operation; its inputs and outputs become variables; documents (retrieved, or written in a
-Mem0-style ``{"results": [{id, memory, event}]}`` output) become versioned variables named by
-their id. The mapping, and what it loses or infers, is in docs/trace-format.md.
+Every span becomes an operation; its inputs and outputs become variables (one variable per
+exact text, which is what links one span's output to a later span's input); documents
+(retrieved, or written in a Mem0-style ``{"results": [{id, memory, event}]}`` output) become
+versioned variables named by their id; cases come from ``memtrace.case.*`` span attributes or a
+LoCoMo labels file. The mapping, and what it loses or infers, is in docs/trace-format.md.
+Reading and validation: otlp_json.py; attribute conventions: otlp_attributes.py.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Final, TypeVar
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Any, Final
 
 from memtrace.errors import InputError
-from memtrace.loaders.kinds import derive_kind
 from memtrace.loaders.models import (
     AnyRecord,
     CaseRecord,
@@ -32,117 +27,24 @@ from memtrace.loaders.models import (
     TraceRecord,
     VariableRecord,
 )
-from memtrace.loaders.native import describe_validation_error
+from memtrace.loaders.otlp_attributes import (
+    GEN_AI_KINDS,
+    OPENINFERENCE_KINDS,
+    input_category,
+    output_category,
+    retrieved_documents,
+    span_inputs,
+    span_kind,
+    span_outputs,
+    written_documents,
+)
+from memtrace.loaders.otlp_json import Span, looks_like_otlp, read_spans
 from memtrace.systems.locomo import load_locomo
 from memtrace.taxonomy import Kind
 
-# OpenInference span kinds and OTel GenAI operation names -> memtrace kinds; used when the span
-# name matches no rule of loaders/kinds.py (a name such as memory_system.extract_facts is more
-# specific than "LLM").
-OPENINFERENCE_KINDS: Final[dict[str, Kind]] = {
-    "LLM": "generation",
-    "RETRIEVER": "retrieval",
-    "RERANKER": "retrieval",
-    "EMBEDDING": "embedding",
-    "EVALUATOR": "judge",
-    "CHAIN": "other",
-    "TOOL": "other",
-    "AGENT": "other",
-    "GUARDRAIL": "other",
-}
-GEN_AI_KINDS: Final[dict[str, Kind]] = {
-    "chat": "generation",
-    "text_completion": "generation",
-    "generate_content": "generation",
-    "embeddings": "embedding",
-}
+__all__ = ["GEN_AI_KINDS", "OPENINFERENCE_KINDS", "looks_like_otlp", "read_otlp"]
+
 CASE_PREFIX: Final = "memtrace.case."
-MARKER_ID: Final = "delete_marker:deleted@1"
-_HEX_TRACE = re.compile(r"^[0-9a-fA-F]{32}$")
-_HEX_SPAN = re.compile(r"^[0-9a-fA-F]{16}$")
-M = TypeVar("M", bound=BaseModel)
-_DOC_TEXT_KEYS: Final = ("memory", "text", "content", "data")
-_INDEXED = re.compile(r"^(\d+)\.(.+)$")
-
-
-# -- the OTLP JSON structure (unknown fields are ignored: OTLP grows) --------------------------
-
-
-class _Item(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class OtlpKeyValue(_Item):
-    key: Annotated[str, Field(min_length=1, strict=True)]
-    value: dict[str, Any] = Field(default_factory=dict)
-
-
-class OtlpEvent(_Item):
-    name: str = ""
-    timeUnixNano: int | str | None = None
-    attributes: list[OtlpKeyValue] = Field(default_factory=list)
-
-
-class OtlpStatus(_Item):
-    code: int | str = 0
-    message: str = ""
-
-
-class OtlpSpan(_Item):
-    traceId: Annotated[str, Field(min_length=1, strict=True)]
-    spanId: Annotated[str, Field(min_length=1, strict=True)]
-    parentSpanId: str = ""
-    name: Annotated[str, Field(min_length=1, strict=True)]
-    kind: int | str = 0
-    startTimeUnixNano: int | str
-    endTimeUnixNano: int | str
-    attributes: list[OtlpKeyValue] = Field(default_factory=list)
-    events: list[OtlpEvent] = Field(default_factory=list)
-    status: OtlpStatus = Field(default_factory=OtlpStatus)
-
-
-class OtlpScopeSpans(_Item):
-    scope: dict[str, Any] = Field(default_factory=dict)
-    spans: list[Any] = Field(default_factory=list)
-
-
-class OtlpResource(_Item):
-    attributes: list[OtlpKeyValue] = Field(default_factory=list)
-
-
-class OtlpResourceSpans(_Item):
-    resource: OtlpResource = Field(default_factory=OtlpResource)
-    scopeSpans: list[OtlpScopeSpans] = Field(default_factory=list)
-
-
-class OtlpRequest(_Item):
-    resourceSpans: list[Any]
-
-
-def looks_like_otlp(head: bytes) -> bool:
-    """Whether a file starting with ``head`` is OTLP JSON: its first key is ``resourceSpans``."""
-    return re.match(rb'^\s*\{\s*"resourceSpans"\s*:', head) is not None
-
-
-# -- reading ----------------------------------------------------------------------------------
-
-
-@dataclass
-class Span:
-    """One validated span, its attributes decoded to Python values."""
-
-    location: str
-    trace_id: str
-    span_id: str
-    parent_id: str | None
-    name: str
-    start_ns: int
-    end_ns: int
-    attributes: dict[str, Any]
-    events: list[tuple[str, dict[str, Any]]]
-    status: str
-    resource: dict[str, Any]
-    depth: int = 0
 
 
 def read_otlp(file: Path, labels: Path | None = None) -> list[tuple[str, AnyRecord]]:
@@ -152,159 +54,12 @@ def read_otlp(file: Path, labels: Path | None = None) -> list[tuple[str, AnyReco
     the spans' ``session.id`` and by question text).
     """
     path = str(file)
-    spans = _read_spans(file)
+    spans = read_spans(file)
     if not spans:
         raise InputError(
             path, None, "no spans: the file holds no resourceSpans[].scopeSpans[].spans"
         )
     return _Converter(path, file.stem, spans, labels).convert()
-
-
-def _read_spans(file: Path) -> list[Span]:
-    path = str(file)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, None, f"not UTF-8 text ({exc.reason})") from None
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read file: {exc.strerror or exc}") from None
-    if not text.strip():
-        raise InputError(path, None, "empty file: no OTLP trace data")
-    documents: list[tuple[str, Any]] = []
-    try:
-        documents.append(("", json.loads(text)))
-    except json.JSONDecodeError:
-        # JSON Lines: one ExportTraceServiceRequest per line (the Collector's file exporter)
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                documents.append((f"line {number}: ", json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    path, str(number), f"malformed JSON: {exc.msg} at column {exc.colno}"
-                ) from None
-    spans: list[Span] = []
-    for prefix, data in documents:
-        request = _validate(OtlpRequest, data, path, f"{prefix}$")
-        for r, raw_resource in enumerate(request.resourceSpans):
-            where = f"{prefix}resourceSpans[{r}]"
-            resource = _validate(OtlpResourceSpans, raw_resource, path, where)
-            resource_attributes = _attributes(resource.resource.attributes, path, where)
-            for s, scope in enumerate(resource.scopeSpans):
-                for i, raw_span in enumerate(scope.spans):
-                    location = f"{where}.scopeSpans[{s}].spans[{i}]"
-                    spans.append(_span(raw_span, path, location, resource_attributes))
-    return spans
-
-
-def _validate(model: type[M], data: Any, path: str, location: str) -> M:
-    if not isinstance(data, dict):
-        raise InputError(path, location, "expected a JSON object")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        problem = describe_validation_error("", exc).lstrip(".")
-        raise InputError(path, location, problem) from None
-
-
-def _span(data: Any, path: str, location: str, resource: dict[str, Any]) -> Span:
-    span = _validate(OtlpSpan, data, path, location)
-    start = _nanos(span.startTimeUnixNano, path, f"{location}.startTimeUnixNano")
-    end = _nanos(span.endTimeUnixNano, path, f"{location}.endTimeUnixNano")
-    if end < start:
-        raise InputError(path, f"{location}.endTimeUnixNano", "ends before it starts")
-    parent = span.parentSpanId
-    return Span(
-        location=location,
-        trace_id=_hex_id(span.traceId, 16, path, f"{location}.traceId"),
-        span_id=_hex_id(span.spanId, 8, path, f"{location}.spanId"),
-        parent_id=_hex_id(parent, 8, path, f"{location}.parentSpanId") if parent else None,
-        name=span.name,
-        start_ns=start,
-        end_ns=end,
-        attributes=_attributes(span.attributes, path, location),
-        events=[
-            (event.name, _attributes(event.attributes, path, f"{location}.events[{j}]"))
-            for j, event in enumerate(span.events)
-        ],
-        status=str(span.status.code),
-        resource=resource,
-    )
-
-
-def _hex_id(value: str, size: int, path: str, location: str) -> str:
-    """OTLP JSON ids are hex; protobuf's JSON mapping writes them base64: both are read."""
-    if (_HEX_TRACE if size == 16 else _HEX_SPAN).match(value):
-        return value.lower()
-    try:
-        raw = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) == size and any(raw):
-        return raw.hex()
-    raise InputError(path, location, f"expected {2 * size} hex digits, got {value!r}")
-
-
-def _nanos(value: int | str, path: str, location: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = -1
-    if number < 0 or isinstance(value, bool):
-        raise InputError(path, location, f"expected nanoseconds since the epoch, got {value!r}")
-    return number
-
-
-def _attributes(pairs: list[OtlpKeyValue], path: str, location: str) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for i, pair in enumerate(pairs):
-        found[pair.key] = _any_value(pair.value, path, f"{location}.attributes[{i}].value")
-    return found
-
-
-def _any_value(value: dict[str, Any], path: str, location: str) -> Any:
-    """An OTLP ``AnyValue`` as a Python value."""
-    if not value:
-        return None
-    ((kind, inner),) = list(value.items())[:1]
-    if kind == "stringValue" and isinstance(inner, str):
-        return inner
-    if kind == "boolValue" and isinstance(inner, bool):
-        return inner
-    if kind == "intValue" and isinstance(inner, int | str) and not isinstance(inner, bool):
-        try:
-            return int(inner)
-        except ValueError:
-            pass
-    if (
-        kind == "doubleValue"
-        and isinstance(inner, int | float | str)
-        and not isinstance(inner, bool)
-    ):
-        try:
-            return float(inner)
-        except ValueError:
-            pass
-    if kind == "bytesValue" and isinstance(inner, str):
-        return inner
-    if kind == "arrayValue" and isinstance(inner, dict):
-        items = inner.get("values", [])
-        if isinstance(items, list):
-            return [
-                _any_value(item, path, f"{location}.values[{j}]")
-                if isinstance(item, dict)
-                else None
-                for j, item in enumerate(items)
-            ]
-    if kind == "kvlistValue" and isinstance(inner, dict):
-        items = inner.get("values", [])
-        if isinstance(items, list) and all(isinstance(item, dict) for item in items):
-            return {
-                str(item.get("key")): _any_value(item.get("value") or {}, path, location)
-                for item in items
-            }
-    raise InputError(path, location, f"not an OTLP AnyValue: {json.dumps(value)[:80]}")
 
 
 # -- conversion -------------------------------------------------------------------------------
@@ -334,15 +89,6 @@ class _Op:
     edges: list[tuple[str, str]] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class _Io:
-    """One input or output of a span: where it came from, its role and its text."""
-
-    slot: str
-    role: str | None
-    text: str
-
-
 class _Converter:
     def __init__(self, path: str, stem: str, spans: list[Span], labels: Path | None) -> None:
         self.path = path
@@ -351,6 +97,7 @@ class _Converter:
         self.labels = labels
         self.variables: list[_Var] = []
         self.by_text: dict[str, list[_Var]] = {}
+        self.by_id: dict[str, _Var] = {}
         self.documents: dict[str, _Var] = {}  # document id -> latest version
         self.ops: list[_Op] = []
         self.seq = 0
@@ -418,6 +165,7 @@ class _Converter:
             class_name,
         )
         self.variables.append(var)
+        self.by_id[var.id] = var
         if value is not None:
             self.by_text.setdefault(value, []).append(var)
         return var
@@ -431,13 +179,13 @@ class _Converter:
 
     def _operation(self, span: Span) -> None:
         attributes = span.attributes
-        kind = _kind(span)
+        kind = span_kind(span)
         session = span.trace_id
         inputs = []
-        for io in _inputs(span):  # new inputs are ranked before the op that reads them
+        for io in span_inputs(span):  # new inputs are ranked before the op that reads them
             var = self._existing(io.text, span.start_ns)
             if var is None:
-                category = _input_category(io.role, kind)
+                category = input_category(io.role, kind)
                 var = self._new_var(
                     f"{span.span_id}:{io.slot}", io.text, category, span.start_ns, session
                 )
@@ -446,20 +194,20 @@ class _Converter:
         self.ops.append(op)
         read_documents = [
             self._read_document(doc_id, content, span)
-            for doc_id, content in _retrieved_documents(attributes)
+            for doc_id, content in retrieved_documents(attributes)
         ]
         for var in (*inputs, *read_documents):
             op.reads[var.id] = None
         output_value = attributes.get("output.value")
-        written = _written_documents(output_value)
+        written = written_documents(output_value)
         outputs: list[_Var] = []
-        for io in _outputs(span, skip_output_value=written is not None):
+        for io in span_outputs(span, skip_output_value=written is not None):
             var = self._existing(io.text, span.end_ns)
             if var is None or var.id in op.reads:
                 var = self._new_var(
                     f"{span.span_id}:{io.slot}",
                     io.text,
-                    _output_category(span, kind),
+                    output_category(span, kind),
                     span.end_ns,
                     session,
                 )
@@ -694,7 +442,7 @@ class _Converter:
         return found, missing
 
     def _var(self, var_id: str) -> _Var:
-        return next(v for v in self.variables if v.id == var_id)
+        return self.by_id[var_id]
 
     # -- records ----------------------------------------------------------------------------
 
@@ -782,202 +530,6 @@ class _Converter:
                         target=target,
                     ),
                 )
-
-
-# -- attribute conventions --------------------------------------------------------------------
-
-
-def _kind(span: Span) -> Kind:
-    by_name = derive_kind(span.name, None)
-    if by_name != "other":
-        return by_name
-    attributes = span.attributes
-    span_kind = attributes.get("openinference.span.kind")
-    if isinstance(span_kind, str) and span_kind.upper() in OPENINFERENCE_KINDS:
-        return OPENINFERENCE_KINDS[span_kind.upper()]
-    operation = attributes.get("gen_ai.operation.name")
-    if isinstance(operation, str) and operation in GEN_AI_KINDS:
-        return GEN_AI_KINDS[operation]
-    return "other"
-
-
-def _input_category(role: str | None, kind: Kind) -> str:
-    if role in ("system", "developer"):
-        return "prompt"
-    if role in ("user", "human") or kind == "extraction":
-        return "message"
-    return "input"
-
-
-def _output_category(span: Span, kind: Kind) -> str:
-    if kind == "retrieval":
-        return "context"
-    attributes = span.attributes
-    llm = attributes.get("openinference.span.kind") == "LLM" or (
-        GEN_AI_KINDS.get(str(attributes.get("gen_ai.operation.name"))) == "generation"
-    )
-    return "llm_response" if llm or kind in ("generation", "judge") else "output"
-
-
-def _indexed(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
-    """``prefix.N.rest = value`` attributes as a list of ``{rest: value}`` in N order."""
-    found: dict[int, dict[str, Any]] = {}
-    start = len(prefix) + 1
-    for key, value in attributes.items():
-        if key.startswith(prefix) and key[start - 1 : start] == ".":
-            match = _INDEXED.match(key[start:])
-            if match is not None:
-                found.setdefault(int(match.group(1)), {})[match.group(2)] = value
-    return [found[i] for i in sorted(found)]
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _message_text(message: dict[str, Any]) -> str | None:
-    """OpenInference ``message.content`` / ``message.contents.N.message_content.text``."""
-    content = message.get("message.content")
-    if content is not None:
-        return _text(content)
-    parts = [v for k, v in sorted(message.items()) if k.endswith("message_content.text")]
-    return "\n".join(str(p) for p in parts) if parts else None
-
-
-def _gen_ai_messages(value: Any) -> list[tuple[str | None, str]]:
-    """OTel GenAI ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (JSON text)."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            return [(None, value)]
-    if not isinstance(value, list):
-        return []
-    found: list[tuple[str | None, str]] = []
-    for message in value:
-        if not isinstance(message, dict):
-            continue
-        role = message.get("role")
-        if isinstance(message.get("content"), str):
-            found.append((role, message["content"]))
-            continue
-        texts = [
-            str(part.get("content"))
-            for part in message.get("parts", [])
-            if isinstance(part, dict) and part.get("type") == "text"
-        ]
-        if texts:
-            found.append((role, "\n".join(texts)))
-    return found
-
-
-def _inputs(span: Span) -> list[_Io]:
-    attributes = span.attributes
-    found: list[_Io] = []
-    for i, message in enumerate(_indexed(attributes, "llm.input_messages")):
-        text = _message_text(message)
-        if text is not None:
-            role = message.get("message.role")
-            found.append(_Io(f"input_messages.{i}", str(role) if role else None, text))
-    for i, (role, text) in enumerate(_gen_ai_messages(attributes.get("gen_ai.input.messages"))):
-        found.append(_Io(f"gen_ai.input.{i}", role, text))
-    system = attributes.get("gen_ai.system_instructions")
-    if system is not None:
-        for i, (_, text) in enumerate(_gen_ai_messages(system)):
-            found.append(_Io(f"gen_ai.system.{i}", "system", text))
-    for i, prompt in enumerate(_indexed(attributes, "gen_ai.prompt")):
-        if prompt.get("content") is not None:
-            found.append(
-                _Io(f"gen_ai.prompt.{i}", prompt.get("role"), _text(prompt["content"]) or "")
-            )
-    for i, (name, event) in enumerate(span.events):
-        if name.startswith("gen_ai.") and name.endswith(".message") and "content" in event:
-            role = name.removeprefix("gen_ai.").removesuffix(".message")
-            found.append(_Io(f"event.{i}", role, _text(event["content"]) or ""))
-    for i, embedding in enumerate(_indexed(attributes, "embedding.embeddings")):
-        text = embedding.get("embedding.text")
-        if text is not None:
-            found.append(_Io(f"embedding.{i}", None, _text(text) or ""))
-    value = attributes.get("input.value")
-    if value is not None:
-        found.append(_Io("input", None, _text(value) or ""))
-    return _unique(found)
-
-
-def _outputs(span: Span, *, skip_output_value: bool) -> list[_Io]:
-    attributes = span.attributes
-    found: list[_Io] = []
-    for i, message in enumerate(_indexed(attributes, "llm.output_messages")):
-        text = _message_text(message)
-        if text is not None:
-            found.append(_Io(f"output_messages.{i}", "assistant", text))
-    for i, (role, text) in enumerate(_gen_ai_messages(attributes.get("gen_ai.output.messages"))):
-        found.append(_Io(f"gen_ai.output.{i}", role, text))
-    for i, completion in enumerate(_indexed(attributes, "gen_ai.completion")):
-        if completion.get("content") is not None:
-            found.append(
-                _Io(f"gen_ai.completion.{i}", "assistant", _text(completion["content"]) or "")
-            )
-    for i, (name, event) in enumerate(span.events):
-        if name == "gen_ai.choice":
-            choice = event.get("message")
-            content = choice.get("content") if isinstance(choice, dict) else event.get("content")
-            if content is not None:
-                found.append(_Io(f"event.{i}", "assistant", _text(content) or ""))
-    value = attributes.get("output.value")
-    if value is not None and not skip_output_value:
-        found.append(_Io("output", None, _text(value) or ""))
-    return _unique(found)
-
-
-def _unique(found: list[_Io]) -> list[_Io]:
-    """One input per text: the same text twice is one variable read once."""
-    seen: set[str] = set()
-    unique = []
-    for io in found:
-        if io.text not in seen:
-            seen.add(io.text)
-            unique.append(io)
-    return unique
-
-
-def _retrieved_documents(attributes: dict[str, Any]) -> list[tuple[str, str | None]]:
-    """``retrieval.documents.N.document.{id,content}`` and ``reranker.input_documents`` with ids."""
-    found: list[tuple[str, str | None]] = []
-    for prefix in ("retrieval.documents", "reranker.input_documents"):
-        for doc in _indexed(attributes, prefix):
-            doc_id = doc.get("document.id")
-            if doc_id is not None:
-                found.append((str(doc_id), _text(doc.get("document.content"))))
-    return found
-
-
-def _written_documents(value: Any) -> list[tuple[str, str | None, str]] | None:
-    """Documents an output writes: Mem0's ``{"results": [{id, memory, event}]}`` shape (or a
-    bare list of such objects). None when the output is not of that shape."""
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError:
-        return None
-    items = parsed.get("results") if isinstance(parsed, dict) else parsed
-    if not isinstance(items, list) or not items:
-        return None
-    found: list[tuple[str, str | None, str]] = []
-    for item in items:
-        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
-            return None
-        event = str(item.get("event") or "ADD").upper()
-        text = next((item[k] for k in _DOC_TEXT_KEYS if isinstance(item.get(k), str)), None)
-        if text is None and event not in ("DELETE", "NONE"):
-            return None
-        found.append((item["id"], text, event))
-    return found
 
 
 def _op_metadata(span: Span) -> dict[str, Any]:
