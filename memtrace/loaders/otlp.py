@@ -192,14 +192,15 @@ class _Converter:
             inputs.append(var)
         op = _Op(span, kind, self.next_seq())
         self.ops.append(op)
-        read_documents = [
-            self._read_document(doc_id, content, span)
-            for doc_id, content in retrieved_documents(attributes)
-        ]
+        found = retrieved_documents(attributes)
+        written = written_documents(attributes.get("output.value"))
+        if kind == "retrieval" and written is not None:
+            # a search returning Mem0-shaped results reads those memories, it stores nothing
+            found += [(doc_id, content) for doc_id, content, _ in written]
+            written = None  # and the results are also the context it outputs
+        read_documents = [self._read_document(doc_id, content, span) for doc_id, content in found]
         for var in (*inputs, *read_documents):
             op.reads[var.id] = None
-        output_value = attributes.get("output.value")
-        written = written_documents(output_value)
         outputs: list[_Var] = []
         for io in span_outputs(span, skip_output_value=written is not None):
             var = self._existing(io.text, span.end_ns)

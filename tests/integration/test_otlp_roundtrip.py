@@ -4,6 +4,7 @@ encoding) loads and gets the same verdicts from `memtrace attribute`."""
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -98,8 +99,12 @@ def verdicts(trace_id: str, span_to_op: dict[str, str] | None = None) -> dict[st
     return found
 
 
-@pytest.fixture
-def runs(db: Database, run_id: str, tmp_path: Path) -> Iterator[list[tuple[Run, str, str]]]:
+@pytest.fixture(scope="module")
+def runs(
+    db: Database, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[tuple[Run, str, str]]]:
+    run_id = f"t{uuid.uuid4().hex[:12]}"
+    tmp_path = tmp_path_factory.mktemp("otlp")
     convs = {c.number: c for c in load_locomo(SAMPLE_PATH)}
     loaded: list[tuple[Run, str, str]] = []
     try:
@@ -162,3 +167,19 @@ def test_cases_joined_from_a_locomo_labels_file(
         assert renamed == native
     finally:
         delete_trace(db, trace_id)
+
+
+def test_a_bad_otlp_file_beside_a_good_one_writes_nothing(
+    db: Database, runs: list[tuple[Run, str, str]], tmp_path: Path, run_id: str
+) -> None:
+    good = tmp_path / f"{run_id}-good.json"
+    good.write_text(runs[0][0].otlp.read_text())
+    data = json.loads(good.read_text())
+    data["resourceSpans"][0]["scopeSpans"][0]["spans"][3]["endTimeUnixNano"] = "1"
+    bad = tmp_path / f"{run_id}-bad.json"
+    bad.write_text(json.dumps(data))
+    result = CliRunner().invoke(cli, ["load", str(good), str(bad)])
+    assert result.exit_code == 1
+    assert "spans[3].endTimeUnixNano: ends before it starts" in result.output
+    found = db.run("MATCH (t:Trace) WHERE t.id IN $ids RETURN t.id", ids=[f"otlp-{good.stem}"])
+    assert found == []

@@ -398,3 +398,22 @@ def test_one_bad_otlp_file_stops_the_whole_load(write: Callable[[Any, str], Path
         load_paths(None, [str(good), str(bad)], LoadOptions(dry_run=True))
     summary = load_paths(None, [str(good)], LoadOptions(dry_run=True))
     assert summary.files[0].format == "otlp" and summary.files[0].cases == 1
+
+
+def test_mem0_search_results_on_a_retriever_are_read_not_stored(
+    write: Callable[[Any, str], Path],
+) -> None:
+    results = json.dumps({"results": [{"id": "m-1", "memory": FACT, "score": 0.8}]})
+    spans = [
+        span(1, "mem0.add", {"input.value": MESSAGE, "output.value": json.dumps(
+            {"results": [{"id": "m-1", "memory": FACT, "event": "ADD"}]})}),
+        span(2, "mem0.search", {"openinference.span.kind": "RETRIEVER", "input.value": QUESTION,
+                                "output.value": results}),
+    ]  # fmt: skip
+    records = read_otlp(write(request(*spans), "s.json"))
+    store, search = by_type(records, OperationRecord)
+    assert store.writes == ["m-1@1"]
+    assert "m-1@1" in search.reads and "m-1@1" not in search.writes
+    (context,) = search.writes
+    variables = {v.id: v for v in by_type(records, VariableRecord)}
+    assert variables[context].value == results and variables[context].category == "context"
