@@ -24,7 +24,7 @@ from memtrace.settings import load_settings
 from memtrace.systems.base import System, op_id
 from memtrace.systems.core import Item, Loss
 from memtrace.systems.locomo import Question, Turn
-from memtrace.tracing import Var
+from memtrace.tracing import OFF, Var
 
 DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 DEFAULT_EMBEDDING_DIMS = 1536
@@ -82,7 +82,6 @@ def import_mem0() -> Any:
 
 class Mem0LibSystem(System):
     name = "mem0-lib"
-    top_k = 10
 
     def reset(self) -> None:
         from memtrace.integrations.mem0 import Instrumented, instrument
@@ -105,16 +104,15 @@ class Mem0LibSystem(System):
 
     def retrieve(self, query: Var, question: Question, case_id: str) -> tuple[list[Item], Var, str]:
         with self.traced.query(query):
-            found = self.memory.search(question.text, user_id=self.user, limit=self.top_k)
+            found = self.memory.search(question.text, user_id=self.user, limit=self.params.top_k)
         search = self.traced.last_search
+        memories = self.traced.memories  # empty while tracing is off
         items = [
-            Item(
-                str(r["id"]), str(r["memory"]), "", frozenset(), self.traced.memories[str(r["id"])]
-            )
+            Item(str(r["id"]), str(r["memory"]), "", frozenset(), memories.get(str(r["id"]), OFF))
             for r in found.get("results", [])
         ]
         if search is None:  # tracing off
-            return items, Var("", "", 0), op_id()
+            return items, OFF, op_id()
         return items, search.context, search.op_id
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:
