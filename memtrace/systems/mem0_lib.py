@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memtrace.errors import ConfigError
-from memtrace.settings import load_settings
+from memtrace.settings import LLMSettings, load_settings
 from memtrace.systems.base import System, op_id
 from memtrace.systems.core import Item, Loss
 from memtrace.systems.locomo import Question, Turn
@@ -30,25 +30,33 @@ DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 DEFAULT_EMBEDDING_DIMS = 1536
 
 
-def memory_config(folder: Path, collection: str) -> dict[str, Any]:
-    """Mem0's config for one conversation: the endpoint from the settings, local storage."""
-    settings = load_settings()
-    llm = settings.llm
+def endpoint() -> LLMSettings:
+    """The configured OpenAI-compatible endpoint; ConfigError when there is none."""
+    llm = load_settings().llm
     if not llm.base_url and not llm.api_key:
         raise ConfigError(
             "mem0-lib needs an OpenAI-compatible endpoint: set OPENAI_BASE_URL or OPENAI_API_KEY"
         )
+    return llm
+
+
+def memory_config(folder: Path, collection: str) -> dict[str, Any]:
+    """Mem0's config for one conversation: the endpoint from the settings, local storage."""
+    llm = endpoint()
     key = llm.api_key.get_secret_value() if llm.api_key else "not-needed"
-    endpoint = {"api_key": key, "openai_base_url": llm.base_url}
+    connection = {"api_key": key, "openai_base_url": llm.base_url}
     dims = int(os.environ.get("MEMTRACE_EMBEDDING_DIMS", DEFAULT_EMBEDDING_DIMS))
     return {
-        "llm": {"provider": "openai", "config": {"model": llm.model, "temperature": 0, **endpoint}},
+        "llm": {
+            "provider": "openai",
+            "config": {"model": llm.model, "temperature": 0, **connection},
+        },
         "embedder": {
             "provider": "openai",
             "config": {
                 "model": os.environ.get("MEMTRACE_EMBEDDING_MODEL", DEFAULT_EMBEDDING_MODEL),
                 "embedding_dims": dims,
-                **endpoint,
+                **connection,
             },
         },
         "vector_store": {
@@ -82,6 +90,12 @@ def import_mem0() -> Any:
 
 class Mem0LibSystem(System):
     name = "mem0-lib"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # fail before any trace file is opened, not after its first record
+        endpoint()
+        import_mem0()
 
     def reset(self) -> None:
         from memtrace.integrations.mem0 import Instrumented, instrument

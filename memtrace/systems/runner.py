@@ -23,11 +23,15 @@ from memtrace.systems.rankers import BM25Ranker, EmbeddingRanker, Ranker
 from memtrace.tracing import Clock, SimClock, WallClock, trace
 
 DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
-SYSTEMS: dict[str, type[System]] = {
+# our re-implementations: offline-capable, deterministic, faults can be planted in them
+REFERENCE_SYSTEMS: dict[str, type[System]] = {
     "mem0": Mem0System,
     "rag": RagSystem,
     "long-context": LongContextSystem,
-    "mem0-lib": Mem0LibSystem,  # the real Mem0 library (extra memtrace[mem0])
+}
+SYSTEMS: dict[str, type[System]] = {
+    **REFERENCE_SYSTEMS,
+    "mem0-lib": Mem0LibSystem,  # the real Mem0 library (extra memtrace[mem0]; an endpoint)
 }
 
 
