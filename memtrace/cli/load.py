@@ -22,7 +22,9 @@ from memtrace.cli.options import neo4j_options
 from memtrace.cli.output import make_console
 from memtrace.db import connect
 from memtrace.loaders.load import DEFAULT_BATCH_SIZE, FORMATS, LoadOptions, LoadSummary, load_paths
+from memtrace.loaders.otlp import LabeledQuestion, Labels
 from memtrace.settings import Settings
+from memtrace.systems.locomo import load_locomo
 
 console = make_console(stderr=True)
 
@@ -83,6 +85,26 @@ def render_summary(summary: LoadSummary) -> Table:
     return table
 
 
+def locomo_labels(path: Path) -> Labels:
+    """The questions of a LoCoMo-format file, as the OTLP importer joins them."""
+    questions = []
+    for conv in load_locomo(path):
+        turns = conv.turns()
+        for q in conv.questions:
+            questions.append(
+                LabeledQuestion(
+                    conversation=conv.sample_id,
+                    case_id=f"{conv.sample_id}-qa-{q.number}",
+                    question=q.text,
+                    answer=q.answer,
+                    category=q.category,
+                    evidence=tuple(turns[d].text for d in q.evidence if d in turns),
+                    missing_evidence=tuple(d for d in q.evidence if d not in turns),
+                )
+            )
+    return Labels(str(path), tuple(questions))
+
+
 @click.command("load", cls=ErrorReportingCommand)
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
@@ -133,7 +155,7 @@ def load_command(
         dataset=dataset,
         format=fmt,  # type: ignore[arg-type]
         dry_run=dry_run,
-        labels=labels,
+        labels=locomo_labels(labels) if labels is not None else None,
     )
     if dry_run:
         summary = load_paths(None, list(paths), options)

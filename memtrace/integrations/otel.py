@@ -16,8 +16,10 @@ extra ``memtrace[otel]``.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,6 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 
-from memtrace.loaders.models import parse_timestamp
 from memtrace.tracing.tracer import OpState, Tracer
 
 SPAN_KINDS: dict[str, OpenInferenceSpanKindValues] = {
@@ -78,7 +79,9 @@ class OpenInferenceTracer(Tracer):
 
     def _ns(self, timestamp: str) -> int:
         """Span times from the trace's clock, strictly increasing (the clock ticks in ms)."""
-        nanos = parse_timestamp(timestamp) * 1000
+        moment = datetime.fromisoformat(timestamp)
+        seconds = int(moment.replace(microsecond=0).timestamp())
+        nanos = seconds * 1_000_000_000 + moment.microsecond * 1000
         self._last_ns = max(nanos, self._last_ns + 1)
         return self._last_ns
 
@@ -124,7 +127,7 @@ class OpenInferenceTracer(Tracer):
     def finish_operation(self, op: OpState) -> None:
         start_ns = op.metadata.pop("_otel_start_ns", None)
         super().finish_operation(op)
-        kind = op.kind or _kind_of(op.name, op.category)
+        kind = op.kind or _kind_of(op.category)
         span = self._otel.start_span(
             op.name,
             context=self._context,
@@ -211,10 +214,9 @@ class OpenInferenceTracer(Tracer):
             self._root = None
 
 
-def _kind_of(name: str, category: str | None) -> str:
-    from memtrace.loaders.kinds import derive_kind
-
-    return derive_kind(name, category)
+def _kind_of(category: str | None) -> str:
+    """An operation recorded without a kind: its category, when that names a kind."""
+    return category if category in SPAN_KINDS else "other"
 
 
 def _message_text(value: str | None) -> str | None:
@@ -248,6 +250,4 @@ def write_otlp_json(spans: Sequence[ReadableSpan], path: Path) -> Path:
 
 
 def _b64_to_hex(value: str) -> str:
-    import base64
-
     return base64.b64decode(value).hex()

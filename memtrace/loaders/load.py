@@ -15,7 +15,7 @@ from memtrace.errors import InputError
 from memtrace.loaders.index import TraceIndex, build_index
 from memtrace.loaders.models import AnyRecord
 from memtrace.loaders.native import read_native
-from memtrace.loaders.otlp import looks_like_otlp, read_otlp
+from memtrace.loaders.otlp import Labels, looks_like_otlp, read_otlp
 from memtrace.loaders.rows import (
     count_properties,
     next_version_rows,
@@ -60,7 +60,7 @@ class LoadOptions:
     dataset: str | None = None
     format: Format | None = None
     dry_run: bool = False
-    labels: Path | None = None  # LoCoMo-format questions joined into OTLP traces as cases
+    labels: Labels | None = None  # questions joined into OTLP traces as cases
 
 
 @dataclass
@@ -167,7 +167,7 @@ def detect_format(file: Path) -> Format:
 
 
 def record_source(
-    file: Path, fmt: Format, labels: Path | None = None
+    file: Path, fmt: Format, labels: Labels | None = None
 ) -> Callable[[], Iterator[tuple[str, AnyRecord]]]:
     """A function that reads the file's records again each time it is called."""
     if fmt == "native":

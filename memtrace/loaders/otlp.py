@@ -39,19 +39,45 @@ from memtrace.loaders.otlp_attributes import (
     written_documents,
 )
 from memtrace.loaders.otlp_json import Span, looks_like_otlp, read_spans
-from memtrace.systems.locomo import load_locomo
 from memtrace.taxonomy import Kind
 
-__all__ = ["GEN_AI_KINDS", "OPENINFERENCE_KINDS", "looks_like_otlp", "read_otlp"]
+__all__ = [
+    "GEN_AI_KINDS",
+    "OPENINFERENCE_KINDS",
+    "LabeledQuestion",
+    "Labels",
+    "looks_like_otlp",
+    "read_otlp",
+]
 
 CASE_PREFIX: Final = "memtrace.case."
 
 
-def read_otlp(file: Path, labels: Path | None = None) -> list[tuple[str, AnyRecord]]:
+@dataclass(frozen=True)
+class LabeledQuestion:
+    """A question to join into an OTLP trace as a case (``memtrace load --labels`` reads them
+    from a LoCoMo-format file)."""
+
+    conversation: str  # matched against the spans' session.id
+    case_id: str
+    question: str  # matched against a variable's exact text
+    answer: str
+    category: str | None
+    evidence: tuple[str, ...]  # texts of the messages that hold the answer
+    missing_evidence: tuple[str, ...] = ()  # evidence ids that name no message of the file
+
+
+@dataclass(frozen=True)
+class Labels:
+    source: str  # the file they came from, for errors
+    questions: tuple[LabeledQuestion, ...]
+
+
+def read_otlp(file: Path, labels: Labels | None = None) -> list[tuple[str, AnyRecord]]:
     """Parse, validate and convert one OTLP JSON file; the first record is the TraceRecord.
 
-    ``labels``: a LoCoMo-format file whose questions become cases (joined by conversation =
-    the spans' ``session.id`` and by question text).
+    ``labels``: questions that become cases (joined by conversation = the spans' ``session.id``
+    and by question text).
     """
     path = str(file)
     spans = read_spans(file)
@@ -90,7 +116,7 @@ class _Op:
 
 
 class _Converter:
-    def __init__(self, path: str, stem: str, spans: list[Span], labels: Path | None) -> None:
+    def __init__(self, path: str, stem: str, spans: list[Span], labels: Labels | None) -> None:
         self.path = path
         self.stem = stem
         self.spans = spans
@@ -348,54 +374,50 @@ class _Converter:
 
     def _label_cases(self, cases: dict[str, CaseRecord]) -> Iterator[CaseRecord]:
         assert self.labels is not None
-        conversations = load_locomo(self.labels)
         sessions = {
             str(span.attributes["session.id"])
             for span in self.spans
             if span.attributes.get("session.id") is not None
         }
-        matched = [conv for conv in conversations if conv.sample_id in sessions]
+        matched = [q for q in self.labels.questions if q.conversation in sessions]
         if not matched:
             raise InputError(
-                str(self.labels),
+                self.labels.source,
                 None,
                 "no conversation's sample_id matches a span's session.id attribute "
                 f"(spans: {sorted(sessions)[:5] or 'none'})",
             )
         by_query = {case.query: case for case in cases.values()}
-        for conv in matched:
-            turns = conv.turns()
-            for question in conv.questions:
-                query = self._first_with_text(question.text)
-                if query is None:
-                    continue  # not asked in this trace (a subset run)
-                texts = [turns[d].text for d in question.evidence if d in turns]
-                evidence, missing = self._evidence(texts)
-                missing += [d for d in question.evidence if d not in turns]
-                known = by_query.get(query.id)
-                if known is not None:
-                    yield known.model_copy(
-                        update={
-                            "evidence": known.evidence or evidence,
-                            "missing_evidence": known.missing_evidence or missing,
-                            "golden_answers": known.golden_answers or [question.answer],
-                            "category": known.category or question.category,
-                        }
-                    )
-                    continue
-                prediction = self._answer_of(query)
-                yield CaseRecord(
-                    type="case",
-                    id=f"{conv.sample_id}-qa-{question.number}",
-                    query=query.id,
-                    query_text=question.text,
-                    prediction=prediction.id if prediction else None,
-                    golden_answers=[question.answer],
-                    judge_score=self._score_of(prediction) if prediction else None,
-                    category=question.category,
-                    evidence=evidence,
-                    missing_evidence=missing,
+        for question in matched:
+            query = self._first_with_text(question.question)
+            if query is None:
+                continue  # not asked in this trace (a subset run)
+            evidence, missing = self._evidence(list(question.evidence))
+            missing += question.missing_evidence
+            known = by_query.get(query.id)
+            if known is not None:
+                yield known.model_copy(
+                    update={
+                        "evidence": known.evidence or evidence,
+                        "missing_evidence": known.missing_evidence or missing,
+                        "golden_answers": known.golden_answers or [question.answer],
+                        "category": known.category or question.category,
+                    }
                 )
+                continue
+            prediction = self._answer_of(query)
+            yield CaseRecord(
+                type="case",
+                id=question.case_id,
+                query=query.id,
+                query_text=question.question,
+                prediction=prediction.id if prediction else None,
+                golden_answers=[question.answer],
+                judge_score=self._score_of(prediction) if prediction else None,
+                category=question.category,
+                evidence=evidence,
+                missing_evidence=missing,
+            )
 
     def _first_with_text(self, text: str) -> _Var | None:
         found = self.by_text.get(text) or self.by_text.get(text.strip())

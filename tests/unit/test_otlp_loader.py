@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from memtrace.cli.load import locomo_labels
 from memtrace.errors import InputError
 from memtrace.loaders.index import build_index
 from memtrace.loaders.load import LoadOptions, detect_format, load_paths
@@ -304,13 +305,13 @@ def test_labels_file_supplies_cases(write: Callable[[Any, str], Path]) -> None:
             {"openinference.span.kind": "EVALUATOR", "input.value": "no idea", "output.value": "0"},
         ),
     ]
-    records = read_otlp(write(request(*spans), "l.json"), SAMPLE_PATH)
+    records = read_otlp(write(request(*spans), "l.json"), locomo_labels(SAMPLE_PATH))
     (case,) = by_type(records, CaseRecord)
     assert case.id == f"{sample['sample_id']}-qa-1" and case.golden_answers == [str(qa["answer"])]
     assert case.is_failed and len(case.evidence) == 1
     with pytest.raises(InputError, match="no conversation's sample_id matches"):
         other = [span(1, "x", {"session.id": "nobody", "input.value": "q"})]
-        read_otlp(write(request(*other), "n.json"), SAMPLE_PATH)
+        read_otlp(write(request(*other), "n.json"), locomo_labels(SAMPLE_PATH))
 
 
 BAD: list[tuple[str, Any, str | None, str]] = [
