@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fake_openai import FakeOpenAI, Mem0Replies, Reply
 
 from memtrace.integrations.mem0 import instrument
+from memtrace.settings import load_settings
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.mem0_lib import import_mem0, memory_config
 from memtrace.tracing import session, trace, variable
@@ -60,7 +61,9 @@ def one_run(traced: bool, number: int) -> tuple[float, float]:
     """(wall seconds, CPU seconds of this process: Mem0, the tracer and the local server)."""
     conv = load_locomo(SAMPLE_PATH)[0]
     with tempfile.TemporaryDirectory() as folder:
-        memory = import_mem0().from_config(memory_config(Path(folder), f"bench{number}"))
+        memory = import_mem0(load_settings().home).from_config(
+            memory_config(load_settings(), Path(folder), f"bench{number}")
+        )
         state = instrument(memory) if traced else None
         if state is not None:  # time the tracer's own work: turning events into records
             for name in ("_write_add", "_write_search"):

@@ -29,12 +29,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from memtrace.admin import delete_trace
 from memtrace.db import connect
 from memtrace.integrations.otel import OpenInferenceTracer, write_otlp_json
-from memtrace.loaders.schema import delete_trace
 from memtrace.settings import load_settings
 from memtrace.systems.locomo import Subset, load_locomo
-from memtrace.systems.runner import make_backend, make_system
+from memtrace.systems.registry import make_backend, make_system
 from memtrace.tracing import SimClock, trace
 
 OUT = Path(__file__).resolve().parent / "out"

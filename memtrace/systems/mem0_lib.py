@@ -2,7 +2,7 @@
 through ``memtrace.integrations.mem0``.
 
 Mem0's LLM and embedder talk to the configured OpenAI-compatible endpoint (``OPENAI_BASE_URL``,
-``OPENAI_API_KEY``, ``MEMTRACE_LLM_MODEL``; embeddings ``MEMTRACE_EMBEDDING_MODEL`` with
+``OPENAI_API_KEY``, ``MEMTRACE_LLM_MODEL``; embeddings: the settings' embedding model with
 ``MEMTRACE_EMBEDDING_DIMS`` dimensions); its vector store is Qdrant's local in-memory mode and
 its history a SQLite file, both in a temporary folder per conversation: no server. Mem0's
 telemetry is off (``MEM0_TELEMETRY=False``; ``MEM0_DIR`` under ``$MEMTRACE_HOME``). The answer
@@ -20,29 +20,28 @@ from pathlib import Path
 from typing import Any
 
 from memtrace.errors import ConfigError
-from memtrace.settings import LLMSettings, load_settings
+from memtrace.settings import LLMSettings, Settings
 from memtrace.systems.base import System, op_id
 from memtrace.systems.core import Item, Loss
 from memtrace.systems.locomo import Question, Turn
 from memtrace.tracing import OFF, Var
 
-DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
 DEFAULT_EMBEDDING_DIMS = 1536
 
 
-def endpoint() -> LLMSettings:
+def endpoint(settings: Settings | None) -> LLMSettings:
     """The configured OpenAI-compatible endpoint; ConfigError when there is none."""
-    llm = load_settings().llm
-    if not llm.base_url and not llm.api_key:
+    llm = settings.llm if settings is not None else None
+    if llm is None or (not llm.base_url and not llm.api_key):
         raise ConfigError(
             "mem0-lib needs an OpenAI-compatible endpoint: set OPENAI_BASE_URL or OPENAI_API_KEY"
         )
     return llm
 
 
-def memory_config(folder: Path, collection: str) -> dict[str, Any]:
+def memory_config(settings: Settings | None, folder: Path, collection: str) -> dict[str, Any]:
     """Mem0's config for one conversation: the endpoint from the settings, local storage."""
-    llm = endpoint()
+    llm = endpoint(settings)
     key = llm.api_key.get_secret_value() if llm.api_key else "not-needed"
     connection = {"api_key": key, "openai_base_url": llm.base_url}
     dims = int(os.environ.get("MEMTRACE_EMBEDDING_DIMS", DEFAULT_EMBEDDING_DIMS))
@@ -54,7 +53,7 @@ def memory_config(folder: Path, collection: str) -> dict[str, Any]:
         "embedder": {
             "provider": "openai",
             "config": {
-                "model": os.environ.get("MEMTRACE_EMBEDDING_MODEL", DEFAULT_EMBEDDING_MODEL),
+                "model": llm.embedding_model,
                 "embedding_dims": dims,
                 **connection,
             },
@@ -72,10 +71,11 @@ def memory_config(folder: Path, collection: str) -> dict[str, Any]:
     }
 
 
-def import_mem0() -> Any:
-    """``mem0.Memory`` with telemetry off (the flag is read when mem0 is first imported)."""
+def import_mem0(home: Path) -> Any:
+    """``mem0.Memory`` with telemetry off (the flag is read when mem0 is first imported);
+    Mem0's own folder under ``home``."""
     os.environ["MEM0_TELEMETRY"] = "False"
-    os.environ.setdefault("MEM0_DIR", str(load_settings().home / "mem0"))
+    os.environ.setdefault("MEM0_DIR", str(home / "mem0"))
     try:
         import mem0
         import mem0.memory.main
@@ -94,17 +94,19 @@ class Mem0LibSystem(System):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # fail before any trace file is opened, not after its first record
-        endpoint()
-        import_mem0()
+        endpoint(self.settings)
+        assert self.settings is not None
+        self.memory_class = import_mem0(self.settings.home)
 
     def reset(self) -> None:
         from memtrace.integrations.mem0 import Instrumented, instrument
 
-        memory_class = import_mem0()
         self._folder = tempfile.TemporaryDirectory(prefix="memtrace-mem0-")
         folder = Path(self._folder.name)
         self.user = "locomo"
-        self.memory = memory_class.from_config(memory_config(folder, "memtrace"))
+        self.memory = self.memory_class.from_config(
+            memory_config(self.settings, folder, "memtrace")
+        )
         self.traced: Instrumented = instrument(self.memory)
 
     def ingest(self, turn: Turn, date: str, message: Var) -> None:

@@ -17,10 +17,11 @@ pytest.importorskip("mem0", reason="needs the mem0 extra")
 
 from fake_openai import FakeOpenAI, Mem0Replies, fake_openai_fixture  # noqa: F401
 
+from memtrace.admin import delete_trace
 from memtrace.cli import cli
 from memtrace.db import Database
 from memtrace.integrations import mem0 as integration
-from memtrace.loaders.schema import delete_trace
+from memtrace.settings import load_settings
 from memtrace.systems.mem0_lib import import_mem0, memory_config
 from memtrace.tracing import trace, variable
 
@@ -146,7 +147,9 @@ def test_planted_faults_are_attributed_to_their_op_and_type(
 def test_a_broken_pinned_range_assumption_is_a_clear_error(
     endpoint: Mem0Replies, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    memory = import_mem0().from_config(memory_config(tmp_path, "assumptions"))
+    memory = import_mem0(load_settings().home).from_config(
+        memory_config(load_settings(), tmp_path, "assumptions")
+    )
     state = integration.instrument(memory)
     with pytest.raises(integration.Mem0InstrumentationError, match="instrumented already"):
         integration.instrument(memory)
@@ -178,7 +181,9 @@ def test_a_broken_pinned_range_assumption_is_a_clear_error(
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert not [r for r in records if r["type"] == "operation"]  # no partial trace
 
-    other = import_mem0().from_config(memory_config(tmp_path / "other", "other"))
+    other = import_mem0(load_settings().home).from_config(
+        memory_config(load_settings(), tmp_path / "other", "other")
+    )
     monkeypatch.setattr(importlib.metadata, "version", lambda _: "2.2.1")
     with pytest.raises(integration.Mem0InstrumentationError, match=r"mem0ai 2\.2\.1 is not"):
         integration.instrument(other)

@@ -20,13 +20,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from memtrace.admin import delete_trace
 from memtrace.bench.make import BenchOptions, select_faults
 from memtrace.cli import cli
 from memtrace.db import Database
 from memtrace.integrations.otel import OpenInferenceTracer, write_otlp_json
-from memtrace.loaders.schema import delete_trace
 from memtrace.systems.locomo import SAMPLE_PATH, Conversation, load_locomo
-from memtrace.systems.runner import make_backend, make_system
+from memtrace.systems.registry import make_backend, make_system
 from memtrace.tracing import SimClock, trace
 
 pytestmark = pytest.mark.integration
