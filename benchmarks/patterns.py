@@ -31,6 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from queries import benchmark_query
+
 from memtrace import patterns
 from memtrace.admin import delete_trace, init_schema
 from memtrace.db import Database, connect
@@ -41,56 +43,8 @@ SYSTEMS = ("mem0", "rag", "long-context")
 MESSAGES = 100
 BASELINE = "MATCH (a:Attribution) RETURN count(a) AS n"
 
-TRACE = """
-CREATE (t:Trace {id: $trace_id, system: $system, load_state: 'complete', source: 'bench'})
-CREATE (p:Variable {trace_id: $trace_id, id: 'extract-prompt@' + $version, seq: 0,
-        name: 'extract-prompt', version: $version, category: 'prompt', value: 'Extract.'})
-CREATE (q:Variable {trace_id: $trace_id, id: 'qa-prompt@1', seq: 1, name: 'qa-prompt',
-        version: 1, category: 'prompt', value: 'Answer.'})
-CREATE (k:Variable {trace_id: $trace_id, id: 'top_k@1', seq: 2, name: 'top_k', version: 1,
-        category: 'parameter', class_name: 'parameter', value: '10'})
-WITH p
-UNWIND range(0, $messages - 1) AS i
-CREATE (m:Variable {trace_id: $trace_id, id: 'm' + i, seq: 10 + 3 * i, name: 'm' + i,
-        version: 1, category: 'message', session: 's' + (i / 20), value: 'message ' + i})
-CREATE (x:Operation {trace_id: $trace_id, id: 'ex' + i, seq: 11 + 3 * i,
-        name: 'memory_system.extract_facts', kind: 'extraction'})
-CREATE (u:Operation {trace_id: $trace_id, id: 'up' + i, seq: 12 + 3 * i,
-        name: 'memory_system.update_memory_decision', kind: 'update'})
-CREATE (x)-[:READS]->(m), (x)-[:READS]->(p), (u)-[:READS]->(m)
-"""
-
-CASES = """
-MATCH (t:Trace {id: $trace_id})
-MATCH (q:Variable {trace_id: $trace_id, id: 'qa-prompt@1'})
-MATCH (k:Variable {trace_id: $trace_id, id: 'top_k@1'})
-UNWIND $cases AS c
-MATCH (m1:Variable {trace_id: $trace_id, id: c.evidence[0]})
-CREATE (case:Case {trace_id: $trace_id, id: c.id, failed: true, category: c.category,
-        query: 'question ' + c.id, prediction: 'wrong', golden_answers: ['right']})
-CREATE (qv:Variable {trace_id: $trace_id, id: 'query-' + c.id, seq: c.seq, name: c.id,
-        version: 1, category: 'message & query', class_name: 'query', value: 'question'})
-CREATE (s:Operation {trace_id: $trace_id, id: 's-' + c.id, seq: c.seq + 1,
-        name: 'memory_system.search_vector_store', kind: 'retrieval'})
-CREATE (a:Operation {trace_id: $trace_id, id: 'qa-' + c.id, seq: c.seq + 2,
-        name: 'question-answering', kind: 'generation'})
-CREATE (t)-[:HAS_CASE]->(case), (case)-[:QUERY]->(qv), (case)-[:EVIDENCE]->(m1),
-       (s)-[:READS]->(qv), (s)-[:READS]->(k), (a)-[:READS]->(qv), (a)-[:READS]->(q)
-WITH case, c
-CALL (case, c) {
-  UNWIND c.evidence[1..] AS more
-  MATCH (m:Variable {trace_id: $trace_id, id: more})
-  CREATE (case)-[:EVIDENCE]->(m)
-}
-CREATE (case)-[:HAS_ATTRIBUTION]->(at:Attribution {id: $run_id + '/' + c.id, run_id: $run_id,
-        trace_id: $trace_id, case_id: c.id, op_id: c.op_id, error_type: c.error_type,
-        confidence: c.confidence, error: c.error, reason: 'synthetic', created_at: datetime()})
-WITH at, c
-CALL (at, c) {
-  MATCH (o:Operation {trace_id: $trace_id, id: c.op_id})
-  CREATE (at)-[:BLAMES]->(o)
-}
-"""
+TRACE = benchmark_query("patterns_seed_trace")
+CASES = benchmark_query("patterns_seed_cases")
 
 BLAME = (  # (op id prefix, error type, weight)
     ("ex", "ExtractionError", 4),

@@ -14,6 +14,7 @@ from collections.abc import Set as AbstractSet
 from typing import TypeVar
 
 from memtrace.prompts import Prompt
+from memtrace.settings import Settings
 from memtrace.systems.core import (
     Applied,
     Backend,
@@ -67,8 +68,10 @@ class System(ABC):
         prompts: Mapping[str, Prompt] | None = None,
         faults: Sequence[Fault] = (),
         ranker: Ranker | None = None,
+        settings: Settings | None = None,
     ) -> None:
         self.backend = backend
+        self.settings = settings  # for systems that call an endpoint themselves (mem0-lib)
         self.ranker = ranker or BM25Ranker()
         self.params = params or Params()
         self.prompts = {**DEFAULTS, **(prompts or {})}

@@ -88,6 +88,7 @@ def run_system(
         ranker=make_ranker(retriever, settings, embedding_model),
         prompts=prompts,
         params=params,
+        settings=settings,
     )
     for conv in conversations:
         clock = SimClock() if deterministic else WallClock()
