@@ -30,7 +30,7 @@ from memtrace.loaders.models import (
     VariableRecord,
     parse_timestamp,
 )
-from memtrace.loaders.native import describe_validation_error
+from memtrace.loaders.native import describe_json_error, describe_validation_error
 from memtrace.taxonomy import LabelType
 
 Lineno = StrictInt | None
@@ -129,7 +129,7 @@ def _validate(model: type[M], data: Any, path: str, location: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        problem = describe_validation_error("", exc).lstrip(".")
+        problem = describe_validation_error("", exc)
         raise InputError(path, location, problem) from None
 
 
@@ -182,9 +182,10 @@ def read_smartcomment(file: Path) -> list[tuple[str, AnyRecord]]:
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(
-            path, f"{exc.lineno}", f"malformed JSON: {exc.msg} at column {exc.colno}"
-        ) from None
+        problem = describe_json_error(exc)
+        if exc.pos >= len(text.rstrip()):
+            problem += "; the file looks truncated: it ends before the graph object is closed"
+        raise InputError(path, f"{exc.lineno}", problem) from None
     graph = _validate(SCGraph, raw, path, "$")
     return list(_convert(graph, path))
 
