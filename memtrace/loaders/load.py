@@ -203,7 +203,7 @@ def _whole_document(file: Path) -> object:
     """The file as one JSON value, or None when it is not one (JSON Lines, cut off, ...)."""
     try:
         return json.loads(file.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         return None
     except OSError as exc:
         raise InputError(str(file), None, f"cannot read file: {exc.strerror or exc}") from None

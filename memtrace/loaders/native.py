@@ -79,6 +79,9 @@ def describe_json_error(exc: json.JSONDecodeError) -> str:
     return f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
 
 
+TOO_DEEP: Final = "JSON nested too deeply (arrays/objects inside each other hundreds of levels)"
+
+
 def truncated_hint(path: str) -> str:
     """What to say when a JSON Lines file's last line is cut off (a writer killed mid-line)."""
     return (
@@ -162,6 +165,8 @@ def read_native(file: Path) -> Iterator[tuple[str, AnyRecord]]:
                 if record is None:
                     try:
                         data = json.loads(line)
+                    except RecursionError:
+                        raise InputError(path, location, TOO_DEEP) from None
                     except json.JSONDecodeError as exc:
                         problem = describe_json_error(exc)
                         if not raw.endswith(b"\n"):  # only the last line can lack one

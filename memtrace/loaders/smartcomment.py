@@ -21,6 +21,7 @@ from memtrace.loaders.models import (
     CaseRecord,
     EdgeRecord,
     Id,
+    Int64,
     Label,
     OperationRecord,
     SessionRecord,
@@ -30,10 +31,10 @@ from memtrace.loaders.models import (
     VariableRecord,
     parse_timestamp,
 )
-from memtrace.loaders.native import describe_json_error, describe_validation_error
+from memtrace.loaders.native import TOO_DEEP, describe_json_error, describe_validation_error
 from memtrace.taxonomy import LabelType
 
-Lineno = StrictInt | None
+Lineno = Int64 | None
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -44,7 +45,7 @@ class _Item(BaseModel):
 class SCNode(_Item):
     full_node_id: Id
     name: Annotated[str, Field(min_length=1, strict=True)]
-    version: Annotated[StrictInt, Field(ge=1)]
+    version: Annotated[StrictInt, Field(ge=1, le=2**63 - 1)]
     value: Text = None
     category: Text = None
     class_name: Text = None
@@ -181,9 +182,13 @@ def read_smartcomment(file: Path) -> list[tuple[str, AnyRecord]]:
         raise InputError(path, None, "empty file: no graph object")
     try:
         raw = json.loads(text)
+    except RecursionError:
+        raise InputError(path, None, TOO_DEEP) from None
     except json.JSONDecodeError as exc:
         problem = describe_json_error(exc)
-        if exc.pos >= len(text.rstrip()):
+        # A graph file ends with the "}" of its object; one cut short usually fails elsewhere
+        # (inside a string or an escape), so look at the end, not at where the parser stopped.
+        if exc.pos >= len(text.rstrip()) or not text.rstrip().endswith("}"):
             problem += "; the file looks truncated: it ends before the graph object is closed"
         raise InputError(path, f"{exc.lineno}", problem) from None
     graph = _validate(SCGraph, raw, path, "$")
