@@ -23,7 +23,7 @@ from memtrace.errors import InputError
 from memtrace.loaders.load import LoadOptions, load_paths
 
 # FUZZ_EXAMPLES raises the count for a longer run (docs/reliability.md records one).
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
