@@ -21,7 +21,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 
 from memtrace.errors import LLMError
 from memtrace.settings import LLMSettings, Settings
+from memtrace.usage import Usage as Usage  # re-exported: callers count usage from here
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -40,31 +41,6 @@ R = TypeVar("R")
 Message = dict[str, str]
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class Usage:
-    """What one or more requests cost. ``calls`` counts HTTP requests actually sent."""
-
-    calls: int = 0
-    cache_hits: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.calls + other.calls,
-            self.cache_hits + other.cache_hits,
-            self.tokens_in + other.tokens_in,
-            self.tokens_out + other.tokens_out,
-        )
-
-    @staticmethod
-    def total(items: Iterable[Usage]) -> Usage:
-        result = Usage()
-        for item in items:
-            result = result + item
-        return result
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ class LLMSettings(BaseModel):
     base_url: str | None = None
     api_key: SecretStr | None = None
     model: str = "gpt-4o-mini"
+    embedding_model: str = "text-embedding-3-small"
     timeout_seconds: float = 60.0
 
 
@@ -59,6 +60,7 @@ _ENV_LLM = {
     "base_url": "OPENAI_BASE_URL",
     "api_key": "OPENAI_API_KEY",
     "model": "MEMTRACE_LLM_MODEL",
+    "embedding_model": "MEMTRACE_EMBEDDING_MODEL",
 }
 
 

@@ -8,7 +8,7 @@ unlike MemTrace's default, the gold answer is only added to the query on explici
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Final, Literal, get_args
 
 import numpy as np
 from rank_bm25 import BM25Okapi
@@ -19,6 +19,9 @@ from memtrace.attribution.text import content_words
 EvidenceMode = Literal["gold", "retrieved"]
 Retriever = Literal["bm25", "dense", "hybrid"]
 RetrievalQuery = Literal["question", "question+answer"]
+EVIDENCE_MODES: Final[tuple[EvidenceMode, ...]] = get_args(EvidenceMode)
+RETRIEVERS: Final[tuple[Retriever, ...]] = get_args(Retriever)
+RETRIEVAL_QUERIES: Final[tuple[RetrievalQuery, ...]] = get_args(RetrievalQuery)
 RRF_K = 60
 RETRIEVED_TOP_K = 10
 MAX_RETRIEVED = 1

@@ -7,9 +7,9 @@ import re
 import pytest
 
 from memtrace.attribution.evidence import bm25_ranking, reciprocal_rank_fusion, retrieved_evidence
-from memtrace.attribution.graph import FLOW_DEPTH
 from memtrace.attribution.judges import CaseView, OfflineJudge
 from memtrace.attribution.model import Anchor, CaseGraph, Evidence, FlowStep, Memory, OpRef
+from memtrace.attribution.store import FLOW_DEPTH
 from memtrace.attribution.text import (
     containment,
     content_words,
