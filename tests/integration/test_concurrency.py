@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from synthetic import write_synthetic_trace
 
+from memtrace.admin import delete_trace
 from memtrace.db import Database
-from memtrace.loaders.schema import delete_trace
-from memtrace.loaders.synthetic import write_synthetic_trace
 
 pytestmark = pytest.mark.integration
 MEMTRACE = str(Path(sys.executable).parent / "memtrace")

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from synthetic import write_synthetic_trace
 from test_managed_server import free_port, throwaway_layout
 
 from memtrace.db import Database, connect
 from memtrace.loaders.load import LoadOptions, load_paths
-from memtrace.loaders.synthetic import write_synthetic_trace
 from memtrace.server import manager
 from memtrace.server.config import MIB, MemoryPlan, ServerOptions
 from memtrace.server.layout import ServerLayout
