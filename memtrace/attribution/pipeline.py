@@ -170,8 +170,13 @@ def run_attribution(
 ) -> tuple[str, list[Verdict]]:
     """Attribute ``cases`` (default: every failed case, of ``trace_id`` when given) and write
     them under a run id."""
+    if trace_id is not None:
+        require_complete_trace(store, trace_id)
     if cases is None:
         cases = store.failed_cases(trace_id)
+        if not cases:
+            where = f"trace {trace_id!r}" if trace_id else "any complete trace"
+            raise MemtraceError(f"nothing to attribute: {where} has no failed cases")
     if on_start is not None:
         on_start(len(cases))
     verdicts = attribute_cases(store, judge, cases, options, on_done=on_done, workers=workers)
@@ -179,6 +184,31 @@ def run_attribution(
     if write:
         store.write_attributions(resolved, verdicts)
     return resolved, verdicts
+
+
+def require_complete_trace(store: AttributionStore, trace_id: str) -> None:
+    """Refuse a trace that does not exist or whose load has not completed."""
+    state = store.trace_state(trace_id)
+    if state is None:
+        raise MemtraceError(f"no trace {trace_id!r}; `memtrace db stats` lists the loaded traces")
+    if state != "complete":
+        raise MemtraceError(
+            f"trace {trace_id!r} is {state}: its load is still running or was interrupted; "
+            f"load it again (or remove it with `memtrace db delete --trace {trace_id}`)"
+        )
+
+
+def failure_summary(verdicts: Sequence[Verdict]) -> str | None:
+    """One line saying how many cases failed and why (each distinct reason in full)."""
+    reasons: dict[str, int] = {}
+    for verdict in verdicts:
+        if verdict.error:
+            reasons[verdict.error] = reasons.get(verdict.error, 0) + 1
+    if not reasons:
+        return None
+    failed = sum(reasons.values())
+    why = "; ".join(f"{reason} (x{n})" if n > 1 else reason for reason, n in reasons.items())
+    return f"{failed} of {len(verdicts)} cases failed: {why}"
 
 
 def resolve_case(store: AttributionStore, case_id: str, trace_id: str | None) -> str:
@@ -201,11 +231,23 @@ def evaluation_rows(
         run_id = store.latest_run()
         if run_id is None:
             raise MemtraceError("no attributions yet: run `memtrace attribute` first")
+    elif not store.run_exists(run_id):
+        latest = store.latest_run()
+        hint = f" (the latest run is {latest!r})" if latest else " (no attributions yet)"
+        raise MemtraceError(f"no attribution run {run_id!r}{hint}")
+    if trace_id is not None:
+        require_complete_trace(store, trace_id)
     rows = store.evaluation_rows(run_id, trace_id)
     # Score the traces this run attributed; other loaded traces are not part of it.
     touched = rows.loc[rows["judge"].notna(), "trace_id"].unique()
     rows = rows[rows["trace_id"].isin(touched)].reset_index(drop=True)
     sizes = store.trace_sizes(list(rows["trace_id"].unique()))
     rows["flat_tokens"] = rows["trace_id"].map(sizes).astype(float) / CHARS_PER_TOKEN
+    if rows.empty:
+        where = f" in trace {trace_id!r}" if trace_id else ""
+        raise MemtraceError(
+            f"run {run_id!r} attributed no labelled case{where}: nothing to score against "
+            "(labels come with the trace, e.g. from `memtrace bench make`)"
+        )
     rows.attrs["run_id"] = run_id
     return rows

@@ -220,6 +220,15 @@ class AttributionStore:
         rows = self.db.run(get_query("attribution/find_case"), case_id=case_id)
         return [str(row["trace_id"]) for row in rows]
 
+    def trace_state(self, trace_id: str) -> str | None:
+        """The trace's load_state, or None when no such trace exists."""
+        rows = self.db.run(get_query("attribution/trace_state"), trace_id=trace_id)
+        return str(rows[0]["load_state"]) if rows else None
+
+    def run_exists(self, run_id: str) -> bool:
+        rows = self.db.run(get_query("attribution/run_exists"), run_id=run_id)
+        return bool(rows and rows[0]["found"])
+
     def latest_run(self) -> str | None:
         rows = self.db.run(get_query("attribution/latest_run"))
         return str(rows[0]["run_id"]) if rows else None

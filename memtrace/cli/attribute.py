@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import click
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 from rich.tree import Tree
@@ -17,6 +18,7 @@ from memtrace.attribution.pipeline import (
     Options,
     analyse_case,
     evaluation_rows,
+    failure_summary,
     resolve_case,
     run_attribution,
 )
@@ -25,9 +27,10 @@ from memtrace.attribution.registry import JUDGES, embedder, make_judge
 from memtrace.attribution.store import AttributionStore
 from memtrace.attribution.walk import STRATEGY_NAMES
 from memtrace.cli.options import choice, neo4j_options
-from memtrace.cli.output import frame_table, make_console
+from memtrace.cli.output import frame_table, make_console, strict_json
 from memtrace.cypher import get_query
 from memtrace.db import connect
+from memtrace.errors import MemtraceError
 from memtrace.settings import Settings
 
 console = make_console()
@@ -77,7 +80,7 @@ def _summary(run_id: str, verdicts: list[Verdict]) -> Table:
         table.add_column(column, justify="right" if column != "error type" else "left")
     groups: dict[str, list[Verdict]] = {}
     for verdict in verdicts:
-        key = "(failed: " + verdict.error[:40] + ")" if verdict.error else str(verdict.error_type)
+        key = "(failed, reason below)" if verdict.error else str(verdict.error_type)
         groups.setdefault(key, []).append(verdict)
     for key, items in sorted(groups.items()):
         table.add_row(
@@ -156,10 +159,15 @@ def attribute_command(
             workers=workers,
         )
     if as_json:
-        click.echo(json.dumps([memtrace_record(v) for v in verdicts], indent=2, ensure_ascii=False))
-        return
-    console.print(_summary(resolved, verdicts))
-    if not no_write:
+        click.echo(strict_json([memtrace_record(v) for v in verdicts]))
+    else:
+        console.print(_summary(resolved, verdicts))
+    failures = failure_summary(verdicts)
+    if failures and all(v.error for v in verdicts):
+        raise MemtraceError(f"nothing attributed: {failures}")
+    if failures:
+        err.print(f"[yellow]warning:[/] {escape(failures)}", highlight=False, soft_wrap=True)
+    if not no_write and not as_json:
         console.print(
             f"written as run [bold]{resolved}[/]; score it with `memtrace eval --run-id {resolved}`"
         )
@@ -185,7 +193,7 @@ def eval_command(
             "by_type": scores.by_type.to_dict(orient="records"),
             "confusion": scores.confusion.to_dict(orient="index"),
         }
-        click.echo(json.dumps(payload, indent=2, default=str))
+        click.echo(strict_json(payload))
         return
     short = {
         "attributed": "done",
@@ -287,7 +295,7 @@ def explain_command(
         ]
         record["candidates"] = [c.op.id for c in analysis.candidates]
         record["cypher"] = cypher
-        click.echo(json.dumps(record, indent=2, ensure_ascii=False))
+        click.echo(strict_json(record))
         return
     console.print(_explain_tree(analysis))
     console.print("\n[bold]Paste into Neo4j Browser:[/]")

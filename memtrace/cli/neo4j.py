@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from memtrace.cli.output import make_console
+from memtrace.cli.output import make_console, strict_json
 from memtrace.server import manager
 from memtrace.server.config import (
     MemoryPlan,
@@ -145,7 +144,7 @@ def status(as_json: bool) -> None:
     """Version, ports, pid, memory, data size and the Browser URL."""
     info = manager.status(_layout())
     if as_json:
-        click.echo(json.dumps(info.as_dict(), indent=2))
+        click.echo(strict_json(info.as_dict()))
         return
     table = Table(show_header=False, box=None)
     table.add_row("state", "[green]running[/]" if info.running else "[yellow]stopped[/]")

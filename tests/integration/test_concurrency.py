@@ -88,8 +88,8 @@ def test_a_load_while_an_attribution_runs_on_another_trace(
     traces.extend([graph, loading])
     source = shared_data / "smartcomment" / "locomo_locomo-1.json"
     _finish(_start(db, "load", str(source), "--trace-id", graph))
-    expected = write_synthetic_trace(tmp_path / "big.jsonl", loading, messages=3000)
-    load = _start(db, "load", str(tmp_path / "big.jsonl"), "--batch-size", "300")
+    expected = write_synthetic_trace(tmp_path / "big.jsonl", loading, messages=8000)
+    load = _start(db, "load", str(tmp_path / "big.jsonl"), "--batch-size", "500")
     deadline = time.monotonic() + 120
     query = "MATCH (v:Variable {trace_id: $t}) RETURN count(v) AS n"
     while db.run(query, t=loading)[0]["n"] == 0 and time.monotonic() < deadline:
