@@ -81,13 +81,14 @@ def make_command(
         click.echo(strict_json(summary))
         return
     table = Table(title=f"labels in {out}")
-    for column in ("error type", "injected", "collateral", "derived"):
+    columns = ("asked", "planted", "injected", "collateral", "derived")
+    for column in ("error type", *columns):
         table.add_column(column, justify="left" if column == "error type" else "right")
     for kind in system_types(system, wanted):
-        table.add_row(
-            kind, *(str(summary[k].get(kind, 0)) for k in ("injected", "collateral", "derived"))
-        )
+        table.add_row(kind, *(str(summary[k].get(kind, 0)) for k in columns))
     console.print(table)
+    for kind, reason in summary["shortfalls"].items():
+        console.print(f"[yellow]{kind}[/]: {reason}", highlight=False, soft_wrap=True)
     console.print(
         f"{summary['labels']} labels in {len(report.files)} traces; "
         f"{summary['dropped_faults']} faults dropped by the final check"

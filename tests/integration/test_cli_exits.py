@@ -108,3 +108,8 @@ def test_every_json_output_is_strict(loaded: str, tmp_path: Path) -> None:
     whole = next(r for r in evaluation["summary"] if r["method"] == "baseline:whole-trace")
     assert whole["op_accuracy"] is None
     assert "not measured" in whole["note"]
+    bench = strict(outputs["bench make"].stdout)
+    assert sum(bench["asked"].values()) == 4
+    for kind, asked in bench["asked"].items():
+        assert bench["planted"][kind] <= asked
+        assert (bench["planted"][kind] < asked) == (kind in bench["shortfalls"])
