@@ -51,8 +51,18 @@ def stats_command(as_json: bool, settings: Settings) -> None:
     for column in columns:
         traces.add_column(column)
     for row in stats["traces"]:
-        traces.add_row(*("" if row[c] is None else str(row[c]) for c in columns))
+        style = "yellow" if row["load_state"] != "complete" else None
+        traces.add_row(*("" if row[c] is None else str(row[c]) for c in columns), style=style)
     console.print(traces)
+    unfinished = [row["id"] for row in stats["traces"] if row["load_state"] != "complete"]
+    if unfinished:
+        console.print(
+            f"[yellow]{len(unfinished)} trace(s) not completely loaded[/] (a load is running, or "
+            f"was interrupted or killed): {', '.join(map(str, unfinished))}. Attribution skips "
+            "them; load the file again to replace one, or `memtrace db delete --trace ID`.",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 @db_group.command("delete")

@@ -12,7 +12,7 @@ from typing import Literal, Protocol
 
 from memtrace.admin import init_schema
 from memtrace.db import Database
-from memtrace.errors import InputError
+from memtrace.errors import InputError, MemtraceError
 from memtrace.loaders.index import TraceIndex, build_index
 from memtrace.loaders.models import AnyRecord
 from memtrace.loaders.native import read_native
@@ -137,6 +137,19 @@ def expand_paths(patterns: list[str]) -> list[Path]:
     if not found:
         raise InputError(", ".join(patterns), None, "no trace files (*.jsonl, *.json) found")
     return list(found)
+
+
+class LoadInterrupted(MemtraceError):
+    """Ctrl-C during a write: says which trace was left half-written and how it gets cleaned."""
+
+    def __init__(self, trace_id: str, done: int, total: int) -> None:
+        self.trace_id = trace_id
+        super().__init__(
+            f"interrupted: trace {trace_id!r} was left 'loading' (half-written; "
+            f"{done} of {total} files were loaded completely before it). The next "
+            f"`memtrace load` of that file replaces it, or `memtrace db delete --trace {trace_id}` "
+            "removes it"
+        )
 
 
 @dataclass(frozen=True)
@@ -308,7 +321,10 @@ def load_paths(
             file_started = time.perf_counter()
             result = _result(plan)
             if db is not None and not options.dry_run:
-                _write(db, plan, options, progress or _Silent(), result)
+                try:
+                    _write(db, plan, options, progress or _Silent(), result)
+                except KeyboardInterrupt:
+                    raise LoadInterrupted(plan.trace_id, len(summary.files), len(planned)) from None
             result.seconds = time.perf_counter() - file_started
             summary.files.append(result)
     finally:
