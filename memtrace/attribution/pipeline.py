@@ -174,9 +174,6 @@ def run_attribution(
         require_complete_trace(store, trace_id)
     if cases is None:
         cases = store.failed_cases(trace_id)
-        if not cases:
-            where = f"trace {trace_id!r}" if trace_id else "any complete trace"
-            raise MemtraceError(f"nothing to attribute: {where} has no failed cases")
     if on_start is not None:
         on_start(len(cases))
     verdicts = attribute_cases(store, judge, cases, options, on_done=on_done, workers=workers)

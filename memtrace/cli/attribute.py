@@ -160,6 +160,10 @@ def attribute_command(
         )
     if as_json:
         click.echo(strict_json([memtrace_record(v) for v in verdicts]))
+    elif not verdicts:  # a complete trace without failed cases: nothing to do is not a failure
+        where = f"trace {trace_id!r}" if trace_id else "the complete traces"
+        console.print(f"no failed cases in {where}: nothing to attribute")
+        return
     else:
         console.print(_summary(resolved, verdicts))
     failures = failure_summary(verdicts)
