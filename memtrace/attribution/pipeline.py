@@ -6,6 +6,7 @@ The pipeline is the only attribution module that combines the store (I/O) with t
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -155,6 +156,9 @@ def attribute_cases(
         return list(pool.map(one, cases))
 
 
+WRITE_EVERY = 8  # verdicts per write: what a crash can lose, and one round trip per group
+
+
 def run_attribution(
     store: AttributionStore,
     judge: Judge,
@@ -167,19 +171,38 @@ def run_attribution(
     on_start: Callable[[int], None] | None = None,
     on_done: Callable[[Verdict], None] | None = None,
     workers: int = 8,
+    resume: bool = False,
 ) -> tuple[str, list[Verdict]]:
     """Attribute ``cases`` (default: every failed case, of ``trace_id`` when given) and write
-    them under a run id."""
+    them under a run id as they finish, in groups of ``WRITE_EVERY``, so a crash keeps the
+    finished ones. With ``resume`` the cases this run already attributed without an error are
+    skipped (and not returned)."""
     if trace_id is not None:
         require_complete_trace(store, trace_id)
     if cases is None:
         cases = store.failed_cases(trace_id)
+    resolved = run_id or options.run_id(judge)
+    if resume:
+        finished = store.finished_cases(resolved)
+        cases = [case for case in cases if case not in finished]
     if on_start is not None:
         on_start(len(cases))
-    verdicts = attribute_cases(store, judge, cases, options, on_done=on_done, workers=workers)
-    resolved = run_id or options.run_id(judge)
-    if write:
-        store.write_attributions(resolved, verdicts)
+    pending: list[Verdict] = []
+    lock = threading.Lock()
+
+    def done(verdict: Verdict) -> None:
+        if write:
+            with lock:
+                pending.append(verdict)
+                if len(pending) >= WRITE_EVERY:
+                    store.write_attributions(resolved, pending)
+                    pending.clear()
+        if on_done is not None:
+            on_done(verdict)
+
+    verdicts = attribute_cases(store, judge, cases, options, on_done=done, workers=workers)
+    if write and pending:
+        store.write_attributions(resolved, pending)
     return resolved, verdicts
 
 

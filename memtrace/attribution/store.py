@@ -209,6 +209,11 @@ class AttributionStore:
         )
         return int(rows[0]["written"]) if rows else 0
 
+    def finished_cases(self, run_id: str) -> set[tuple[str, str]]:
+        """(trace_id, case_id) of the cases this run attributed without an error."""
+        rows = self.db.run(get_query("attribution/finished_cases"), run_id=run_id)
+        return {(row["trace_id"], row["case_id"]) for row in rows}
+
     def delete_attributions(self, run_id: str, trace_id: str | None = None) -> int:
         """Delete one run's attributions (of one trace only, when given); returns how many."""
         rows = self.db.run(

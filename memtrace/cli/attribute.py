@@ -109,6 +109,12 @@ def _summary(run_id: str, verdicts: list[Verdict]) -> Table:
 )
 @click.option("--workers", type=int, default=8, show_default=True, help="Cases in parallel.")
 @click.option("--no-write", is_flag=True, help="Do not write :Attribution nodes.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Keep this run's verdicts of cases it already finished (e.g. before a crash); "
+    "attribute only the rest.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print MemTrace-compatible JSON records.")
 @neo4j_options
 def attribute_command(
@@ -124,6 +130,7 @@ def attribute_command(
     run_id: str | None,
     workers: int,
     no_write: bool,
+    resume: bool,
     as_json: bool,
 ) -> None:
     """Name the earliest decisive faulty operation and error type of failed cases."""
@@ -157,9 +164,13 @@ def attribute_command(
             on_start=lambda total: bar.update(task, total=total),
             on_done=lambda _: bar.advance(task),
             workers=workers,
+            resume=resume,
         )
     if as_json:
         click.echo(strict_json([memtrace_record(v) for v in verdicts]))
+    elif not verdicts and resume:
+        console.print(f"run {resolved}: every case is already attributed, nothing to resume")
+        return
     elif not verdicts:  # a complete trace without failed cases: nothing to do is not a failure
         where = f"trace {trace_id!r}" if trace_id else "the complete traces"
         console.print(f"no failed cases in {where}: nothing to attribute")

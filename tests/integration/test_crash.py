@@ -1,5 +1,6 @@
-"""Neo4j itself killed (SIGKILL to the managed server's pid) in the middle of a load, then
-restarted: the load re-runs to exact counts and nothing is duplicated.
+"""Neo4j itself killed (SIGKILL to the managed server's pid) in the middle of a load or of an
+attribution run, then restarted: the load re-runs to exact counts, the attributions of finished
+cases are kept and `attribute --resume` does the rest; nothing is duplicated.
 
 The server is a throwaway one in a temporary home on free ports; only the pid this test started
 is ever killed.
@@ -138,3 +139,56 @@ def test_neo4j_killed_mid_load_then_a_rerun_gives_exact_counts(
         assert db.run(DUPLICATE_IDS, t=trace_id)[0]["duplicates"] == 0
         state = db.run("MATCH (t:Trace {id: $id}) RETURN t.load_state AS s", id=trace_id)
         assert [row["s"] for row in state] == ["complete"]
+
+
+ATTRIBUTIONS = """
+MATCH (c:Case {trace_id: $t})-[:HAS_ATTRIBUTION]->(a:Attribution {run_id: $r})
+RETURN c.id AS case_id, a.created_at AS created_at, properties(a).error AS error
+"""
+
+
+def test_neo4j_killed_mid_attribution_keeps_finished_cases(
+    server: Server, shared_data: Path
+) -> None:
+    trace_id, run_id = "crash-graph", "crash-run"
+    source = shared_data / "smartcomment" / "locomo_locomo-1.json"
+    failed_cases = 34  # tests/integration/test_load.py
+    with connect(server.settings) as db:
+        load_paths(db, [str(source)], LoadOptions(trace_id=trace_id))
+    command = [MEMTRACE, "attribute", "--trace", trace_id, "--judge", "offline"]
+    command += ["--run-id", run_id, "--workers", "1"]
+    attribute = subprocess.Popen(
+        command, env=server.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 300
+        with connect(server.settings) as db:
+            while len(db.run(ATTRIBUTIONS, t=trace_id, r=run_id)) < 8:
+                assert attribute.poll() is None, "the attribution ended before Neo4j was killed"
+                assert time.monotonic() < deadline, "no verdict was written in time"
+                time.sleep(0.05)
+        server.kill()
+        _, stderr = attribute.communicate(timeout=400)
+    finally:
+        if attribute.poll() is None:
+            attribute.kill()
+    assert attribute.returncode != 0, "an attribution whose server died must not exit 0"
+    assert b"Traceback" not in stderr, stderr.decode(errors="replace")[-2000:]
+
+    server.start()
+    with connect(server.settings) as db:
+        kept = {
+            row["case_id"]: row["created_at"] for row in db.run(ATTRIBUTIONS, t=trace_id, r=run_id)
+        }
+        assert 8 <= len(kept) < failed_cases
+    resumed = subprocess.run(
+        [*command, "--resume"], env=server.env(), capture_output=True, timeout=600
+    )
+    assert resumed.returncode == 0, resumed.stderr.decode(errors="replace")[-2000:]
+    with connect(server.settings) as db:
+        rows = db.run(ATTRIBUTIONS, t=trace_id, r=run_id)
+    assert len(rows) == failed_cases  # one verdict per failed case: nothing duplicated
+    assert len({row["case_id"] for row in rows}) == failed_cases
+    assert all(row["error"] is None for row in rows)
+    after = {row["case_id"]: row["created_at"] for row in rows}
+    assert all(after[case] == created for case, created in kept.items())  # kept, not redone
