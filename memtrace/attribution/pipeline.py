@@ -27,7 +27,7 @@ from memtrace.attribution.model import Anchor, Candidate, CaseGraph, Evidence, T
 from memtrace.attribution.store import AttributionStore
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import Strategy, search
-from memtrace.errors import MemtraceError
+from memtrace.errors import MemtraceError, Neo4jUnavailableError
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,8 @@ def attribute_case(
     started = time.perf_counter()
     try:
         return analyse_case(store, judge, trace_id, case_id, options).verdict
+    except Neo4jUnavailableError:
+        raise  # the database is gone: every further case would wait out the driver's retries
     except MemtraceError as exc:
         return Verdict(
             trace_id,
@@ -152,8 +154,11 @@ def attribute_cases(
 
     if workers <= 1 or len(cases) <= 1:
         return [one(case) for case in cases]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
         return list(pool.map(one, cases))
+    finally:  # after an error, the queued cases are dropped instead of run
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 WRITE_EVERY = 8  # verdicts per write: what a crash can lose, and one round trip per group
