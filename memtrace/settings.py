@@ -11,12 +11,15 @@ import os
 import tomllib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 from memtrace.errors import ConfigError
 
 DEFAULT_HOME = Path("~/.local/share/memtrace")
+DEFAULT_BOLT_PORT = 7687
+DEFAULT_HTTP_PORT = 7474
 
 
 class Neo4jSettings(BaseModel):
@@ -85,23 +88,29 @@ def _from_env(names: dict[str, str]) -> dict[str, str]:
 def load_settings(
     neo4j: dict[str, str | None] | None = None, llm: dict[str, str | None] | None = None
 ) -> Settings:
-    """Resolve settings; ``neo4j``/``llm`` hold CLI overrides (``None`` values are ignored)."""
+    """Resolve settings; ``neo4j``/``llm`` hold CLI overrides (``None`` values are ignored).
+
+    Every field is resolved on its own, so ``NEO4J_PASSWORD`` alone changes the password used for
+    the managed server, and ``NEO4J_URI`` naming the managed server still gets its password.
+    """
     home = memtrace_home()
     file_values = _read_file(_settings_file(home))
-    neo4j_values: dict[str, Any] = {
-        **file_values.get("neo4j", {}),
+    explicit_neo4j: dict[str, Any] = {
+        **_section(file_values, "neo4j"),
         **_from_env(_ENV_NEO4J),
         **{k: v for k, v in (neo4j or {}).items() if v is not None},
     }
     llm_values: dict[str, Any] = {
-        **file_values.get("llm", {}),
+        **_section(file_values, "llm"),
         **_from_env(_ENV_LLM),
         **{k: v for k, v in (llm or {}).items() if v is not None},
     }
-    if "uri" not in neo4j_values:
-        neo4j_values.update(_managed_server_connection(home))
-    else:
-        neo4j_values["managed"] = False
+    managed = _managed_server_connection(home)
+    uri = explicit_neo4j.get("uri", managed["uri"])
+    is_managed = isinstance(uri, str) and _same_address(uri, managed["uri"])
+    # The managed server's password is offered to that server only, never to another address.
+    fallback = managed if is_managed else {}
+    neo4j_values = {**fallback, **explicit_neo4j, "managed": is_managed}
     try:
         return Settings(
             home=home, neo4j=Neo4jSettings(**neo4j_values), llm=LLMSettings(**llm_values)
@@ -110,14 +119,45 @@ def load_settings(
         raise ConfigError(f"invalid settings: {exc}") from exc
 
 
+def _section(file_values: dict[str, Any], name: str) -> dict[str, Any]:
+    section = file_values.get(name, {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"settings file: [{name}] must be a table, not {section!r}")
+    return section
+
+
+_LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
+
+
+def _same_address(uri: str, managed_uri: str) -> bool:
+    """True when ``uri`` is the managed server's Bolt address (any scheme, any local name)."""
+    try:
+        given, managed = urlsplit(uri), urlsplit(managed_uri)
+        return (
+            given.hostname in _LOCAL_HOSTS and given.port is not None and given.port == managed.port
+        )
+    except ValueError:  # e.g. a port that is not a number; the driver will report the URI
+        return False
+
+
 def _managed_server_connection(home: Path) -> dict[str, Any]:
-    """Address and credentials of the managed local server, if it has been started before."""
+    """Address and credentials of the managed local server (where `neo4j start` would put it)."""
     from memtrace.server.layout import ServerLayout  # local: keeps settings import-light
 
-    state = ServerLayout(home).read_state()
-    values: dict[str, Any] = {"managed": True}
-    if state is not None:
-        values["uri"] = f"bolt://127.0.0.1:{state.bolt_port}"
-        if state.auth:
-            values["password"] = ServerLayout(home).read_password()
+    layout = ServerLayout(home)
+    state = layout.read_state()
+    port = state.bolt_port if state is not None else _default_bolt_port()
+    values: dict[str, Any] = {"uri": f"bolt://127.0.0.1:{port}"}
+    if state is not None and state.auth:
+        password = layout.read_password()
+        if password is not None:
+            values["password"] = password
     return values
+
+
+def _default_bolt_port() -> int:
+    value = os.environ.get("MEMTRACE_BOLT_PORT") or str(DEFAULT_BOLT_PORT)
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise ConfigError(f"MEMTRACE_BOLT_PORT must be a port number, not {value!r}") from exc

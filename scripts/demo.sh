@@ -18,15 +18,31 @@ rm -rf "$OUT"
 
 step "Load the traces into Neo4j"
 "$BIN/memtrace" load "$OUT"
+# The demo works on its own traces only: other traces in the database stay out of its run.
+trace_ids=$("$BIN/memtrace" load "$OUT" --dry-run --json \
+  | "$BIN/python" -c 'import json,sys; print(" ".join(f["trace_id"] for f in json.load(sys.stdin)["files"]))')
 
-step "Attribute every failed case (offline judge, no LLM needed)"
-"$BIN/memtrace" attribute --all-failed --judge offline --run-id demo
+step "Attribute every failed case of the demo's traces (offline judge, no LLM needed)"
+"$BIN/memtrace" db delete --run demo >/dev/null 2>&1 || true  # an earlier demo's run, if any
+for trace_id in $trace_ids; do
+  "$BIN/memtrace" attribute --trace "$trace_id" --judge offline --run-id demo
+done
 
 step "Score the verdicts against the planted labels"
 "$BIN/memtrace" eval --run-id demo
 
-case_line=$("$BIN/memtrace" attribute --all-failed --judge offline --run-id demo --no-write --json \
-  | "$BIN/python" -c 'import json,sys; r=json.load(sys.stdin)[0]; print(r["trace_id"], r["case_id"])')
+# The first attributed case (the verdicts again, as JSON, without writing them).
+first_case='
+import json, sys
+text, decoder, records = sys.stdin.read(), json.JSONDecoder(), []
+while text.strip():
+    found, end = decoder.raw_decode(text.strip())
+    records += found
+    text = text.strip()[end:]
+print(records[0]["trace_id"], records[0]["case_id"])'
+case_line=$(for trace_id in $trace_ids; do
+  "$BIN/memtrace" attribute --trace "$trace_id" --judge offline --no-write --json
+done | "$BIN/python" -c "$first_case")
 read -r trace_id case_id <<<"$case_line"
 step "Why did case $case_id fail?"
 "$BIN/memtrace" explain "$case_id" --trace "$trace_id" --judge offline

@@ -52,6 +52,7 @@ def score(rows: pd.DataFrame) -> Scores:
                 "llm_calls_median": frame["llm_calls"].fillna(0).median() if n else 0.0,
                 "tokens_per_case": tokens.mean() if n else 0.0,
                 "seconds_per_case": frame["seconds"].fillna(0).mean() if n else 0.0,
+                "note": _run_note(frame),
             },
             {
                 "method": "baseline:answer-op",
@@ -63,6 +64,7 @@ def score(rows: pd.DataFrame) -> Scores:
                 "llm_calls_median": 0.0,
                 "tokens_per_case": 0.0,
                 "seconds_per_case": 0.0,
+                "note": "always blames the answer op as ResponseError",
             },
             {
                 "method": "baseline:whole-trace",
@@ -74,6 +76,7 @@ def score(rows: pd.DataFrame) -> Scores:
                 "llm_calls_median": 1.0,
                 "tokens_per_case": flat_tokens.mean() if n else 0.0,
                 "seconds_per_case": float("nan"),
+                "note": "cost of one whole-trace prompt; accuracy not measured (no call made)",
             },
         ]
     )
@@ -94,3 +97,15 @@ def score(rows: pd.DataFrame) -> Scores:
     )
     confusion = confusion.loc[:, (confusion.sum(axis=0) > 0) | confusion.columns.isin(ERROR_TYPES)]
     return Scores(summary, by_type, confusion)
+
+
+def _run_note(frame: pd.DataFrame) -> str:
+    """Why some labelled cases have no attribution in the run, when they do not."""
+    missing = int(frame["attr_op"].isna().sum())
+    if not missing:
+        return ""
+    failed = int(frame["error"].notna().sum()) if "error" in frame else 0
+    parts = [f"{failed} failed (see `memtrace attribute` output)"] if failed else []
+    if missing - failed:
+        parts.append(f"{missing - failed} not attributed in this run or blamed no operation")
+    return "; ".join(parts)

@@ -6,6 +6,7 @@ The pipeline is the only attribution module that combines the store (I/O) with t
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +27,7 @@ from memtrace.attribution.model import Anchor, Candidate, CaseGraph, Evidence, T
 from memtrace.attribution.store import AttributionStore
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import Strategy, search
-from memtrace.errors import MemtraceError
+from memtrace.errors import MemtraceError, Neo4jUnavailableError
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,8 @@ def attribute_case(
     started = time.perf_counter()
     try:
         return analyse_case(store, judge, trace_id, case_id, options).verdict
+    except Neo4jUnavailableError:
+        raise  # the database is gone: every further case would wait out the driver's retries
     except MemtraceError as exc:
         return Verdict(
             trace_id,
@@ -151,8 +154,14 @@ def attribute_cases(
 
     if workers <= 1 or len(cases) <= 1:
         return [one(case) for case in cases]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
         return list(pool.map(one, cases))
+    finally:  # after an error, the queued cases are dropped instead of run
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+WRITE_EVERY = 8  # verdicts per write: what a crash can lose, and one round trip per group
 
 
 def run_attribution(
@@ -167,18 +176,64 @@ def run_attribution(
     on_start: Callable[[int], None] | None = None,
     on_done: Callable[[Verdict], None] | None = None,
     workers: int = 8,
+    resume: bool = False,
 ) -> tuple[str, list[Verdict]]:
     """Attribute ``cases`` (default: every failed case, of ``trace_id`` when given) and write
-    them under a run id."""
+    them under a run id as they finish, in groups of ``WRITE_EVERY``, so a crash keeps the
+    finished ones. With ``resume`` the cases this run already attributed without an error are
+    skipped (and not returned)."""
+    if trace_id is not None:
+        require_complete_trace(store, trace_id)
     if cases is None:
         cases = store.failed_cases(trace_id)
+    resolved = run_id or options.run_id(judge)
+    if resume:
+        finished = store.finished_cases(resolved)
+        cases = [case for case in cases if case not in finished]
     if on_start is not None:
         on_start(len(cases))
-    verdicts = attribute_cases(store, judge, cases, options, on_done=on_done, workers=workers)
-    resolved = run_id or options.run_id(judge)
-    if write:
-        store.write_attributions(resolved, verdicts)
+    pending: list[Verdict] = []
+    lock = threading.Lock()
+
+    def done(verdict: Verdict) -> None:
+        if write:
+            with lock:
+                pending.append(verdict)
+                if len(pending) >= WRITE_EVERY:
+                    store.write_attributions(resolved, pending)
+                    pending.clear()
+        if on_done is not None:
+            on_done(verdict)
+
+    verdicts = attribute_cases(store, judge, cases, options, on_done=done, workers=workers)
+    if write and pending:
+        store.write_attributions(resolved, pending)
     return resolved, verdicts
+
+
+def require_complete_trace(store: AttributionStore, trace_id: str) -> None:
+    """Refuse a trace that does not exist or whose load has not completed."""
+    state = store.trace_state(trace_id)
+    if state is None:
+        raise MemtraceError(f"no trace {trace_id!r}; `memtrace db stats` lists the loaded traces")
+    if state != "complete":
+        raise MemtraceError(
+            f"trace {trace_id!r} is {state}: its load is still running or was interrupted; "
+            f"load it again (or remove it with `memtrace db delete --trace {trace_id}`)"
+        )
+
+
+def failure_summary(verdicts: Sequence[Verdict]) -> str | None:
+    """One line saying how many cases failed and why (each distinct reason in full)."""
+    reasons: dict[str, int] = {}
+    for verdict in verdicts:
+        if verdict.error:
+            reasons[verdict.error] = reasons.get(verdict.error, 0) + 1
+    if not reasons:
+        return None
+    failed = sum(reasons.values())
+    why = "; ".join(f"{reason} (x{n})" if n > 1 else reason for reason, n in reasons.items())
+    return f"{failed} of {len(verdicts)} cases failed: {why}"
 
 
 def resolve_case(store: AttributionStore, case_id: str, trace_id: str | None) -> str:
@@ -201,11 +256,23 @@ def evaluation_rows(
         run_id = store.latest_run()
         if run_id is None:
             raise MemtraceError("no attributions yet: run `memtrace attribute` first")
+    elif not store.run_exists(run_id):
+        latest = store.latest_run()
+        hint = f" (the latest run is {latest!r})" if latest else " (no attributions yet)"
+        raise MemtraceError(f"no attribution run {run_id!r}{hint}")
+    if trace_id is not None:
+        require_complete_trace(store, trace_id)
     rows = store.evaluation_rows(run_id, trace_id)
     # Score the traces this run attributed; other loaded traces are not part of it.
     touched = rows.loc[rows["judge"].notna(), "trace_id"].unique()
     rows = rows[rows["trace_id"].isin(touched)].reset_index(drop=True)
     sizes = store.trace_sizes(list(rows["trace_id"].unique()))
     rows["flat_tokens"] = rows["trace_id"].map(sizes).astype(float) / CHARS_PER_TOKEN
+    if rows.empty:
+        where = f" in trace {trace_id!r}" if trace_id else ""
+        raise MemtraceError(
+            f"run {run_id!r} attributed no labelled case{where}: nothing to score against "
+            "(labels come with the trace, e.g. from `memtrace bench make`)"
+        )
     rows.attrs["run_id"] = run_id
     return rows

@@ -209,6 +209,11 @@ class AttributionStore:
         )
         return int(rows[0]["written"]) if rows else 0
 
+    def finished_cases(self, run_id: str) -> set[tuple[str, str]]:
+        """(trace_id, case_id) of the cases this run attributed without an error."""
+        rows = self.db.run(get_query("attribution/finished_cases"), run_id=run_id)
+        return {(row["trace_id"], row["case_id"]) for row in rows}
+
     def delete_attributions(self, run_id: str, trace_id: str | None = None) -> int:
         """Delete one run's attributions (of one trace only, when given); returns how many."""
         rows = self.db.run(
@@ -219,6 +224,15 @@ class AttributionStore:
     def traces_with_case(self, case_id: str) -> list[str]:
         rows = self.db.run(get_query("attribution/find_case"), case_id=case_id)
         return [str(row["trace_id"]) for row in rows]
+
+    def trace_state(self, trace_id: str) -> str | None:
+        """The trace's load_state, or None when no such trace exists."""
+        rows = self.db.run(get_query("attribution/trace_state"), trace_id=trace_id)
+        return str(rows[0]["load_state"]) if rows else None
+
+    def run_exists(self, run_id: str) -> bool:
+        rows = self.db.run(get_query("attribution/run_exists"), run_id=run_id)
+        return bool(rows and rows[0]["found"])
 
     def latest_run(self) -> str | None:
         rows = self.db.run(get_query("attribution/latest_run"))

@@ -47,6 +47,7 @@ class BenchReport:
     derived: Counter[str] = field(default_factory=Counter)
     dropped: int = 0
     manifest: Path | None = None
+    selection: Selection | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -58,6 +59,41 @@ class BenchReport:
             + sum(self.collateral.values())
             + sum(self.derived.values()),
             "dropped_faults": self.dropped,
+            **(self.selection.as_dict() if self.selection else {}),
+        }
+
+
+@dataclass(slots=True)
+class Selection:
+    """Per fault type: how many were asked for, the candidates found, how many of those the
+    pre-check or the verifying run rejected, and how many were planted."""
+
+    asked: dict[str, int] = field(default_factory=dict)
+    candidates: Counter[str] = field(default_factory=Counter)
+    rejected_precheck: Counter[str] = field(default_factory=Counter)
+    rejected_verify: Counter[str] = field(default_factory=Counter)
+    planted: Counter[str] = field(default_factory=Counter)
+
+    def shortfalls(self) -> dict[str, str]:
+        """Why each type got fewer faults than asked for."""
+        reasons = {}
+        for kind, asked in self.asked.items():
+            planted = self.planted[kind]
+            if planted >= asked:
+                continue
+            reasons[kind] = (
+                f"asked {asked}, planted {planted}: the conversations offered "
+                f"{self.candidates[kind]} candidates; {self.rejected_precheck[kind]} failed the "
+                f"pre-check, {self.rejected_verify[kind]} did not change the answer when run, "
+                "the rest overlapped a fault already chosen (one per question / evidence)"
+            )
+        return reasons
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "asked": dict(sorted(self.asked.items())),
+            "planted": {kind: self.planted[kind] for kind in sorted(self.asked)},
+            "shortfalls": self.shortfalls(),
         }
 
 
@@ -67,7 +103,9 @@ def select_faults(
     convs: Sequence[Conversation],
     baselines: list[dict[str, QuestionResult]],
     progress: Callable[[str], None],
+    selection: Selection | None = None,
 ) -> dict[int, Verified]:
+    stats = selection if selection is not None else Selection()
     rng = random.Random(options.seed)
     types = system_types(options.system, options.types)
     pools: dict[ErrorType, list[Candidate]] = {t: [] for t in types}
@@ -77,9 +115,11 @@ def select_faults(
         for kind, found in candidates(options.system, i, conv, base, rng).items():
             if kind in pools:
                 pools[kind].extend(found)
-    for pool in pools.values():
+    for kind, pool in pools.items():
         rng.shuffle(pool)
+        stats.candidates[kind] = len(pool)
     selector = Selector(pools, options.faults)
+    stats.asked = {str(kind): n for kind, n in selector.quota.items()}
     chosen: dict[int, list[Fault]] = defaultdict(list)
     verified: dict[int, Verified] = {}
     while True:  # top up the types whose faults did not survive verification
@@ -93,11 +133,16 @@ def select_faults(
                     chosen[c.conv].append(c.fault)
                     changed.add(c.conv)
                     need -= 1
+                else:
+                    stats.rejected_precheck[kind] += 1
         if not changed:
+            stats.planted = Counter(f.type for v in verified.values() for f in v.faults)
             return verified
         for i in sorted(changed):
             progress(f"verifying {len(chosen[i])} faults in conversation {convs[i].number}")
             verified[i] = verify(options.system, backend, convs[i], chosen[i], baselines[i])
+            kept = Counter(f.type for f in verified[i].faults)
+            stats.rejected_verify.update(Counter(f.type for f in chosen[i]) - kept)
             chosen[i] = list(verified[i].faults)
 
 
@@ -112,8 +157,9 @@ def make_bench(
     types = system_types(options.system, options.types)  # a bad type fails before any work
     backend = make_backend(options.backend, settings)
     baselines: list[dict[str, QuestionResult]] = []
-    verified = select_faults(options, backend, convs, baselines, progress)
-    report = BenchReport()
+    selection = Selection()
+    verified = select_faults(options, backend, convs, baselines, progress, selection)
+    report = BenchReport(selection=selection)
     out.mkdir(parents=True, exist_ok=True)
     for i, conv in enumerate(convs):
         faults = verified.get(i, Verified([])).faults

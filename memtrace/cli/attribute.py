@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import click
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 from rich.tree import Tree
@@ -17,6 +18,7 @@ from memtrace.attribution.pipeline import (
     Options,
     analyse_case,
     evaluation_rows,
+    failure_summary,
     resolve_case,
     run_attribution,
 )
@@ -25,9 +27,10 @@ from memtrace.attribution.registry import JUDGES, embedder, make_judge
 from memtrace.attribution.store import AttributionStore
 from memtrace.attribution.walk import STRATEGY_NAMES
 from memtrace.cli.options import choice, neo4j_options
-from memtrace.cli.output import frame_table, make_console
+from memtrace.cli.output import frame_table, make_console, strict_json
 from memtrace.cypher import get_query
 from memtrace.db import connect
+from memtrace.errors import MemtraceError
 from memtrace.settings import Settings
 
 console = make_console()
@@ -77,7 +80,7 @@ def _summary(run_id: str, verdicts: list[Verdict]) -> Table:
         table.add_column(column, justify="right" if column != "error type" else "left")
     groups: dict[str, list[Verdict]] = {}
     for verdict in verdicts:
-        key = "(failed: " + verdict.error[:40] + ")" if verdict.error else str(verdict.error_type)
+        key = "(failed, reason below)" if verdict.error else str(verdict.error_type)
         groups.setdefault(key, []).append(verdict)
     for key, items in sorted(groups.items()):
         table.add_row(
@@ -106,6 +109,12 @@ def _summary(run_id: str, verdicts: list[Verdict]) -> Table:
 )
 @click.option("--workers", type=int, default=8, show_default=True, help="Cases in parallel.")
 @click.option("--no-write", is_flag=True, help="Do not write :Attribution nodes.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Keep this run's verdicts of cases it already finished (e.g. before a crash); "
+    "attribute only the rest.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print MemTrace-compatible JSON records.")
 @neo4j_options
 def attribute_command(
@@ -121,6 +130,7 @@ def attribute_command(
     run_id: str | None,
     workers: int,
     no_write: bool,
+    resume: bool,
     as_json: bool,
 ) -> None:
     """Name the earliest decisive faulty operation and error type of failed cases."""
@@ -154,12 +164,25 @@ def attribute_command(
             on_start=lambda total: bar.update(task, total=total),
             on_done=lambda _: bar.advance(task),
             workers=workers,
+            resume=resume,
         )
     if as_json:
-        click.echo(json.dumps([memtrace_record(v) for v in verdicts], indent=2, ensure_ascii=False))
+        click.echo(strict_json([memtrace_record(v) for v in verdicts]))
+    elif not verdicts and resume:
+        console.print(f"run {resolved}: every case is already attributed, nothing to resume")
         return
-    console.print(_summary(resolved, verdicts))
-    if not no_write:
+    elif not verdicts:  # a complete trace without failed cases: nothing to do is not a failure
+        where = f"trace {trace_id!r}" if trace_id else "the complete traces"
+        console.print(f"no failed cases in {where}: nothing to attribute")
+        return
+    else:
+        console.print(_summary(resolved, verdicts))
+    failures = failure_summary(verdicts)
+    if failures and all(v.error for v in verdicts):
+        raise MemtraceError(f"nothing attributed: {failures}")
+    if failures:
+        err.print(f"[yellow]warning:[/] {escape(failures)}", highlight=False, soft_wrap=True)
+    if not no_write and not as_json:
         console.print(
             f"written as run [bold]{resolved}[/]; score it with `memtrace eval --run-id {resolved}`"
         )
@@ -185,7 +208,7 @@ def eval_command(
             "by_type": scores.by_type.to_dict(orient="records"),
             "confusion": scores.confusion.to_dict(orient="index"),
         }
-        click.echo(json.dumps(payload, indent=2, default=str))
+        click.echo(strict_json(payload))
         return
     short = {
         "attributed": "done",
@@ -287,7 +310,7 @@ def explain_command(
         ]
         record["candidates"] = [c.op.id for c in analysis.candidates]
         record["cypher"] = cypher
-        click.echo(json.dumps(record, indent=2, ensure_ascii=False))
+        click.echo(strict_json(record))
         return
     console.print(_explain_tree(analysis))
     console.print("\n[bold]Paste into Neo4j Browser:[/]")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -11,7 +10,7 @@ from rich.table import Table
 from memtrace.bench.make import FORMATS, BenchOptions, make_bench
 from memtrace.bench.plan import SYSTEM_TYPES, TYPES, system_types
 from memtrace.cli.options import choice
-from memtrace.cli.output import make_console
+from memtrace.cli.output import make_console, strict_json
 from memtrace.cli.run import parse_subset, subset_options
 from memtrace.settings import load_settings
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
@@ -79,16 +78,17 @@ def make_command(
         report = make_bench(convs, out, options, progress=status.update, settings=load_settings())
     summary = report.as_dict()
     if as_json:
-        click.echo(json.dumps(summary))
+        click.echo(strict_json(summary))
         return
     table = Table(title=f"labels in {out}")
-    for column in ("error type", "injected", "collateral", "derived"):
+    columns = ("asked", "planted", "injected", "collateral", "derived")
+    for column in ("error type", *columns):
         table.add_column(column, justify="left" if column == "error type" else "right")
     for kind in system_types(system, wanted):
-        table.add_row(
-            kind, *(str(summary[k].get(kind, 0)) for k in ("injected", "collateral", "derived"))
-        )
+        table.add_row(kind, *(str(summary[k].get(kind, 0)) for k in columns))
     console.print(table)
+    for kind, reason in summary["shortfalls"].items():
+        console.print(f"[yellow]{kind}[/]: {reason}", highlight=False, soft_wrap=True)
     console.print(
         f"{summary['labels']} labels in {len(report.files)} traces; "
         f"{summary['dropped_faults']} faults dropped by the final check"

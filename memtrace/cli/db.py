@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 from rich.table import Table
 
 from memtrace.admin import delete_everything, delete_trace, graph_stats, init_schema
 from memtrace.cli.options import neo4j_options
-from memtrace.cli.output import make_console
+from memtrace.cli.output import make_console, strict_json
 from memtrace.db import connect
-from memtrace.errors import ConfigError
+from memtrace.errors import ConfigError, MemtraceError
 from memtrace.settings import Settings
 
 console = make_console()
@@ -39,7 +37,7 @@ def stats_command(as_json: bool, settings: Settings) -> None:
     with connect(settings) as db:
         stats = graph_stats(db)
     if as_json:
-        click.echo(json.dumps(stats, indent=2, default=str))
+        click.echo(strict_json(stats))
         return
     counts = Table(title="Graph")
     counts.add_column("element")
@@ -53,8 +51,18 @@ def stats_command(as_json: bool, settings: Settings) -> None:
     for column in columns:
         traces.add_column(column)
     for row in stats["traces"]:
-        traces.add_row(*("" if row[c] is None else str(row[c]) for c in columns))
+        style = "yellow" if row["load_state"] != "complete" else None
+        traces.add_row(*("" if row[c] is None else str(row[c]) for c in columns), style=style)
     console.print(traces)
+    unfinished = [row["id"] for row in stats["traces"] if row["load_state"] != "complete"]
+    if unfinished:
+        console.print(
+            f"[yellow]{len(unfinished)} trace(s) not completely loaded[/] (a load is running, or "
+            f"was interrupted or killed): {', '.join(map(str, unfinished))}. Attribution skips "
+            "them; load the file again to replace one, or `memtrace db delete --trace ID`.",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 @db_group.command("delete")
@@ -88,11 +96,17 @@ def delete_command(
 
             store = AttributionStore(db)
             deleted = sum(store.delete_attributions(run_id, t) for t in trace_ids or [None])
+            if deleted == 0:
+                raise MemtraceError(f"run {run_id!r}: no attributions to delete (not found)")
             console.print(f"run {run_id!r}: deleted {deleted:,} attributions")
             return
+        missing = []
         for trace_id in trace_ids:
             deleted = delete_trace(db, trace_id)
             if deleted == 0:
-                console.print(f"trace {trace_id!r}: not found")
+                missing.append(trace_id)
             else:
                 console.print(f"trace {trace_id!r}: deleted {deleted:,} nodes")
+    if missing:
+        names = ", ".join(repr(t) for t in missing)
+        raise MemtraceError(f"not found, nothing deleted: trace {names}")

@@ -17,5 +17,8 @@ def reporting_errors() -> Iterator[None]:
         yield
     except MemtraceError as exc:
         # escape(): messages quote user data such as "[neo4j]", which rich would eat as markup.
-        make_console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        # soft_wrap: one line however long, so a pipe or a log gets the message whole.
+        make_console(stderr=True).print(
+            f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True
+        )
         raise SystemExit(1) from exc

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from rich.table import Table
 
 from memtrace.cli.errors import reporting_errors
 from memtrace.cli.options import choice, neo4j_options
-from memtrace.cli.output import make_console
+from memtrace.cli.output import make_console, strict_json
 from memtrace.db import connect
 from memtrace.loaders.load import DEFAULT_BATCH_SIZE, FORMATS, LoadOptions, LoadSummary, load_paths
 from memtrace.loaders.otlp import LabeledQuestion, Labels
@@ -172,6 +171,6 @@ def load_command(
         with connect(settings) as db, bar:
             summary = load_paths(db, list(paths), options, RichProgress(bar))
     if as_json:
-        click.echo(json.dumps(summary.as_dict(), indent=2))
+        click.echo(strict_json(summary.as_dict()))
     else:
         make_console().print(render_summary(summary))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
+import os
 import time
+from typing import Any
 
 import click
 from rich.table import Table
 
-from memtrace.cli.output import make_console
+from memtrace.cli.output import make_console, strict_json
 from memtrace.server import manager
 from memtrace.server.config import (
     MemoryPlan,
@@ -18,7 +19,7 @@ from memtrace.server.config import (
     plan_memory,
 )
 from memtrace.server.layout import ServerLayout
-from memtrace.settings import memtrace_home
+from memtrace.settings import DEFAULT_BOLT_PORT, DEFAULT_HTTP_PORT, memtrace_home
 
 console = make_console()
 
@@ -34,6 +35,21 @@ def _size(_: click.Context, __: click.Parameter, value: str | None) -> int | Non
         return parse_size(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
+
+
+class EnvDefaultOption(click.Option):
+    """An option whose help shows the value its environment variable sets, when it is set.
+
+    click shows the static default even when the variable overrides it, so `--help` said
+    `[default: 7687]` while the server would start on $MEMTRACE_BOLT_PORT.
+    """
+
+    def get_help_extra(self, ctx: click.Context) -> Any:
+        extra = super().get_help_extra(ctx)
+        name = self.envvar if isinstance(self.envvar, str) else None
+        if name and os.environ.get(name):
+            extra["default"] = f"{os.environ[name]}, from {name}"
+        return extra
 
 
 @click.group("neo4j")
@@ -57,16 +73,22 @@ def install() -> None:
 @neo4j_group.command()
 @click.option(
     "--bolt-port",
+    cls=EnvDefaultOption,
     envvar="MEMTRACE_BOLT_PORT",
-    default=7687,
+    show_envvar=True,
+    default=DEFAULT_BOLT_PORT,
     show_default=True,
+    help="Bolt port on 127.0.0.1.",
     type=click.IntRange(1, 65535),
 )
 @click.option(
     "--http-port",
+    cls=EnvDefaultOption,
     envvar="MEMTRACE_HTTP_PORT",
-    default=7474,
+    show_envvar=True,
+    default=DEFAULT_HTTP_PORT,
     show_default=True,
+    help="HTTP (Browser) port on 127.0.0.1.",
     type=click.IntRange(1, 65535),
 )
 @click.option("--no-auth", is_flag=True, help="Disable authentication (throwaway servers only).")
@@ -122,7 +144,7 @@ def status(as_json: bool) -> None:
     """Version, ports, pid, memory, data size and the Browser URL."""
     info = manager.status(_layout())
     if as_json:
-        click.echo(json.dumps(info.as_dict(), indent=2))
+        click.echo(strict_json(info.as_dict()))
         return
     table = Table(show_header=False, box=None)
     table.add_row("state", "[green]running[/]" if info.running else "[yellow]stopped[/]")

@@ -7,8 +7,10 @@ console instead; COLUMNS still wins when set.
 
 from __future__ import annotations
 
+import json
+import math
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -32,5 +34,26 @@ def frame_table(frame: pd.DataFrame, title: str) -> Table:
     for column in frame.columns:
         table.add_column(str(column))
     for row in frame.itertuples(index=False):
-        table.add_row(*(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row))
+        table.add_row(*(_cell(v) for v in row))
     return table
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return "-" if math.isnan(value) else f"{value:.3f}"
+    return str(value)
+
+
+def strict_json(value: Any) -> str:
+    """JSON any strict parser reads: NaN and infinities (pandas' "no number") become null."""
+    return json.dumps(_finite(value), indent=2, ensure_ascii=False, allow_nan=False, default=str)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(key): _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value

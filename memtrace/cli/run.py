@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from memtrace.cli.options import neo4j_options
-from memtrace.cli.output import make_console
+from memtrace.cli.output import make_console, strict_json
 from memtrace.settings import Settings
 from memtrace.systems.config import read_config
 from memtrace.systems.locomo import SAMPLE_PATH, Subset, load_locomo
@@ -152,7 +151,7 @@ def run_command(
     loaded = load_traces(report.traces, settings) if load else []
     if as_json:
         click.echo(
-            json.dumps(
+            strict_json(
                 {
                     "system": system,
                     "traces": [str(p) for p in report.traces],

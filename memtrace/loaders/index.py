@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from pydantic_core import PydanticSerializationError
+
 from memtrace.errors import InputError
 from memtrace.loaders.models import (
     AnyRecord,
@@ -444,7 +446,10 @@ def _stage_all(index: TraceIndex, records: Iterator[tuple[str, AnyRecord]]) -> N
 def _stage(index: TraceIndex, recno: int, location: str, record: AnyRecord) -> None:
     """Stage one record; its own problems (timestamps) are raised after it is staged."""
     path = index.path
-    digest = hash(record.model_dump_json())
+    try:
+        digest = hash(record.model_dump_json())
+    except PydanticSerializationError as exc:
+        raise InputError(path, location, _unserializable(record, exc)) from None
     mention = index.mention
     match record:
         case VariableRecord():
@@ -530,3 +535,16 @@ def _hint(path: str, location: str, record: OperationRecord | VariableRecord) ->
     if hint > _MAX_INT:
         raise InputError(path, location, f"{record.type}.seq: larger than {_MAX_INT}")
     return hint
+
+
+def _unserializable(record: AnyRecord, exc: PydanticSerializationError) -> str:
+    """JSON parsers accept what Neo4j and UTF-8 cannot hold; say which of those it is."""
+    text = str(exc)
+    if "surrogates not allowed" in text:
+        return (
+            f"{record.type}: text with a lone UTF-16 surrogate escape (e.g. \\udc88 without its "
+            "pair) is not valid Unicode"
+        )
+    if "depth" in text:
+        return f"{record.type}: nested too deeply (metadata hundreds of levels deep)"
+    return f"{record.type}: cannot be stored ({text})"

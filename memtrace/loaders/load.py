@@ -12,7 +12,7 @@ from typing import Literal, Protocol
 
 from memtrace.admin import init_schema
 from memtrace.db import Database
-from memtrace.errors import InputError
+from memtrace.errors import InputError, MemtraceError
 from memtrace.loaders.index import TraceIndex, build_index
 from memtrace.loaders.models import AnyRecord
 from memtrace.loaders.native import read_native
@@ -141,29 +141,139 @@ def expand_paths(patterns: list[str]) -> list[Path]:
     return list(found)
 
 
+class LoadInterrupted(MemtraceError):
+    """Ctrl-C during a write: says which trace was left half-written and how it gets cleaned."""
+
+    def __init__(self, trace_id: str, done: int, total: int) -> None:
+        self.trace_id = trace_id
+        super().__init__(
+            f"interrupted: trace {trace_id!r} was left 'loading' (half-written; "
+            f"{done} of {total} files were loaded completely before it). The next "
+            f"`memtrace load` of that file replaces it, or `memtrace db delete --trace {trace_id}` "
+            "removes it"
+        )
+
+
+@dataclass(frozen=True)
+class Detection:
+    """The format a file was read as, and why (quoted in errors when the guess was weak)."""
+
+    format: Format
+    reason: str
+    certain: bool = True
+
+
 def detect_format(file: Path) -> Format:
-    """OTLP when the first key is ``resourceSpans``; native when the first non-blank line is a
-    JSON object with a ``type``; else smartcomment."""
+    return detect(file).format
+
+
+def detect(file: Path) -> Detection:
+    """OTLP when the first JSON key is ``resourceSpans``; native when the first non-blank line is
+    a JSON object with a ``type``; smartcomment when the file is one JSON object. A LoCoMo dataset
+    or a bare JSON array is refused by name."""
+    if _starts_like_otlp(file):
+        return Detection("otlp", 'its first JSON key is "resourceSpans"')
+    first_line = _first_line(file)
+    if first_line is None:
+        return Detection("native", "the file is empty", certain=False)
+    try:
+        first = json.loads(first_line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        first = None
+    if isinstance(first, dict) and "type" in first:
+        return Detection("native", 'its first line is a JSON object with a "type" field')
+    if first_line.lstrip()[:1] not in (b"{", b"["):
+        return Detection(
+            "native", "it does not start with '{' or '[' (JSON Lines assumed)", certain=False
+        )
+    document = _whole_document(file)
+    _refuse_non_traces(file, document)
+    if isinstance(document, dict) and "graph_id" in document:
+        return Detection("smartcomment", "it is one JSON object with a graph_id")
+    if isinstance(document, dict):
+        return Detection(
+            "smartcomment",
+            "it is one JSON object (not JSON Lines), though without a graph_id",
+            certain=False,
+        )
+    if first_line.lstrip().startswith(b"[") or isinstance(first, dict):
+        return Detection(
+            "native",
+            'its first line is complete JSON but not an object with a "type" field',
+            certain=False,
+        )
+    return Detection(
+        "smartcomment",
+        "it starts with '{' and its first line is not a complete object",
+        certain=False,
+    )
+
+
+def _starts_like_otlp(file: Path) -> bool:
     try:
         with file.open("rb") as handle:
-            if looks_like_otlp(handle.read(4096)):
-                return "otlp"
-            handle.seek(0)
-            for raw in handle:
-                if not raw.strip():
-                    continue
-                try:
-                    first = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    first = None
-                if isinstance(first, dict) and "type" in first:
-                    return "native"
-                if raw.lstrip().startswith(b"{"):
-                    return "smartcomment"
-                return "native"
+            return looks_like_otlp(handle.read(4096))
     except OSError as exc:
         raise InputError(str(file), None, f"cannot read file: {exc.strerror or exc}") from None
-    return "native"
+
+
+def _first_line(file: Path) -> bytes | None:
+    try:
+        with file.open("rb") as handle:
+            return next((raw for raw in handle if raw.strip()), None)
+    except OSError as exc:
+        raise InputError(str(file), None, f"cannot read file: {exc.strerror or exc}") from None
+
+
+def _whole_document(file: Path) -> object:
+    """The file as one JSON value, or None when it is not one (JSON Lines, cut off, ...)."""
+    try:
+        return json.loads(file.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return None
+    except OSError as exc:
+        raise InputError(str(file), None, f"cannot read file: {exc.strerror or exc}") from None
+
+
+def _is_locomo_sample(value: object) -> bool:
+    return isinstance(value, dict) and {"conversation", "qa"} <= value.keys()
+
+
+def _refuse_non_traces(file: Path, document: object) -> None:
+    """A LoCoMo dataset or a JSON array is a common wrong file: say what it is and what to do."""
+    samples = document if isinstance(document, list) else [document]
+    if samples and all(_is_locomo_sample(sample) for sample in samples):
+        questions = sum(
+            len(s["qa"]) for s in samples if isinstance(s, dict) and isinstance(s["qa"], list)
+        )
+        raise InputError(
+            str(file),
+            None,
+            f"this is a LoCoMo dataset ({len(samples)} conversations, {questions} questions), "
+            "not a trace. Run a memory system over it to make traces, e.g. "
+            f"`memtrace run mem0 --data {file} --out traces/ --load`",
+        )
+    if isinstance(document, list):
+        raise InputError(
+            str(file),
+            None,
+            "a JSON array is not a trace: native traces are JSON Lines (one object per line, "
+            'the first {"type": "trace", ...}) and smartcomment graphs are one JSON object',
+        )
+
+
+def _explained(error: InputError, detection: Detection) -> InputError:
+    """Add why the file was read as its format, when that was a guess, and how to force one."""
+    if detection.certain:
+        return error
+    # Only native and smartcomment are ever guessed (OTLP is recognised by its first key).
+    other = "smartcomment" if detection.format == "native" else "native"
+    return InputError(
+        error.path,
+        error.location,
+        f"{error.problem} [read as {detection.format} because {detection.reason}; "
+        f"`--format {other}` reads it as {other}]",
+    )
 
 
 def record_source(
@@ -205,8 +315,12 @@ def load_paths(
     try:
         owners: dict[str, Path] = {}
         for file in files:
-            fmt = options.format or detect_format(file)
-            index = build_index(str(file), record_source(file, fmt, options.labels)())
+            detection = Detection(options.format, "--format") if options.format else detect(file)
+            fmt = detection.format
+            try:
+                index = build_index(str(file), record_source(file, fmt, options.labels)())
+            except InputError as exc:
+                raise _explained(exc, detection) from None
             trace_id = options.trace_id or index.trace.id
             planned.append(_Planned(file, fmt, index, trace_id))
             if trace_id in owners:
@@ -225,7 +339,10 @@ def load_paths(
             file_started = time.perf_counter()
             result = _result(plan)
             if db is not None and not options.dry_run:
-                _write(db, plan, options, progress or _Silent(), result)
+                try:
+                    _write(db, plan, options, progress or _Silent(), result)
+                except KeyboardInterrupt:
+                    raise LoadInterrupted(plan.trace_id, len(summary.files), len(planned)) from None
             result.seconds = time.perf_counter() - file_started
             summary.files.append(result)
     finally:

@@ -35,6 +35,8 @@ def _check_timestamp(text: str) -> str:
 
 
 Id = Annotated[str, Field(min_length=1, max_length=1024, strict=True)]
+# Neo4j integers are 64-bit: a larger one would pass here and fail half-way through the write.
+Int64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
 Text = Annotated[str | None, Field(strict=True)]
 Timestamp = Annotated[str, Field(strict=True), AfterValidator(_check_timestamp)]
 Metadata = dict[str, Any]
@@ -78,7 +80,7 @@ class OperationRecord(Record):
     writes: list[Id] = Field(default_factory=list)
     comment: Text = None
     filename: Text = None
-    lineno: StrictInt | None = None
+    lineno: Int64 | None = None
     metadata: Metadata = Field(default_factory=dict)
 
 
@@ -101,7 +103,7 @@ class VariableRecord(Record):
     type: Literal["variable"]
     id: Id
     name: Annotated[str, Field(min_length=1, strict=True)]
-    version: Annotated[StrictInt, Field(ge=1)] = 1
+    version: Annotated[StrictInt, Field(ge=1, le=2**63 - 1)] = 1
     category: Text = None
     class_name: Text = None
     value: Text = None
@@ -110,7 +112,7 @@ class VariableRecord(Record):
     seq: Annotated[StrictInt, Field(ge=0)] | None = None
     comment: Text = None
     filename: Text = None
-    lineno: StrictInt | None = None
+    lineno: Int64 | None = None
     metadata: Metadata = Field(default_factory=dict)
 
     @property
@@ -128,7 +130,7 @@ class EdgeRecord(Record):
     created_at: Timestamp | None = None
     comment: Text = None
     filename: Text = None
-    lineno: StrictInt | None = None
+    lineno: Int64 | None = None
     metadata: Metadata = Field(default_factory=dict)
 
 
@@ -148,7 +150,7 @@ class CaseRecord(Record):
     prediction: Id | None = None
     prediction_text: Text = None
     golden_answers: list[Annotated[str, Field(strict=True)]] = Field(default_factory=list)
-    judge_score: StrictFloat | StrictInt | None = None
+    judge_score: StrictFloat | Int64 | None = None
     failed: Annotated[bool, Field(strict=True)] | None = None
     category: Text = None
     evidence: list[Id] = Field(default_factory=list)

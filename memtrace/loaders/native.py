@@ -53,20 +53,43 @@ _BODY: Final[dict[int, TypeAdapter[Any]]] = {
 }
 
 
+MAX_PROBLEMS: Final = 5
+
+
 def describe_validation_error(kind: str, exc: ValidationError) -> str:
-    """One line naming the first failing field (as a JSON path) and what is wrong with it."""
+    """The failing fields (as JSON paths, the first few) and what is wrong with each."""
     errors = exc.errors(include_url=False)
-    first = errors[0]
-    path = kind
-    for part in first["loc"]:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
-    message = first["msg"]
-    if first["type"] == "missing":
-        message = "required field is missing"
-    elif first["type"] == "extra_forbidden":
-        message = "unknown field (put extra data into 'metadata')"
-    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-    return f"{path}: {message}{more}"
+    problems = []
+    for error in errors[:MAX_PROBLEMS]:
+        path = kind
+        for part in error["loc"]:
+            path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+        message = error["msg"]
+        if error["type"] == "missing":
+            message = "required field is missing"
+        elif error["type"] == "extra_forbidden":
+            message = "unknown field (put extra data into 'metadata')"
+        problems.append(f"{path}: {message}")
+    more = f" (and {len(errors) - MAX_PROBLEMS} more)" if len(errors) > MAX_PROBLEMS else ""
+    return "; ".join(problems) + more
+
+
+def describe_json_error(exc: json.JSONDecodeError) -> str:
+    """``malformed JSON: <what> at column N`` (json's own message may end in a dangling "at")."""
+    return f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
+
+
+TOO_DEEP: Final = "JSON nested too deeply (arrays/objects inside each other hundreds of levels)"
+
+
+def truncated_hint(path: str) -> str:
+    """What to say when a JSON Lines file's last line is cut off (a writer killed mid-line)."""
+    return (
+        "the file looks truncated: its last line is incomplete (no newline at its end). "
+        "If a traced process was killed, cut the torn line off and load the rest with "
+        f"`python -c \"from memtrace.tracing import complete_prefix; complete_prefix('{path}')\"` "
+        "(this shortens the file in place)"
+    )
 
 
 def validate_record(path: str, location: str, data: Any, version: int | None) -> AnyRecord:
@@ -142,10 +165,13 @@ def read_native(file: Path) -> Iterator[tuple[str, AnyRecord]]:
                 if record is None:
                     try:
                         data = json.loads(line)
+                    except RecursionError:
+                        raise InputError(path, location, TOO_DEEP) from None
                     except json.JSONDecodeError as exc:
-                        raise InputError(
-                            path, location, f"malformed JSON: {exc.msg} at column {exc.colno}"
-                        ) from None
+                        problem = describe_json_error(exc)
+                        if not raw.endswith(b"\n"):  # only the last line can lack one
+                            problem = f"{problem}; {truncated_hint(path)}"
+                        raise InputError(path, location, problem) from None
                     record = validate_record(path, location, data, version)
                 if isinstance(record, TraceRecord):
                     version = record.format_version

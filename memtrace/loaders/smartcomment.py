@@ -21,6 +21,7 @@ from memtrace.loaders.models import (
     CaseRecord,
     EdgeRecord,
     Id,
+    Int64,
     Label,
     OperationRecord,
     SessionRecord,
@@ -30,10 +31,10 @@ from memtrace.loaders.models import (
     VariableRecord,
     parse_timestamp,
 )
-from memtrace.loaders.native import describe_validation_error
+from memtrace.loaders.native import TOO_DEEP, describe_json_error, describe_validation_error
 from memtrace.taxonomy import LabelType
 
-Lineno = StrictInt | None
+Lineno = Int64 | None
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -44,7 +45,7 @@ class _Item(BaseModel):
 class SCNode(_Item):
     full_node_id: Id
     name: Annotated[str, Field(min_length=1, strict=True)]
-    version: Annotated[StrictInt, Field(ge=1)]
+    version: Annotated[StrictInt, Field(ge=1, le=2**63 - 1)]
     value: Text = None
     category: Text = None
     class_name: Text = None
@@ -129,7 +130,7 @@ def _validate(model: type[M], data: Any, path: str, location: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        problem = describe_validation_error("", exc).lstrip(".")
+        problem = describe_validation_error("", exc)
         raise InputError(path, location, problem) from None
 
 
@@ -181,10 +182,15 @@ def read_smartcomment(file: Path) -> list[tuple[str, AnyRecord]]:
         raise InputError(path, None, "empty file: no graph object")
     try:
         raw = json.loads(text)
+    except RecursionError:
+        raise InputError(path, None, TOO_DEEP) from None
     except json.JSONDecodeError as exc:
-        raise InputError(
-            path, f"{exc.lineno}", f"malformed JSON: {exc.msg} at column {exc.colno}"
-        ) from None
+        problem = describe_json_error(exc)
+        # A graph file ends with the "}" of its object; one cut short usually fails elsewhere
+        # (inside a string or an escape), so look at the end, not at where the parser stopped.
+        if exc.pos >= len(text.rstrip()) or not text.rstrip().endswith("}"):
+            problem += "; the file looks truncated: it ends before the graph object is closed"
+        raise InputError(path, f"{exc.lineno}", problem) from None
     graph = _validate(SCGraph, raw, path, "$")
     return list(_convert(graph, path))
 

@@ -346,3 +346,81 @@ def test_seq_hint_must_fit_in_64_bits(tmp_path: Path) -> None:
     path = _write_lines(tmp_path / "t.jsonl", [trace, line % 2**63])
     with pytest.raises(InputError, match=r"operation\.seq: larger than 9223372036854775807"):
         load_paths(None, [str(path)], LoadOptions(dry_run=True))
+
+
+SAMPLE_LOCOMO = Path(memtrace.__file__).parent / "systems" / "sample" / "locomo_sample.json"
+
+
+def _load_error(path: Path, **options: object) -> InputError:
+    with pytest.raises(InputError) as caught:
+        load_paths(None, [str(path)], LoadOptions(dry_run=True, **options))  # type: ignore[arg-type]
+    return caught.value
+
+
+def test_a_locomo_dataset_is_named_with_what_to_do() -> None:
+    error = _load_error(SAMPLE_LOCOMO)
+    assert "this is a LoCoMo dataset" in error.problem
+    assert f"memtrace run mem0 --data {SAMPLE_LOCOMO}" in error.problem
+
+
+def test_another_json_object_says_how_it_was_read_and_every_problem(tmp_path: Path) -> None:
+    other = tmp_path / "config.json"
+    other.write_text(json.dumps({"name": "x", "items": [1, 2]}))
+    error = _load_error(other)
+    assert error.problem.startswith("graph_id: required field is missing; data: required field")
+    assert "read as smartcomment because it is one JSON object" in error.problem
+    assert "`--format native`" in error.problem
+    forced = _load_error(other, format="native")
+    assert forced.problem.startswith("record has no 'type' field")
+    assert "read as" not in forced.problem  # forced: no guess to explain
+
+
+def test_validation_lists_the_first_problems_and_counts_the_rest(tmp_path: Path) -> None:
+    lines = [json.dumps({"type": "trace", "format_version": 1, "id": "t"})]
+    lines.append(json.dumps({"type": "variable", **{f"x{i}": i for i in range(8)}}))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    problem = _load_error(bad).problem
+    assert problem.count(";") == 4
+    assert problem.endswith("more)")
+    assert "variable.id: required field is missing" in problem
+
+
+def test_json_lines_with_an_untyped_first_line_is_explained(tmp_path: Path) -> None:
+    typo = tmp_path / "typo.jsonl"
+    typo.write_text('{"typ": "trace"}\n{"a": 1}\n')
+    problem = _load_error(typo).problem
+    assert problem.startswith("record has no 'type' field [read as native because")
+    assert "`--format smartcomment`" in problem
+
+
+def test_a_json_array_is_refused_by_name(tmp_path: Path) -> None:
+    array = tmp_path / "a.json"
+    array.write_text("[1, 2]")
+    assert "a JSON array is not a trace" in _load_error(array).problem
+
+
+def test_a_cut_off_last_line_says_truncated_and_names_complete_prefix(tmp_path: Path) -> None:
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(SMALL.read_bytes().rstrip(b"\n")[:-20])
+    error = _load_error(torn)
+    assert "the file looks truncated" in error.problem
+    assert "complete_prefix" in error.problem
+    from memtrace.tracing import complete_prefix
+
+    complete_prefix(torn)
+    summary = load_paths(None, [str(torn)], LoadOptions(dry_run=True))
+    assert summary.files[0].operations >= 1
+    # a malformed line in the middle is not called truncated
+    middle = tmp_path / "middle.jsonl"
+    lines = SMALL.read_text().splitlines(keepends=True)
+    middle.write_text(lines[0] + "{oops\n" + "".join(lines[1:]))
+    assert "truncated" not in _load_error(middle).problem
+
+
+def test_json_messages_have_no_doubled_at(tmp_path: Path) -> None:
+    unterminated = tmp_path / "u.jsonl"
+    unterminated.write_text('{"type": "trace", "format_version": 1, "id": "x"}\n{"type": "ab')
+    problem = _load_error(unterminated).problem
+    assert "Unterminated string starting at column 10" in problem
+    assert "at at" not in problem

@@ -1,10 +1,11 @@
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from memtrace.errors import ConfigError
 from memtrace.server.layout import ServerLayout, ServerState
-from memtrace.settings import load_settings
+from memtrace.settings import Settings, load_settings
 
 ENV_NAMES = (
     "NEO4J_URI",
@@ -15,6 +16,7 @@ ENV_NAMES = (
     "OPENAI_BASE_URL",
     "MEMTRACE_LLM_MODEL",
     "MEMTRACE_SETTINGS",
+    "MEMTRACE_BOLT_PORT",
 )
 
 
@@ -73,3 +75,133 @@ def test_bad_settings_file_is_a_clear_error(home: Path) -> None:
     (home / "settings.toml").write_text('[neo4j]\nport = 1\nuri = "bolt://x"\n')
     with pytest.raises(ConfigError, match="port"):
         load_settings()
+
+
+def _managed(home: Path, port: int = 17001, password: str = "managed-pw") -> None:
+    layout = ServerLayout(home)
+    layout.write_state(ServerState(bolt_port=port, http_port=17002, auth=True, pid=1))
+    layout.write_password(password)
+
+
+def _password(settings: Settings) -> str | None:
+    secret = settings.neo4j.password
+    return None if secret is None else secret.get_secret_value()
+
+
+def test_env_password_alone_applies_to_the_managed_server(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _managed(home)
+    monkeypatch.setenv("NEO4J_PASSWORD", "from-env")
+    settings = load_settings()
+    assert settings.neo4j.uri == "bolt://127.0.0.1:17001"
+    assert settings.neo4j.managed
+    assert _password(settings) == "from-env"
+
+
+def test_cli_password_alone_applies_to_the_managed_server(home: Path) -> None:
+    _managed(home)
+    assert _password(load_settings(neo4j={"password": "from-cli", "uri": None})) == "from-cli"
+
+
+def test_uri_naming_the_managed_server_gets_its_password(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _managed(home)
+    for uri in ("bolt://127.0.0.1:17001", "neo4j://localhost:17001"):
+        monkeypatch.setenv("NEO4J_URI", uri)
+        settings = load_settings()
+        assert settings.neo4j.uri == uri
+        assert settings.neo4j.managed
+        assert _password(settings) == "managed-pw"
+
+
+def test_managed_password_is_never_sent_elsewhere(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _managed(home)
+    for uri in ("bolt://127.0.0.1:17999", "neo4j+s://db.example:17001"):
+        monkeypatch.setenv("NEO4J_URI", uri)
+        settings = load_settings()
+        assert not settings.neo4j.managed
+        assert settings.neo4j.password is None
+
+
+def test_every_neo4j_field_follows_cli_env_file_managed(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _managed(home)
+    fields = {"uri": "bolt://127.0.0.1:17001", "user": "u", "password": "p", "database": "d"}
+    env = {"uri": "NEO4J_URI", "user": "NEO4J_USER", "password": "NEO4J_PASSWORD"}
+    env["database"] = "NEO4J_DATABASE"
+    for field, base in fields.items():
+        layers = {"file": f"{base}-file", "env": f"{base}-env", "cli": f"{base}-cli"}
+        if field == "uri":  # keep the address the managed one so the layers are comparable
+            layers = {name: f"bolt://localhost:17001/{name}" for name in layers}
+        (home / "settings.toml").write_text(f'[neo4j]\n{field} = "{layers["file"]}"\n')
+        monkeypatch.setenv(env[field], layers["env"])
+        with_cli = load_settings(neo4j={field: layers["cli"]})
+        without_cli = load_settings()
+        monkeypatch.delenv(env[field])
+        file_only = load_settings()
+        (home / "settings.toml").unlink()
+        managed_only = load_settings()
+
+        def value(settings: Settings, name: str = field) -> str | None:
+            if name == "password":
+                return _password(settings)
+            return str(getattr(settings.neo4j, name))
+
+        assert value(with_cli) == layers["cli"], field
+        assert value(without_cli) == layers["env"], field
+        assert value(file_only) == layers["file"], field
+        expected_managed = {
+            "uri": "bolt://127.0.0.1:17001",
+            "user": "neo4j",
+            "password": "managed-pw",
+            "database": "neo4j",
+        }
+        assert value(managed_only) == expected_managed[field], field
+
+
+def test_every_llm_field_follows_cli_env_file(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY"}
+    env["model"] = "MEMTRACE_LLM_MODEL"
+    for field, name in env.items():
+        (home / "settings.toml").write_text(f'[llm]\n{field} = "file"\n')
+        monkeypatch.setenv(name, "env")
+
+        def value(settings: Settings, key: str = field) -> str | None:
+            raw = getattr(settings.llm, key)
+            return raw.get_secret_value() if isinstance(raw, SecretStr) else raw
+
+        assert value(load_settings(llm={field: "cli"})) == "cli"
+        assert value(load_settings()) == "env"
+        monkeypatch.delenv(name)
+        assert value(load_settings()) == "file"
+        (home / "settings.toml").unlink()
+
+
+def test_without_a_started_server_the_default_port_follows_the_env(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMTRACE_BOLT_PORT", "17123")
+    settings = load_settings()
+    assert settings.neo4j.uri == "bolt://127.0.0.1:17123"
+    assert settings.neo4j.managed
+    monkeypatch.setenv("MEMTRACE_BOLT_PORT", "seventy")
+    with pytest.raises(ConfigError, match="MEMTRACE_BOLT_PORT"):
+        load_settings()
+
+
+def test_neo4j_start_help_shows_the_port_the_env_sets(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from memtrace.cli import cli
+
+    monkeypatch.setenv("MEMTRACE_BOLT_PORT", "17555")
+    monkeypatch.delenv("MEMTRACE_HTTP_PORT", raising=False)
+    shown = " ".join(CliRunner().invoke(cli, ["neo4j", "start", "--help"]).output.split())
+    assert "default: 17555" in shown
+    assert "MEMTRACE_BOLT_PORT" in shown
+    assert "default: 7474" in shown

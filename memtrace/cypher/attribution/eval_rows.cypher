@@ -14,5 +14,8 @@ RETURN t.id AS trace_id, c.id AS case_id, answer_op, lo.id AS label_op, lo.kind 
        l.error_type AS label_type, l.source AS label_source, ao.id AS attr_op,
        ao.kind AS attr_kind, a.error_type AS error_type, a.judge AS judge,
        a.llm_calls AS llm_calls, a.tokens_in AS tokens_in, a.tokens_out AS tokens_out,
-       a.seconds AS seconds, a.error AS error
+       a.seconds AS seconds,
+       // properties(a).error: a.error made the server warn that the key does not exist when no
+       // attribution has failed yet.
+       properties(a).error AS error
 ORDER BY trace_id, case_id
