@@ -10,8 +10,9 @@ Usage in a test module::
         assert len(fake_openai.chat_requests) == 2
 
 Each chat request consumes the next scripted reply; when the script is empty, ``default`` answers
-(``None`` = HTTP 500 "script exhausted", so an unexpected call fails loudly). ``/v1/embeddings``
-returns deterministic vectors derived from each input's hash. Every request is recorded
+(``None`` = HTTP 500 "script exhausted", so an unexpected call fails loudly); a ``responder``
+(request body -> Reply) answers instead when set, for replies that depend on the question.
+``/v1/embeddings`` returns deterministic vectors derived from each input's hash. Every request is recorded
 (header names lower-cased).
 """
 
@@ -21,7 +22,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -53,6 +54,7 @@ class FakeOpenAI:
         self._lock = threading.Lock()
         self._script: list[Reply] = []
         self.default: Reply | None = None
+        self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[Recorded] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
@@ -78,9 +80,11 @@ class FakeOpenAI:
         self._server.shutdown()
         self._server.server_close()
 
-    def _next(self) -> Reply | None:
+    def _next(self, body: dict[str, Any]) -> Reply | None:
         with self._lock:
-            return self._script.pop(0) if self._script else self.default
+            if self._script:
+                return self._script.pop(0)
+        return self.responder(body) if self.responder is not None else self.default
 
     def _record(self, item: Recorded) -> None:
         with self._lock:
@@ -105,7 +109,7 @@ class FakeOpenAI:
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
-                reply = fake._next()
+                reply = fake._next(body)
                 if reply is None:
                     self._send(500, {"error": {"message": "script exhausted", "type": "server"}})
                     return

@@ -37,7 +37,7 @@ class Options:
     evidence: EvidenceMode = "gold"
     strategy: Strategy = "linear"
     retriever: Retriever = "bm25"
-    retrieval_query: RetrievalQuery = "question"
+    retrieval_query: RetrievalQuery = "question+answer"
     embed: Embed | None = None
 
     def run_id(self, judge: Judge) -> str:
@@ -67,6 +67,7 @@ def starting_evidence(
         retriever=options.retriever,
         query_mode=options.retrieval_query,
         embed=options.embed,
+        speakers=reader.speakers(anchor.trace_id),
     )
     seqs = reader.message_seqs(anchor.trace_id)
     return tuple(replace(e, seq=seqs[e.id]) for e in found)

@@ -45,7 +45,7 @@ evidence_option = click.option(
     type=click.Choice(["gold", "retrieved"]),
     default="gold",
     show_default=True,
-    help="Starting evidence: the case's gold evidence, or messages retrieved by the question.",
+    help="Starting evidence: the case's gold evidence, or messages retrieved for the question.",
 )
 retriever_option = click.option(
     "--retriever", type=click.Choice(["bm25", "dense", "hybrid"]), default="bm25", show_default=True
@@ -53,9 +53,10 @@ retriever_option = click.option(
 retrieval_query_option = click.option(
     "--retrieval-query",
     type=click.Choice(["question", "question+answer"]),
-    default="question",
+    default="question+answer",
     show_default=True,
-    help="question+answer copies MemTrace's default, which leaks the gold answer.",
+    help="The gold answer defines the failure, so it may help find the evidence (MemTrace's "
+    "default); question alone finds less.",
 )
 
 
