@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memtrace.llm import Usage
+
 
 class MemtraceError(Exception):
     """Base of every error memtrace raises on purpose; the CLI prints these without a traceback."""
@@ -43,4 +48,11 @@ class InputError(MemtraceError):
 
 
 class LLMError(MemtraceError):
-    """An OpenAI-compatible endpoint failed or answered with unusable output."""
+    """An OpenAI-compatible endpoint failed or answered with unusable output.
+
+    ``usage``: what the failed attempt cost (requests sent, tokens), so callers can count it.
+    """
+
+    def __init__(self, message: str, *, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage

@@ -12,8 +12,9 @@ Usage in a test module::
 Each chat request consumes the next scripted reply; when the script is empty, ``default`` answers
 (``None`` = HTTP 500 "script exhausted", so an unexpected call fails loudly); a ``responder``
 (request body -> Reply) answers instead when set, for replies that depend on the question.
-``/v1/embeddings`` returns deterministic vectors derived from each input's hash. Every request is recorded
-(header names lower-cased).
+``rejected_formats`` names ``response_format`` types answered with HTTP 400 (as an endpoint that
+does not support them; no reply is consumed). ``/v1/embeddings`` returns deterministic vectors
+derived from each input's hash. Every request is recorded (header names lower-cased).
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ class FakeOpenAI:
         self._script: list[Reply] = []
         self.default: Reply | None = None
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
+        self.rejected_formats: set[str] = set()
+        self.in_flight = 0
+        self.max_in_flight = 0  # the most chat requests it was answering at once
         self.requests: list[Recorded] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
@@ -109,12 +113,22 @@ class FakeOpenAI:
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
+                requested = (body.get("response_format") or {}).get("type")
+                if requested in fake.rejected_formats:
+                    error = {"message": f"response_format {requested} is not supported"}
+                    self._send(400, {"error": {**error, "type": "invalid_request_error"}})
+                    return
                 reply = fake._next(body)
                 if reply is None:
                     self._send(500, {"error": {"message": "script exhausted", "type": "server"}})
                     return
                 if reply.delay:
+                    with fake._lock:
+                        fake.in_flight += 1
+                        fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
                     time.sleep(reply.delay)
+                    with fake._lock:
+                        fake.in_flight -= 1
                 if reply.status != 200:
                     error = {"message": f"scripted {reply.status}", "type": "scripted"}
                     self._send(reply.status, {"error": error}, reply.headers)

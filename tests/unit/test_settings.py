@@ -15,6 +15,8 @@ ENV_NAMES = (
     "OPENAI_BASE_URL",
     "MEMTRACE_LLM_MODEL",
     "MEMTRACE_SETTINGS",
+    "MEMTRACE_LLM_TIMEOUT",
+    "MEMTRACE_LLM_CONCURRENCY",
 )
 
 
@@ -72,4 +74,20 @@ def test_bad_settings_file_is_a_clear_error(home: Path) -> None:
         load_settings()
     (home / "settings.toml").write_text('[neo4j]\nport = 1\nuri = "bolt://x"\n')
     with pytest.raises(ConfigError, match="port"):
+        load_settings()
+
+
+def test_llm_timeout_and_concurrency_from_file_env_and_cli(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert (load_settings().llm.timeout_seconds, load_settings().llm.concurrency) == (60.0, 4)
+    (home / "settings.toml").write_text("[llm]\ntimeout_seconds = 90\nconcurrency = 2\n")
+    assert (load_settings().llm.timeout_seconds, load_settings().llm.concurrency) == (90.0, 2)
+    monkeypatch.setenv("MEMTRACE_LLM_TIMEOUT", "300")
+    monkeypatch.setenv("MEMTRACE_LLM_CONCURRENCY", "1")
+    assert (load_settings().llm.timeout_seconds, load_settings().llm.concurrency) == (300.0, 1)
+    llm = load_settings(llm={"timeout_seconds": "600", "concurrency": None}).llm
+    assert (llm.timeout_seconds, llm.concurrency) == (600.0, 1)
+    monkeypatch.setenv("MEMTRACE_LLM_CONCURRENCY", "0")
+    with pytest.raises(ConfigError, match="concurrency"):
         load_settings()
