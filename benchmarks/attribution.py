@@ -26,17 +26,19 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from memtrace.attribution.graph import TraceReader
+from queries import benchmark_query
+
+from memtrace.admin import delete_trace
 from memtrace.attribution.judges import CaseView, OfflineJudge
 from memtrace.attribution.llm_judge import CHECK_PROMPT, INTACT_PROMPT, SYSTEM, LLMJudge
-from memtrace.attribution.run import Analysis, Options, analyse_case, attribute_cases
+from memtrace.attribution.pipeline import Analysis, Options, analyse_case, attribute_cases
+from memtrace.attribution.store import AttributionStore
 from memtrace.attribution.walk import Strategy
-from memtrace.cypher import get_query
+from memtrace.cypher import Query, get_query
 from memtrace.db import Database, connect
 from memtrace.llm import LLMClient
 from memtrace.loaders.load import LoadOptions, load_paths
-from memtrace.loaders.schema import delete_trace
-from memtrace.settings import LLMSettings
+from memtrace.settings import LLMSettings, load_settings
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "smartcomment"
 CHARS_PER_TOKEN = 4
@@ -66,15 +68,16 @@ CREATE (o)-[:DEPENDS_ON {via: [v.id]}]->(p)
 CREATE (v)-[:FLOWS_TO {op_id: o.id}]->(:Variable {trace_id: $trace_id, id: 'w-' + o.seq,
         seq: o.seq + 1, name: 'w', version: 1, category: 'llm_response', value: 'x'})
 """
-TIMED = (
-    "case_anchor",
-    "candidates",
-    "evidence_flow",
-    "context",
-    "backward_depends_on",
-    "backward_flows_to",
-    "backward_qpp",
-)
+TIMED: dict[str, Query] = {
+    **{
+        name: get_query(f"attribution/{name}")
+        for name in ("case_anchor", "candidates", "evidence_flow", "context")
+    },
+    **{
+        name: benchmark_query(name)
+        for name in ("backward_depends_on", "backward_flows_to", "backward_qpp")
+    },
+}
 
 
 def node_count(db: Database) -> int:
@@ -98,9 +101,14 @@ def labels(db: Database, trace_id: str) -> list[dict[str, Any]]:
     )
 
 
-def prompt_tokens(judge: LLMJudge, analysis: Analysis, upto: int, binary: bool) -> int:
+def prompt_tokens(
+    store: AttributionStore, judge: LLMJudge, analysis: Analysis, upto: int, binary: bool
+) -> int:
     """Tokens of the prompts a judge that agrees with the label would be sent (not sent)."""
-    view = CaseView(analysis.graph, analysis.trails)
+    ops = [c.op.id for c in analysis.candidates]
+    view = CaseView(
+        analysis.graph, analysis.trails, store.operation_views(analysis.anchor.trace_id, ops)
+    )
     cands = list(analysis.candidates)
     picked = cands[: upto + 1]
     if binary:
@@ -118,14 +126,11 @@ def prompt_tokens(judge: LLMJudge, analysis: Analysis, upto: int, binary: bool) 
 
 
 def accuracy(db: Database, traces: dict[str, list[str]]) -> tuple[dict[str, Any], dict[str, Any]]:
-    reader = TraceReader(db)
+    reader = AttributionStore(db)
     judge = OfflineJudge()
-    llm = LLMJudge(LLMClient(LLMSettings(base_url="http://127.0.0.1:9/v1")), db)
-    sizes = {
-        t: int(db.run(get_query("attribution/trace_size"), trace_id=t)[0]["chars"]) // 4
-        for ts in traces.values()
-        for t in ts
-    }
+    llm = LLMJudge(LLMClient(LLMSettings(base_url="http://127.0.0.1:9/v1")))
+    chars = reader.trace_sizes([t for ts in traces.values() for t in ts])
+    sizes = {trace_id: size // 4 for trace_id, size in chars.items()}
     results: dict[str, Any] = {}
     cost: dict[str, list[float]] = {
         f"{mode}_{measure}": [] for mode in ("linear", "binary") for measure in COST_MEASURES
@@ -149,7 +154,7 @@ def accuracy(db: Database, traces: dict[str, list[str]]) -> tuple[dict[str, Any]
                         index = ids.index(label["op_id"])
                         probes = len(ids).bit_length()  # binary search probes, at most
                         for mode, calls in (("linear", index + 1), ("binary", probes + 1)):
-                            tokens = prompt_tokens(llm, analysis, index, mode == "binary")
+                            tokens = prompt_tokens(reader, llm, analysis, index, mode == "binary")
                             cost[f"{mode}_calls"].append(calls)
                             cost[f"{mode}_tokens"].append(tokens)
                             cost[f"{mode}_share"].append(tokens / sizes[trace_id])
@@ -168,18 +173,19 @@ def accuracy(db: Database, traces: dict[str, list[str]]) -> tuple[dict[str, Any]
 
 
 def throughput(db: Database, traces: dict[str, list[str]]) -> dict[str, float]:
-    cases = [c for ts in traces.values() for t in ts for c in TraceReader(db).failed_cases(t)]
+    store = AttributionStore(db)
+    cases = [c for ts in traces.values() for t in ts for c in store.failed_cases(t)]
     out = {}
     for workers in (1, 8):
         started = time.perf_counter()
-        attribute_cases(db, OfflineJudge(), cases, Options(), workers=workers)
+        attribute_cases(store, OfflineJudge(), cases, Options(), workers=workers)
         out[f"cases_per_s_workers_{workers}"] = len(cases) / (time.perf_counter() - started)
     out["cases"] = len(cases)
     return out
 
 
 def latency(db: Database, traces: dict[str, list[str]]) -> dict[str, Any]:
-    reader = TraceReader(db)
+    reader = AttributionStore(db)
     times: dict[str, list[float]] = {name: [] for name in TIMED}
     for trace_ids in traces.values():
         for trace_id in trace_ids:
@@ -197,8 +203,7 @@ def latency(db: Database, traces: dict[str, list[str]]) -> dict[str, Any]:
                     "max_depth": 12,
                     "max_hops": 3,
                 }
-                for name in TIMED:
-                    query = get_query(f"attribution/{name}")
+                for name, query in TIMED.items():
                     values = {k: params[k] for k in query.params}
                     db.run(query, **values)  # warm the plan cache and page cache
                     for _ in range(3):
@@ -236,7 +241,7 @@ def main() -> None:
         files += sorted(args.bench.glob("*.jsonl"))
     report: dict[str, Any] = {"scope": scope}
     made: list[str] = []
-    with connect() as db:
+    with connect(load_settings()) as db:
         try:
             started = time.perf_counter()
             traces = load(db, files, scope)

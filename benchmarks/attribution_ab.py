@@ -18,6 +18,7 @@ Everything it loaded is deleted at the end. Results: JSON on stdout, a summary o
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import subprocess
@@ -30,24 +31,37 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
-from attribution import labels, load  # the sibling benchmark: same loading, same label query
-
-from memtrace.attribution.graph import TraceReader
-from memtrace.attribution.judges import OfflineJudge
-from memtrace.attribution.run import Options, attribute_cases
+# Only modules every revision has are imported here: the worker runs this file with the
+# baseline's memtrace first on the path. Our tree's modules are imported in main().
 from memtrace.db import Database, connect
-from memtrace.loaders.schema import delete_trace
+from memtrace.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 Verdicts = dict[str, list[str | None]]  # "trace_id case_id" -> [op id, error type]
 
 
+def attribution_api(db: Database) -> tuple[Any, Any, Any]:
+    """(reader, attribute_cases, Options) of the memtrace on the path. Revisions before the
+    pipeline/store split (issue 10) had ``attribution.run`` and ``graph.TraceReader``, and their
+    ``attribute_cases`` took the database where ours takes the store."""
+    try:
+        pipeline = importlib.import_module("memtrace.attribution.pipeline")
+        store = importlib.import_module("memtrace.attribution.store").AttributionStore(db)
+        return store, lambda *args, **kw: pipeline.attribute_cases(store, *args, **kw), pipeline
+    except ModuleNotFoundError:
+        run = importlib.import_module("memtrace.attribution.run")
+        reader = importlib.import_module("memtrace.attribution.graph").TraceReader(db)
+        return reader, lambda *args, **kw: run.attribute_cases(db, *args, **kw), run
+
+
 def worker(trace_ids: list[str]) -> None:
     """Attribute every failed case of the traces; print the verdicts and the seconds it took."""
-    with connect() as db:
-        cases = [case for t in trace_ids for case in TraceReader(db).failed_cases(t)]
+    judges = importlib.import_module("memtrace.attribution.judges")
+    with connect(load_settings()) as db:
+        reader, attribute_cases, module = attribution_api(db)
+        cases = [case for t in trace_ids for case in reader.failed_cases(t)]
         started = time.perf_counter()
-        verdicts = attribute_cases(db, OfflineJudge(), cases, Options(), workers=8)
+        verdicts = attribute_cases(judges.OfflineJudge(), cases, module.Options(), workers=8)
         seconds = time.perf_counter() - started
     failed = [v.error for v in verdicts if v.error]
     out = {
@@ -79,6 +93,8 @@ def export(revision: str, into: Path) -> Path:
 
 
 def accuracy(db: Database, trace_ids: list[str], verdicts: Verdicts) -> dict[str, Any]:
+    from attribution import labels  # the sibling benchmark: the same label query
+
     counts: dict[str, list[int]] = {}
     for trace_id in trace_ids:
         for label in labels(db, trace_id):
@@ -133,7 +149,11 @@ def main() -> None:
     scope = f"benchab{uuid.uuid4().hex[:6]}"
     report: dict[str, Any] = {"scope": scope, "baseline": args.baseline, "sets": {}}
     loaded: list[str] = []
-    with tempfile.TemporaryDirectory() as tmp, connect() as db:
+    from attribution import load  # the sibling benchmark: the same loading
+
+    from memtrace.admin import delete_trace
+
+    with tempfile.TemporaryDirectory() as tmp, connect(load_settings()) as db:
         sides = {"baseline": export(args.baseline, Path(tmp)), "ours": ROOT}
         try:
             for directory in args.bench:

@@ -29,14 +29,14 @@ from typing import Any
 
 from attribution import labels, load  # the sibling benchmark: same loading, same label query
 
-from memtrace.attribution.graph import TraceReader
+from memtrace.admin import delete_trace
 from memtrace.attribution.judges import Judge, OfflineJudge
 from memtrace.attribution.llm_judge import LLMJudge
-from memtrace.attribution.run import Options, analyse_case
+from memtrace.attribution.pipeline import Options, analyse_case
+from memtrace.attribution.store import AttributionStore
 from memtrace.db import Database, connect
 from memtrace.errors import MemtraceError
 from memtrace.llm import LLMClient
-from memtrace.loaders.schema import delete_trace
 from memtrace.settings import load_settings
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "smartcomment"
@@ -68,13 +68,13 @@ def judge_for(name: str, db: Database) -> Judge:
     if name == "offline":
         return OfflineJudge()
     client = LLMClient.from_settings(load_settings(), cache=False)  # every call really sent
-    return LLMJudge(client, db)
+    return LLMJudge(client)
 
 
 def measure(
     db: Database, traces: dict[str, list[str]], judge: Judge, evidence: str, limit: int | None
 ) -> dict[str, Any]:
-    reader = TraceReader(db)
+    reader = AttributionStore(db)
     per_set: dict[str, Any] = {}
     for dataset, trace_ids in traces.items():
         rows: list[dict[str, Any]] = []
@@ -146,7 +146,7 @@ def main() -> None:
     files = [] if args.no_shared else sorted(args.shared.glob("*.json"))
     report: dict[str, Any] = {"scope": scope, "results": {}}
     traces: dict[str, list[str]] = {}
-    with connect() as db:
+    with connect(load_settings()) as db:
         try:
             traces = load(db, files, scope)
             for directory in args.bench:

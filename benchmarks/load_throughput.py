@@ -25,10 +25,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from synthetic import write_synthetic_trace
+
+from memtrace.admin import delete_trace, init_schema
 from memtrace.db import Database, connect
 from memtrace.loaders.native import read_native
-from memtrace.loaders.schema import delete_trace, init_schema
-from memtrace.loaders.synthetic import write_synthetic_trace
+from memtrace.settings import load_settings
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -119,7 +121,7 @@ def main() -> None:
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
     results: list[dict[str, Any]] = []
-    with connect() as db:
+    with connect(load_settings()) as db:
         init_schema(db)
         for messages in args.messages:
             trace_id = f"bench-load-{messages}"

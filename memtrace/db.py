@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
 import neo4j
 from neo4j import GraphDatabase, ManagedTransaction
@@ -13,9 +14,16 @@ from pydantic import SecretStr
 
 from memtrace.cypher import Query
 from memtrace.errors import Neo4jAuthError, Neo4jError, Neo4jUnavailableError, QueryError
-from memtrace.settings import Neo4jSettings, Settings, load_settings
+from memtrace.settings import Neo4jSettings, Settings
 
-T = TypeVar("T")
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What one batch write did: its returned records and the server's counters."""
+
+    records: list[dict[str, Any]]
+    nodes_created: int
+    relationships_created: int
 
 
 def _auth(user: str, password: SecretStr | None) -> tuple[str, str] | None:
@@ -62,26 +70,29 @@ class Database:
             )
         return [record.data() for record in records]
 
-    def session(self) -> neo4j.Session:
-        return self.driver.session(database=self.database)
+    def write_batch(self, query: Query | str, **params: Any) -> BatchResult:
+        """Run one write query in its own retried transaction; return records and counters."""
 
-    def write_transaction(self, work: Callable[[ManagedTransaction], T]) -> T:
-        """Run ``work`` in one retried write transaction."""
-        with translate_errors(self.settings.uri), self.session() as session:
+        def work(tx: ManagedTransaction) -> BatchResult:
+            result = tx.run(_text(query), params)
+            records = [record.data() for record in result]
+            counters = result.consume().counters
+            return BatchResult(records, counters.nodes_created, counters.relationships_created)
+
+        with (
+            translate_errors(self.settings.uri),
+            self.driver.session(database=self.database) as session,
+        ):
             return session.execute_write(work)
-
-    def read_transaction(self, work: Callable[[ManagedTransaction], T]) -> T:
-        with translate_errors(self.settings.uri), self.session() as session:
-            return session.execute_read(work)
 
     def close(self) -> None:
         self.driver.close()
 
 
 @contextmanager
-def connect(settings: Settings | None = None) -> Iterator[Database]:
+def connect(settings: Settings) -> Iterator[Database]:
     """Open a driver, check connectivity, yield a Database, close it afterwards."""
-    resolved = (settings or load_settings()).neo4j
+    resolved = settings.neo4j
     with translate_errors(resolved.uri):
         driver = GraphDatabase.driver(resolved.uri, auth=_auth(resolved.user, resolved.password))
         try:

@@ -35,6 +35,7 @@ class LLMSettings(BaseModel):
     base_url: str | None = None
     api_key: SecretStr | None = None
     model: str = "gpt-4o-mini"
+    embedding_model: str = "text-embedding-3-small"
     timeout_seconds: float = Field(default=60.0, gt=0)
     # Requests in flight at once, over all case workers: a local server often has one slot, and
     # requests queued behind it time out; case workers (CPU and Neo4j) are a separate knob.
@@ -61,6 +62,7 @@ _ENV_LLM = {
     "model": "MEMTRACE_LLM_MODEL",
     "timeout_seconds": "MEMTRACE_LLM_TIMEOUT",
     "concurrency": "MEMTRACE_LLM_CONCURRENCY",
+    "embedding_model": "MEMTRACE_EMBEDDING_MODEL",
 }
 
 

@@ -7,6 +7,7 @@ Locally, integration tests skip when no server answers; under MEMTRACE_REQUIRE_N
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,9 @@ from memtrace.settings import load_settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+# Benchmark fixtures (synthetic traces) live beside the benchmarks, outside the package; the load
+# tests reuse them, as the benchmarks import them when run as scripts.
+sys.path.append(str(REPO_ROOT / "benchmarks"))
 
 
 @pytest.fixture(scope="session")

@@ -1,15 +1,15 @@
-"""Starting evidence: the case's gold evidence, or messages retrieved by the question alone.
+"""Starting evidence: the case's gold evidence, or messages retrieved for question + answer.
 
-Retrieval follows MemTrace (BM25, dense, or hybrid by reciprocal rank fusion with k = 60) but,
-unlike MemTrace's default, the gold answer is only added to the query on explicit request
-(``question+answer``): otherwise the label leaks into the evidence.
+Retrieval follows MemTrace (BM25, dense, or hybrid by reciprocal rank fusion with k = 60), with
+MemTrace's query by default: question + gold answer. A case is failed relative to its gold
+answer, so the answer is an input of attribution; ``question`` ranks by the question alone.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal
+from typing import Final, Literal, get_args
 
 import numpy as np
 from rank_bm25 import BM25Okapi
@@ -20,6 +20,9 @@ from memtrace.attribution.text import MIN_CONTENT_WORDS, content_words, holds, s
 EvidenceMode = Literal["gold", "retrieved"]
 Retriever = Literal["bm25", "dense", "hybrid"]
 RetrievalQuery = Literal["question", "question+answer"]
+EVIDENCE_MODES: Final[tuple[EvidenceMode, ...]] = get_args(EvidenceMode)
+RETRIEVERS: Final[tuple[Retriever, ...]] = get_args(Retriever)
+RETRIEVAL_QUERIES: Final[tuple[RetrievalQuery, ...]] = get_args(RetrievalQuery)
 RRF_K = 60
 RETRIEVED_TOP_K = 10
 MAX_RETRIEVED = 1

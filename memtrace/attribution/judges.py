@@ -6,15 +6,17 @@
   (Monotone along the candidates in execution order, which is what binary search needs.)
 
 The offline judge decides from the lexical evidence trails (``trails.py``); the LLM judge
-(``llm_judge.py``) asks a model with the operation's subgraph view.
+(``llm_judge.py``) asks a model with the operation's subgraph view. Judges are pure: the
+pipeline hands them everything they look at.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from memtrace.attribution.model import Candidate, CaseGraph, Check, Trail
+from memtrace.attribution.model import Candidate, CaseGraph, Check, OperationView, Trail
 from memtrace.llm import Usage
 
 # Offline confidence: a trail that ends at an op is direct lexical evidence; blaming the answer
@@ -26,8 +28,12 @@ CONFIDENCE_ANSWER = 0.8
 
 @dataclass(frozen=True)
 class CaseView:
+    """One case as a judge sees it; ``operations`` holds the candidates' views (op id -> view)
+    when the judge ``reads_operations``."""
+
     graph: CaseGraph
     trails: tuple[Trail, ...]
+    operations: Mapping[str, OperationView] = field(default_factory=dict)
 
     @property
     def lost(self) -> list[Trail]:
@@ -41,6 +47,7 @@ class CaseView:
 class Judge(Protocol):
     name: str
     model: str | None
+    reads_operations: bool  # the pipeline fetches the candidates' operation views for it
 
     def check(self, view: CaseView, candidate: Candidate) -> tuple[Check, Usage]: ...
 
@@ -52,6 +59,7 @@ class OfflineJudge:
 
     name = "offline"
     model: str | None = None
+    reads_operations = False
 
     def check(self, view: CaseView, candidate: Candidate) -> tuple[Check, Usage]:
         if view.is_answer(candidate):

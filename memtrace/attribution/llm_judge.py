@@ -7,19 +7,15 @@ of the cached request, so changing a prompt never reuses old answers.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from pydantic import BaseModel, Field
 
 from memtrace.attribution.judges import CaseView
-from memtrace.attribution.model import Candidate, Check
-from memtrace.cypher import get_query
-from memtrace.db import Database
+from memtrace.attribution.model import Candidate, Check, OperationView
 from memtrace.llm import LLMClient, Usage
 from memtrace.taxonomy import ErrorType
 
 PROMPT_VERSION = "attribution-v1"
-VALUE_BUDGET = 600  # characters per input/output value shown to the judge
 VIEW_BUDGET = 8000  # characters of the whole operation view
 CONTEXT_BUDGET = 400  # characters per evidence message
 
@@ -80,36 +76,31 @@ def _cut(text: str, budget: int) -> str:
     return text if len(text) <= budget else text[: budget - 3] + "..."
 
 
-def render_view(row: dict[str, Any]) -> str:
+def render_view(op: OperationView) -> str:
     """An op's subgraph view as compact text, cut to the token budget."""
-    lines = [f"operation {row['name']} (stage {row['kind']}, #{row['seq']})"]
-    for label in ("inputs", "outputs"):
-        for item in row[label]:
+    lines = [f"operation {op.name} (stage {op.kind}, #{op.seq})"]
+    for label, items in (("input", op.inputs), ("output", op.outputs)):
+        for item in items:
             if item.get("category") == "prompt":
                 continue  # the system prompts are long and the same for every case
             value = " ".join(str(item["value"]).split())
-            lines.append(f"{label[:-1]} {item['id']} [{item['category']}]: {value}")
-    for deleted in row["deletes"]:
+            lines.append(f"{label} {item['id']} [{item['category']}]: {value}")
+    for deleted in op.deletes:
         lines.append(f"deletes {deleted}")
     return _cut("\n".join(lines), VIEW_BUDGET)
 
 
 class LLMJudge:
     name = "llm"
+    reads_operations = True
 
-    def __init__(self, client: LLMClient, db: Database) -> None:
+    def __init__(self, client: LLMClient) -> None:
         self.client = client
-        self.db = db
         self.model: str | None = client.model
 
     def _view(self, view: CaseView, candidate: Candidate) -> str:
-        rows = self.db.run(
-            get_query("attribution/operation_view"),
-            trace_id=view.graph.anchor.trace_id,
-            op_id=candidate.op.id,
-            budget=VALUE_BUDGET,
-        )
-        return render_view(rows[0]) if rows else f"operation {candidate.op.id} (not found)"
+        op = view.operations.get(candidate.op.id)
+        return render_view(op) if op is not None else f"operation {candidate.op.id} (not found)"
 
     def _fields(self, view: CaseView, candidate: Candidate) -> dict[str, str]:
         anchor = view.graph.anchor

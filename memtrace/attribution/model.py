@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from memtrace.taxonomy import ErrorType
 
@@ -78,7 +78,21 @@ class CaseGraph:
     candidate_ops: tuple[tuple[OpRef, str], ...] = ()  # (op, role) from candidates.cypher
 
 
-Stage = Literal["context", "stored", "lost"]
+@dataclass(frozen=True)
+class OperationView:
+    """One operation with its inputs and outputs as a judge sees it (``operation_views.cypher``);
+    inputs and outputs are ``{id, category, value}`` maps, values cut to a budget."""
+
+    id: str
+    name: str | None
+    kind: str | None
+    seq: int
+    inputs: tuple[dict[str, Any], ...]
+    outputs: tuple[dict[str, Any], ...]
+    deletes: tuple[str, ...]
+
+
+TrailStage = Literal["context", "stored", "lost"]  # not taxonomy's pipeline stage
 
 
 @dataclass(frozen=True)
@@ -87,7 +101,7 @@ class Trail:
 
     message_id: str
     key_sentence: str
-    stage: Stage
+    stage: TrailStage
     stop: OpRef | None  # the op where the trail ends; None when it reached the context
     error_type: ErrorType | None
     detail: str

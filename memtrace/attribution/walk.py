@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal, get_args
 
 from memtrace.attribution.judges import CaseView, Judge
 from memtrace.attribution.model import Candidate
@@ -12,6 +12,7 @@ from memtrace.llm import Usage
 from memtrace.taxonomy import ErrorType, default_error_type
 
 Strategy = Literal["linear", "binary"]
+STRATEGY_NAMES: Final[tuple[Strategy, ...]] = get_args(Strategy)
 
 
 @dataclass
@@ -67,7 +68,11 @@ def binary(judge: Judge, view: CaseView, candidates: Sequence[Candidate]) -> Fou
     return Found(candidate, error_type, check.reason, check.confidence, usage + spent, checked)
 
 
+Walk = Callable[[Judge, CaseView, Sequence[Candidate]], Found]
+STRATEGIES: Final[dict[Strategy, Walk]] = {"linear": linear, "binary": binary}
+
+
 def search(
     strategy: Strategy, judge: Judge, view: CaseView, candidates: Sequence[Candidate]
 ) -> Found:
-    return (binary if strategy == "binary" else linear)(judge, view, candidates)
+    return STRATEGIES[strategy](judge, view, candidates)

@@ -8,19 +8,22 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal, get_args
 
 from memtrace.bench.labels import derived_labels, injected_labels
 from memtrace.bench.plan import Candidate, Selector, candidates, system_types
 from memtrace.bench.smartcomment import to_smartcomment
 from memtrace.bench.verify import Verified, precheck, run, verify
+from memtrace.settings import Settings
 from memtrace.systems.core import Backend, Fault, QuestionResult
 from memtrace.systems.locomo import Conversation
-from memtrace.systems.runner import make_backend, make_system, run_conversation
+from memtrace.systems.registry import make_backend, make_system
+from memtrace.systems.runner import run_conversation
 from memtrace.taxonomy import ErrorType
 from memtrace.tracing import SimClock
 
 Format = Literal["native", "smartcomment"]
+FORMATS: Final[tuple[Format, ...]] = get_args(Format)
 # JSON, but not named *.json: `memtrace load DIR` must find only the traces.
 MANIFEST = "manifest.txt"
 
@@ -103,9 +106,11 @@ def make_bench(
     out: Path,
     options: BenchOptions,
     progress: Callable[[str], None] = lambda _: None,
+    settings: Settings | None = None,
 ) -> BenchReport:
+    """``settings`` are needed by backends that call an endpoint (``openai``)."""
     types = system_types(options.system, options.types)  # a bad type fails before any work
-    backend = make_backend(options.backend)
+    backend = make_backend(options.backend, settings)
     baselines: list[dict[str, QuestionResult]] = []
     verified = select_faults(options, backend, convs, baselines, progress)
     report = BenchReport()

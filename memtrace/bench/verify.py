@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from memtrace.systems.core import Backend, ConversationRun, Fault, QuestionResult
 from memtrace.systems.locomo import Conversation
-from memtrace.systems.runner import make_system
+from memtrace.systems.registry import make_system
 
 
 def run(

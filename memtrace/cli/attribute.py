@@ -3,30 +3,29 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import click
-import pandas as pd
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 from rich.tree import Tree
 
 from memtrace.attribution.evaluate import score
-from memtrace.attribution.graph import TraceReader
+from memtrace.attribution.evidence import EVIDENCE_MODES, RETRIEVAL_QUERIES, RETRIEVERS
 from memtrace.attribution.model import Verdict
-from memtrace.attribution.run import (
+from memtrace.attribution.pipeline import (
     Analysis,
     Options,
     analyse_case,
-    embedder,
     evaluation_rows,
-    make_judge,
-    memtrace_record,
     resolve_case,
     run_attribution,
 )
-from memtrace.cli.options import neo4j_options
-from memtrace.cli.output import make_console
+from memtrace.attribution.records import memtrace_record
+from memtrace.attribution.registry import JUDGES, embedder, make_judge
+from memtrace.attribution.store import AttributionStore
+from memtrace.attribution.walk import STRATEGY_NAMES
+from memtrace.cli.options import choice, neo4j_options
+from memtrace.cli.output import frame_table, make_console
 from memtrace.cypher import get_query
 from memtrace.db import connect
 from memtrace.settings import Settings
@@ -36,23 +35,23 @@ err = make_console(stderr=True)
 
 judge_option = click.option(
     "--judge",
-    type=click.Choice(["offline", "llm"]),
+    type=click.Choice(list(JUDGES)),
     default=None,
     help="Default: llm when an LLM endpoint is configured, else offline.",
 )
 evidence_option = click.option(
     "--evidence",
-    type=click.Choice(["gold", "retrieved"]),
+    type=click.Choice(EVIDENCE_MODES),
     default="gold",
     show_default=True,
     help="Starting evidence: the case's gold evidence, or messages retrieved for the question.",
 )
 retriever_option = click.option(
-    "--retriever", type=click.Choice(["bm25", "dense", "hybrid"]), default="bm25", show_default=True
+    "--retriever", type=click.Choice(RETRIEVERS), default="bm25", show_default=True
 )
 retrieval_query_option = click.option(
     "--retrieval-query",
-    type=click.Choice(["question", "question+answer"]),
+    type=click.Choice(RETRIEVAL_QUERIES),
     default="question+answer",
     show_default=True,
     help="The gold answer defines the failure, so it may help find the evidence (MemTrace's "
@@ -63,12 +62,13 @@ retrieval_query_option = click.option(
 def _options(
     evidence: str, strategy: str, retriever: str, query: str, settings: Settings
 ) -> Options:
+    chosen_retriever = choice(retriever, RETRIEVERS)
     return Options(
-        evidence=evidence,  # type: ignore[arg-type]
-        strategy=strategy,  # type: ignore[arg-type]
-        retriever=retriever,  # type: ignore[arg-type]
-        retrieval_query=query,  # type: ignore[arg-type]
-        embed=embedder(settings, retriever),  # type: ignore[arg-type]
+        evidence=choice(evidence, EVIDENCE_MODES),
+        strategy=choice(strategy, STRATEGY_NAMES),
+        retriever=chosen_retriever,
+        retrieval_query=choice(query, RETRIEVAL_QUERIES),
+        embed=embedder(settings, chosen_retriever),
     )
 
 
@@ -99,9 +99,7 @@ def _summary(run_id: str, verdicts: list[Verdict]) -> Table:
 @click.option("--case", "case_ids", multiple=True, help="Only these case ids (needs --trace).")
 @judge_option
 @evidence_option
-@click.option(
-    "--strategy", type=click.Choice(["linear", "binary"]), default="linear", show_default=True
-)
+@click.option("--strategy", type=click.Choice(STRATEGY_NAMES), default="linear", show_default=True)
 @retriever_option
 @retrieval_query_option
 @click.option(
@@ -111,53 +109,61 @@ def _summary(run_id: str, verdicts: list[Verdict]) -> Table:
 @click.option("--no-write", is_flag=True, help="Do not write :Attribution nodes.")
 @click.option("--json", "as_json", is_flag=True, help="Print MemTrace-compatible JSON records.")
 @neo4j_options
-def attribute_command(settings: Settings, **args: Any) -> None:
+def attribute_command(
+    settings: Settings,
+    trace_id: str | None,
+    all_failed: bool,
+    case_ids: tuple[str, ...],
+    judge: str | None,
+    evidence: str,
+    strategy: str,
+    retriever: str,
+    retrieval_query: str,
+    run_id: str | None,
+    workers: int,
+    no_write: bool,
+    as_json: bool,
+) -> None:
     """Name the earliest decisive faulty operation and error type of failed cases."""
-    options = _options(
-        args["evidence"], args["strategy"], args["retriever"], args["retrieval_query"], settings
-    )
-    if args["case_ids"] and args["all_failed"]:
+    if case_ids and all_failed:
         raise click.UsageError("--case and --all-failed exclude each other")
-    with connect(settings) as db:
-        judge = make_judge(args["judge"], settings, db)
-        with Progress(
+    if case_ids and trace_id is None:
+        raise click.UsageError("--case needs --trace")
+    options = _options(evidence, strategy, retriever, retrieval_query, settings)
+    chosen = make_judge(judge, settings)
+    cases = [(trace_id, case_id) for case_id in case_ids] if trace_id and case_ids else None
+    with (
+        connect(settings) as db,
+        Progress(
             "[progress.description]{task.description}",
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             console=err,
-            disable=args["as_json"],
-        ) as bar:
-            task = bar.add_task(f"attributing ({judge.name})", total=None)
-            run_id, verdicts = run_attribution(
-                db,
-                judge,
-                options,
-                trace_id=args["trace_id"],
-                case_ids=args["case_ids"],
-                run_id=args["run_id"],
-                write=not args["no_write"],
-                on_start=lambda total: bar.update(task, total=total),
-                on_done=lambda _: bar.advance(task),
-                workers=args["workers"],
-            )
-    if args["as_json"]:
+            disable=as_json,
+        ) as bar,
+    ):
+        task = bar.add_task(f"attributing ({chosen.name})", total=None)
+        resolved, verdicts = run_attribution(
+            AttributionStore(db),
+            chosen,
+            options,
+            cases=cases,
+            trace_id=trace_id,
+            run_id=run_id,
+            write=not no_write,
+            on_start=lambda total: bar.update(task, total=total),
+            on_done=lambda _: bar.advance(task),
+            workers=workers,
+        )
+    if as_json:
         click.echo(json.dumps([memtrace_record(v) for v in verdicts], indent=2, ensure_ascii=False))
         return
-    console.print(_summary(run_id, verdicts))
-    if not args["no_write"]:
+    console.print(_summary(resolved, verdicts))
+    if not no_write:
         console.print(
-            f"written as run [bold]{run_id}[/]; score it with `memtrace eval --run-id {run_id}`"
+            f"written as run [bold]{resolved}[/]; score it with `memtrace eval --run-id {resolved}`"
         )
-
-
-def _frame_table(frame: pd.DataFrame, title: str) -> Table:
-    table = Table(title=title)
-    for column in frame.columns:
-        table.add_column(str(column))
-    for row in frame.itertuples(index=False):
-        table.add_row(*(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row))
-    return table
 
 
 @click.command("eval")
@@ -170,7 +176,7 @@ def eval_command(
 ) -> None:
     """Score a run's attributions against the labels (and two baselines)."""
     with connect(settings) as db:
-        rows = evaluation_rows(db, run_id, trace_id)
+        rows = evaluation_rows(AttributionStore(db), run_id, trace_id)
     scores = score(rows)
     resolved = rows.attrs["run_id"]
     if as_json:
@@ -192,9 +198,9 @@ def eval_command(
         "seconds_per_case": "latency s",  # mean per case, cases run in parallel: not 1/throughput
     }
     summary = scores.summary.rename(columns=short)
-    console.print(_frame_table(summary, f"run {resolved}: accuracy and cost per case"))
-    console.print(_frame_table(scores.by_type, "by labeled error type"))
-    console.print(_frame_table(scores.confusion.reset_index(), "confusion (label x predicted)"))
+    console.print(frame_table(summary, f"run {resolved}: accuracy and cost per case"))
+    console.print(frame_table(scores.by_type, "by labeled error type"))
+    console.print(frame_table(scores.confusion.reset_index(), "confusion (label x predicted)"))
 
 
 def _explain_tree(analysis: Analysis) -> Tree:
@@ -248,18 +254,26 @@ def browser_cypher(trace_id: str, case_id: str, max_seq: int) -> str:
 @retrieval_query_option
 @click.option("--json", "as_json", is_flag=True)
 @neo4j_options
-def explain_command(settings: Settings, case_id: str, **args: Any) -> None:
+def explain_command(
+    settings: Settings,
+    case_id: str,
+    trace_id: str | None,
+    judge: str | None,
+    evidence: str,
+    retriever: str,
+    retrieval_query: str,
+    as_json: bool,
+) -> None:
     """Show a case's evidence trails, candidates and verdict, plus the Cypher to view it."""
-    options = _options(
-        args["evidence"], "linear", args["retriever"], args["retrieval_query"], settings
-    )
+    options = _options(evidence, "linear", retriever, retrieval_query, settings)
+    chosen = make_judge(judge, settings)
     with connect(settings) as db:
-        trace_id = resolve_case(db, case_id, args["trace_id"])
-        judge = make_judge(args["judge"], settings, db)
-        analysis = analyse_case(TraceReader(db), judge, trace_id, case_id, options)
+        store = AttributionStore(db)
+        resolved = resolve_case(store, case_id, trace_id)
+        analysis = analyse_case(store, chosen, resolved, case_id, options)
     answer_seq = analysis.anchor.answer.seq if analysis.anchor.answer else 0
-    cypher = browser_cypher(trace_id, case_id, answer_seq)
-    if args["as_json"]:
+    cypher = browser_cypher(resolved, case_id, answer_seq)
+    if as_json:
         record = memtrace_record(analysis.verdict)
         record["trails"] = [
             {

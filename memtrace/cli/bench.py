@@ -8,11 +8,14 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from memtrace.bench.make import BenchOptions, make_bench
+from memtrace.bench.make import FORMATS, BenchOptions, make_bench
 from memtrace.bench.plan import SYSTEM_TYPES, TYPES, system_types
+from memtrace.cli.options import choice
 from memtrace.cli.output import make_console
 from memtrace.cli.run import parse_subset, subset_options
+from memtrace.settings import load_settings
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
+from memtrace.systems.registry import BACKENDS
 
 
 @click.group("bench")
@@ -40,13 +43,11 @@ def bench_group() -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["native", "smartcomment"]),
+    type=click.Choice(FORMATS),
     default="native",
     show_default=True,
 )
-@click.option(
-    "--backend", type=click.Choice(["offline", "openai"]), default="offline", show_default=True
-)
+@click.option("--backend", type=click.Choice(list(BACKENDS)), default="offline", show_default=True)
 @click.option("--trace-prefix", default="", help="Prefix for trace ids (keeps sets apart).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def make_command(
@@ -71,9 +72,11 @@ def make_command(
     unknown = [t for t in wanted or () if t not in TYPES]
     if unknown:
         raise click.BadParameter(f"unknown error type {unknown[0]!r}", param_hint="--types")
-    options = BenchOptions(system, faults, seed, backend, fmt, trace_prefix, wanted)  # type: ignore[arg-type]
+    options = BenchOptions(
+        system, faults, seed, backend, choice(fmt, FORMATS), trace_prefix, wanted
+    )
     with console.status("baseline run") as status:
-        report = make_bench(convs, out, options, progress=status.update)
+        report = make_bench(convs, out, options, progress=status.update, settings=load_settings())
     summary = report.as_dict()
     if as_json:
         click.echo(json.dumps(summary))

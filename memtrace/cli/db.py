@@ -1,4 +1,4 @@
-"""`memtrace db init|stats|delete`: schema, counts and scoped deletion of the trace graph."""
+"""`memtrace db init|stats|delete`: schema, counts and scoped deletion of traces and runs."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import json
 import click
 from rich.table import Table
 
+from memtrace.admin import delete_everything, delete_trace, graph_stats, init_schema
 from memtrace.cli.options import neo4j_options
 from memtrace.cli.output import make_console
 from memtrace.db import connect
 from memtrace.errors import ConfigError
-from memtrace.loaders.schema import delete_everything, delete_trace, graph_stats, init_schema
 from memtrace.settings import Settings
 
 console = make_console()
@@ -59,22 +59,36 @@ def stats_command(as_json: bool, settings: Settings) -> None:
 
 @db_group.command("delete")
 @click.option("--trace", "trace_ids", multiple=True, help="Trace id to delete (repeatable).")
+@click.option(
+    "--run",
+    "run_id",
+    help="Delete this attribution run's results instead (with --trace: on those traces only); "
+    "the traces stay.",
+)
 @click.option("--all", "everything", is_flag=True, help="Delete the whole database.")
 @click.option("--yes", is_flag=True, help="Confirm --all.")
 @neo4j_options
 def delete_command(
-    trace_ids: tuple[str, ...], everything: bool, yes: bool, settings: Settings
+    trace_ids: tuple[str, ...], run_id: str | None, everything: bool, yes: bool, settings: Settings
 ) -> None:
-    """Delete traces by id; wiping the whole database needs --all --yes."""
-    if everything and trace_ids:
-        raise ConfigError("give either --trace ID or --all --yes, not both")
+    """Delete traces by id, or one attribution run; wiping the whole database needs --all --yes."""
+    if everything and (trace_ids or run_id):
+        raise ConfigError("give either --trace ID, --run RUN or --all --yes, not several")
     if everything and not yes:
         raise ConfigError("--all deletes every node in the database; add --yes to confirm")
-    if not everything and not trace_ids:
-        raise ConfigError("nothing to delete: give --trace ID (or --all --yes)")
+    if not everything and not trace_ids and not run_id:
+        raise ConfigError("nothing to delete: give --trace ID, --run RUN (or --all --yes)")
     with connect(settings) as db:
         if everything:
             console.print(f"deleted {delete_everything(db):,} nodes")
+            return
+        if run_id is not None:
+            # local: the attribution store pulls in pandas, which the other deletions skip
+            from memtrace.attribution.store import AttributionStore
+
+            store = AttributionStore(db)
+            deleted = sum(store.delete_attributions(run_id, t) for t in trace_ids or [None])
+            console.print(f"run {run_id!r}: deleted {deleted:,} attributions")
             return
         for trace_id in trace_ids:
             deleted = delete_trace(db, trace_id)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import click
@@ -11,6 +11,15 @@ import click
 from memtrace.settings import Settings, load_settings
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T", bound=str)
+
+
+def choice(value: str, allowed: Sequence[T]) -> T:
+    """``value`` as one of ``allowed`` (a click.Choice already checked it; this types it)."""
+    for item in allowed:
+        if item == value:
+            return item
+    raise click.BadParameter(f"{value!r} is not one of {', '.join(allowed)}")
 
 
 def neo4j_options(command: F) -> F:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -10,15 +11,22 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from memtrace.cli.options import neo4j_options
 from memtrace.cli.output import make_console
+from memtrace.settings import Settings
 from memtrace.systems.locomo import SAMPLE_PATH, Subset, load_locomo
-from memtrace.systems.runner import (
-    RETRIEVERS,
-    SYSTEMS,
-    RunReport,
-    load_traces,
-    run_system,
-)
+from memtrace.systems.registry import BACKENDS, RANKERS, SYSTEMS
+from memtrace.systems.runner import RunReport, run_system
+
+
+def load_traces(paths: Sequence[Path], settings: Settings) -> list[str]:
+    """Load written traces into Neo4j with the loader; returns the loaded trace ids."""
+    from memtrace.db import connect  # local: running a system needs no database
+    from memtrace.loaders.load import LoadOptions, load_paths
+
+    with connect(settings) as db:
+        summary = load_paths(db, [str(p) for p in paths], LoadOptions())
+    return [result.trace_id for result in summary.files]
 
 
 def parse_subset(conversations: str | None, sessions: str | None, questions: int | None) -> Subset:
@@ -67,12 +75,10 @@ def render_accuracy(console: Console, report: RunReport) -> None:
 @click.command("run")
 @click.argument("system", type=click.Choice(sorted(SYSTEMS)))
 @click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False))
-@click.option(
-    "--backend", type=click.Choice(["offline", "openai"]), default="offline", show_default=True
-)
+@click.option("--backend", type=click.Choice(list(BACKENDS)), default="offline", show_default=True)
 @click.option(
     "--retriever",
-    type=click.Choice(RETRIEVERS),
+    type=click.Choice(list(RANKERS)),
     default="bm25",
     show_default=True,
     help="Search by BM25, by embeddings from the OpenAI-compatible endpoint, or with a local "
@@ -91,7 +97,9 @@ def render_accuracy(console: Console, report: RunReport) -> None:
 @click.option("--trace-prefix", default="", help="Prefix for trace ids (keeps runs apart).")
 @click.option("--load", "load", is_flag=True, help="Load the traces into Neo4j.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@neo4j_options
 def run_command(
+    settings: Settings,
     system: str,
     data: Path | None,
     conversations: str | None,
@@ -121,8 +129,9 @@ def run_command(
             deterministic=deterministic,
             prefix=trace_prefix,
             progress=lambda _conv: progress.advance(task),
+            settings=settings,
         )
-    loaded = load_traces(report.traces) if load else []
+    loaded = load_traces(report.traces, settings) if load else []
     if as_json:
         click.echo(
             json.dumps(

@@ -29,7 +29,8 @@ from memtrace.loaders.models import (
     parse_timestamp,
 )
 
-# kinds of ids; the order of OPERATION and VARIABLE is the seq tie-break (operations first)
+# kinds of ids; the order of OPERATION and VARIABLE is the seq tie-break (operations first), and
+# the SQL below relies on both being the lowest (``kind <= VARIABLE``: the nodes that get a seq)
 OPERATION, VARIABLE, SESSION, EDGE, CASE = range(5)
 KINDS: Final = ("operation", "variable", "session", "edge", "case")
 
@@ -77,16 +78,16 @@ CREATE TABLE eid(recno INTEGER PRIMARY KEY, eid TEXT NOT NULL);
 """
 
 # first definition of each id, with its seq (operations and variables) and number of copies
-_SETTLE = """
+_SETTLE = f"""
 CREATE INDEX defs_key ON defs(kind, id);
-CREATE INDEX identity ON defs(class_name, name, version) WHERE kind = 1;
+CREATE INDEX identity ON defs(class_name, name, version) WHERE kind = {VARIABLE};
 CREATE TABLE node(
     recno INTEGER PRIMARY KEY, kind INTEGER NOT NULL, seq INTEGER, flag INTEGER,
     copies INTEGER NOT NULL);
 INSERT INTO node
 SELECT recno, kind,
-    CASE WHEN kind <= 1 THEN
-        row_number() OVER (PARTITION BY kind <= 1 ORDER BY ts, hint, kind, id) - 1 END,
+    CASE WHEN kind <= {VARIABLE} THEN
+        row_number() OVER (PARTITION BY kind <= {VARIABLE} ORDER BY ts, hint, kind, id) - 1 END,
     flag, copies
 FROM (SELECT min(recno) AS recno, kind, id, ts, hint, flag, count(*) AS copies
       FROM defs GROUP BY kind, id);
@@ -99,23 +100,23 @@ JOIN defs d ON d.kind = f.kind AND d.id = f.id AND d.recno > f.recno AND d.diges
 WHERE n.copies > 1 ORDER BY d.recno LIMIT 1
 """
 
-_IDENTITY = """
+_IDENTITY = f"""
 SELECT recno, loc, id, first_id FROM (
     SELECT d.recno, d.loc, d.id, first_value(d.id) OVER w AS first_id, row_number() OVER w AS rn
-    FROM defs d INDEXED BY identity JOIN node n ON n.recno = d.recno WHERE d.kind = 1
+    FROM defs d INDEXED BY identity JOIN node n ON n.recno = d.recno WHERE d.kind = {VARIABLE}
     WINDOW w AS (PARTITION BY d.class_name, d.name, d.version ORDER BY d.recno))
 WHERE rn = 2 ORDER BY recno LIMIT 1
 """
 
 # each mention of a first definition -> the record defining the id it names (NULL: unknown)
-_TARGETS = """
+_TARGETS = f"""
 CREATE TABLE target(
     mention INTEGER PRIMARY KEY, recno INTEGER NOT NULL, role INTEGER NOT NULL, node INTEGER);
 INSERT INTO target
 SELECT r.mention, r.recno, r.role,
     (SELECT x.recno FROM defs x WHERE x.kind = r.kind AND x.id = r.id ORDER BY x.recno LIMIT 1)
 FROM refs r JOIN node n ON n.recno = r.recno;
-CREATE INDEX writers ON target(node, mention) WHERE role = 3;
+CREATE INDEX writers ON target(node, mention) WHERE role = {WRITES};
 """
 
 _UNKNOWN = """
@@ -129,55 +130,55 @@ SELECT n.kind, count(*), sum(d.n1), sum(d.n2), sum(n.flag)
 FROM node n JOIN defs d ON d.recno = n.recno GROUP BY n.kind
 """
 
-_VERSIONS = """
+_VERSIONS = f"""
 SELECT older, newer FROM (
     SELECT lag(n.recno) OVER (PARTITION BY d.class_name, d.name ORDER BY d.version) AS older,
         n.recno AS newer, min(n.recno) OVER (PARTITION BY d.class_name, d.name) AS first
-    FROM defs d INDEXED BY identity JOIN node n ON n.recno = d.recno WHERE d.kind = 1)
+    FROM defs d INDEXED BY identity JOIN node n ON n.recno = d.recno WHERE d.kind = {VARIABLE})
 WHERE older IS NOT NULL ORDER BY first, newer
 """
 
 # identities (class_name, name) with more than one version: all their variables but the first
-_VERSION_COUNT = """
+_VERSION_COUNT = f"""
 SELECT count(*) - count(DISTINCT identity) FROM (
     SELECT d.recno, d.class_name, d.name, dense_rank() OVER (ORDER BY d.class_name, d.name)
         AS identity
-    FROM defs d INDEXED BY identity JOIN node n ON n.recno = d.recno WHERE d.kind = 1)
+    FROM defs d INDEXED BY identity JOIN node n ON n.recno = d.recno WHERE d.kind = {VARIABLE})
 """
 
-_NODES = """
+_NODES = f"""
 SELECT n.recno, d.ts, n.seq FROM node n JOIN defs d ON d.recno = n.recno
-WHERE n.kind != 3 ORDER BY n.recno
+WHERE n.kind != {EDGE} ORDER BY n.recno
 """
 
-_LINKED = """
+_LINKED = f"""
 SELECT n.recno, e.eid FROM node n LEFT JOIN eid e ON e.recno = n.recno
-WHERE n.kind IN (0, 3, 4) ORDER BY n.recno
+WHERE n.kind IN ({OPERATION}, {EDGE}, {CASE}) ORDER BY n.recno
 """
 
-_ENDPOINTS = """
+_ENDPOINTS = f"""
 SELECT t.recno, t.role, e.eid, n.flag FROM target t
 JOIN node n ON n.recno = t.node JOIN eid e ON e.recno = t.node
-WHERE t.role != 0 ORDER BY t.mention
+WHERE t.role != {VAR_SESSION} ORDER BY t.mention
 """
 
 # for each read of an operation: the operations writing that variable earlier in seq order
-_DEPENDS_ON = """
+_DEPENDS_ON = f"""
 SELECT r.recno, e.eid, v.id FROM target r
 JOIN node o ON o.recno = r.recno
-JOIN target w ON w.node = r.node AND w.role = 3
+JOIN target w ON w.node = r.node AND w.role = {WRITES}
 JOIN node a ON a.recno = w.recno
 JOIN eid e ON e.recno = w.recno
 JOIN defs v ON v.recno = r.node
-WHERE r.role = 2 AND a.seq < o.seq
+WHERE r.role = {READS} AND a.seq < o.seq
 ORDER BY r.mention, w.mention
 """
 
-_VERSION_IDS = """
+_VERSION_IDS = f"""
 SELECT eo.eid, en.eid FROM (
     SELECT lag(n.recno) OVER (PARTITION BY d.class_name, d.name ORDER BY d.version) AS older,
         n.recno AS newer
-    FROM defs d INDEXED BY identity JOIN node n ON n.recno = d.recno WHERE d.kind = 1)
+    FROM defs d INDEXED BY identity JOIN node n ON n.recno = d.recno WHERE d.kind = {VARIABLE})
 JOIN eid eo ON eo.recno = older JOIN eid en ON en.recno = newer
 """
 
@@ -374,7 +375,7 @@ class TraceIndex:
         """Operation and variable ids in seq order."""
         rows = self.db.execute(
             "SELECT d.id FROM node n JOIN defs d ON d.recno = n.recno "
-            "WHERE n.kind <= 1 ORDER BY n.seq"
+            f"WHERE n.kind <= {VARIABLE} ORDER BY n.seq"
         )
         return [key for (key,) in rows]
 

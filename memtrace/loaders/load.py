@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
+from memtrace.admin import init_schema
 from memtrace.db import Database
 from memtrace.errors import InputError
 from memtrace.loaders.index import TraceIndex, build_index
@@ -22,7 +23,6 @@ from memtrace.loaders.rows import (
     relationship_rows,
     trace_properties,
 )
-from memtrace.loaders.schema import init_schema
 from memtrace.loaders.smartcomment import read_smartcomment
 from memtrace.loaders.writer import BatchWriter, begin_trace, complete_trace
 

@@ -13,12 +13,10 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from neo4j import ManagedTransaction
-
+from memtrace.admin import delete_trace_nodes
 from memtrace.cypher import get_query
 from memtrace.db import Database
 from memtrace.loaders.rows import QueryRow, Row
-from memtrace.loaders.schema import delete_trace_nodes
 
 Written = tuple[str, int, int, list[list[Any]]]  # query, nodes, relationships, returned ids
 
@@ -100,18 +98,11 @@ class BatchWriter:
         params: dict[str, Any] = {"rows": rows}
         if "trace_id" in query.params:
             params["trace_id"] = self.trace_id
-        returns_ids = "ids" in query.columns
-
-        def work(tx: ManagedTransaction) -> Written:
-            result = tx.run(query.text, params)
-            ids: list[list[Any]] = []
-            if returns_ids:
-                record = result.single()
-                ids = record["ids"] if record is not None else []
-            counters = result.consume().counters
-            return name, counters.nodes_created, counters.relationships_created, ids
-
-        return self.db.write_transaction(work)
+        result = self.db.write_batch(query, **params)
+        ids: list[list[Any]] = []
+        if "ids" in query.columns and result.records:
+            ids = result.records[0]["ids"]
+        return name, result.nodes_created, result.relationships_created, ids
 
 
 def begin_trace(db: Database, trace_id: str, props: dict[str, Any]) -> int:

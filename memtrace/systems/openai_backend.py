@@ -13,7 +13,6 @@ from typing import Literal
 from pydantic import BaseModel
 
 from memtrace.llm import LLMClient, Usage
-from memtrace.settings import load_settings
 from memtrace.systems.core import Action, Fact, Item, Similar, source_key
 from memtrace.systems.params import Params
 from memtrace.systems.text import content, sentences
@@ -54,10 +53,6 @@ class OpenAIBackend:
     def __init__(self, client: LLMClient) -> None:
         self.client = client
         self.usage = Usage()
-
-    @classmethod
-    def from_settings(cls) -> OpenAIBackend:
-        return cls(LLMClient.from_settings(load_settings()))
 
     def _count(self, usage: Usage) -> None:
         self.usage = self.usage + usage

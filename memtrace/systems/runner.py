@@ -7,26 +7,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memtrace.errors import ConfigError
-from memtrace.llm import LLMClient
-from memtrace.settings import load_settings
+from memtrace.settings import Settings
 from memtrace.systems.base import System
-from memtrace.systems.core import Backend, ConversationRun, Fault
+from memtrace.systems.core import ConversationRun
 from memtrace.systems.locomo import Conversation
-from memtrace.systems.long_context import LongContextSystem
-from memtrace.systems.mem0 import Mem0System
-from memtrace.systems.offline import OfflineBackend
-from memtrace.systems.params import Params
-from memtrace.systems.rag import RagSystem
-from memtrace.systems.rankers import BM25Ranker, EmbeddingRanker, Ranker
+from memtrace.systems.registry import make_backend, make_ranker, make_system
 from memtrace.tracing import Clock, SimClock, WallClock, trace
-
-DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
-SYSTEMS: dict[str, type[System]] = {
-    "mem0": Mem0System,
-    "rag": RagSystem,
-    "long-context": LongContextSystem,
-}
 
 
 @dataclass(slots=True)
@@ -45,46 +31,6 @@ class RunReport:
                     total[key] += 1
                     correct[key] += result.passed
         return {key: (correct[key], total[key]) for key in total}
-
-
-def make_backend(name: str) -> Backend:
-    if name == "offline":
-        return OfflineBackend()
-    if name == "openai":
-        from memtrace.systems.openai_backend import OpenAIBackend
-
-        return OpenAIBackend.from_settings()
-    raise ConfigError(f"unknown backend {name!r} (expected offline or openai)")
-
-
-RETRIEVERS = ("bm25", "embeddings", "sentence-transformers")
-
-
-def make_ranker(name: str, embedding_model: str | None = None) -> Ranker:
-    """``embedding_model`` defaults per retriever (an endpoint model name, or the packaged
-    sentence-transformers model)."""
-    if name == "bm25":
-        return BM25Ranker()
-    if name == "embeddings":
-        model = embedding_model or DEFAULT_EMBEDDING_MODEL
-        return EmbeddingRanker(LLMClient.from_settings(load_settings()), model)
-    if name == "sentence-transformers":
-        from memtrace.systems.st_ranker import DEFAULT_ST_MODEL, SentenceTransformerRanker
-
-        return SentenceTransformerRanker(embedding_model or DEFAULT_ST_MODEL)
-    raise ConfigError(f"unknown retriever {name!r} (expected one of {', '.join(RETRIEVERS)})")
-
-
-def make_system(
-    name: str,
-    backend: Backend,
-    params: Params | None = None,
-    faults: Sequence[Fault] = (),
-    ranker: Ranker | None = None,
-) -> System:
-    if name not in SYSTEMS:
-        raise ConfigError(f"unknown system {name!r} (expected one of {', '.join(SYSTEMS)})")
-    return SYSTEMS[name](backend, params=params, faults=faults, ranker=ranker)
 
 
 def trace_id(system: str, conv: Conversation, prefix: str = "") -> str:
@@ -128,10 +74,14 @@ def run_system(
     deterministic: bool = False,
     prefix: str = "",
     progress: Callable[[Conversation], None] | None = None,
+    settings: Settings | None = None,
 ) -> RunReport:
+    """``settings`` are needed by the backends and rankers that call an endpoint."""
     report = RunReport(name)
     system = make_system(
-        name, make_backend(backend), ranker=make_ranker(retriever, embedding_model)
+        name,
+        make_backend(backend, settings),
+        ranker=make_ranker(retriever, settings, embedding_model),
     )
     for conv in conversations:
         clock = SimClock() if deterministic else WallClock()
@@ -142,14 +92,3 @@ def run_system(
         if progress is not None:
             progress(conv)
     return report
-
-
-def load_traces(paths: Sequence[Path]) -> list[str]:
-    """Load written traces into Neo4j with the loader; returns the loaded trace ids."""
-    from memtrace.db import connect  # local: running a system needs no database
-    from memtrace.loaders.load import LoadOptions, load_paths
-    from memtrace.settings import load_settings
-
-    with connect(load_settings()) as db:
-        summary = load_paths(db, [str(p) for p in paths], LoadOptions())
-    return [result.trace_id for result in summary.files]

@@ -8,25 +8,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
+from queries import benchmark_query
 
+from memtrace.admin import delete_trace
 from memtrace.attribution.evaluate import score
-from memtrace.attribution.graph import TraceReader
 from memtrace.attribution.judges import OfflineJudge
 from memtrace.attribution.model import Verdict
-from memtrace.attribution.run import (
-    Options,
-    analyse_case,
-    attribute_cases,
-    failed_cases,
-    memtrace_record,
-    write_attributions,
-)
+from memtrace.attribution.pipeline import Options, analyse_case, attribute_cases, evaluation_rows
+from memtrace.attribution.records import memtrace_record
+from memtrace.attribution.store import AttributionStore
 from memtrace.cypher import all_queries, get_query
 from memtrace.db import Database
 from memtrace.loaders.load import LoadOptions, load_paths
-from memtrace.loaders.schema import delete_trace
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +48,7 @@ def labels(db: Database, trace_id: str) -> list[dict[str, Any]]:
 
 
 def sample_params(db: Database, trace_id: str, run_id: str) -> dict[str, Any]:
-    reader = TraceReader(db)
+    reader = AttributionStore(db)
     case_id = labels(db, trace_id)[0]["case_id"]
     anchor = reader.anchor(trace_id, case_id)
     assert anchor is not None and anchor.answer is not None
@@ -71,6 +65,8 @@ def sample_params(db: Database, trace_id: str, run_id: str) -> dict[str, Any]:
         "run_id": run_id,
         "rows": [],
         "op_id": anchor.answer.id,
+        "op_ids": [anchor.answer.id],
+        "trace_ids": [trace_id],
         "budget": 200,
     }
 
@@ -80,8 +76,10 @@ def test_every_attribution_query_explains_and_runs(
 ) -> None:
     params = sample_params(db, traces[0], run_id)
     # One attribution of this run, so the result queries have something to read.
-    verdicts = attribute_cases(db, OfflineJudge(), [(traces[0], params["case_id"])], Options())
-    write_attributions(db, run_id, verdicts)
+    verdicts = attribute_cases(
+        AttributionStore(db), OfflineJudge(), [(traces[0], params["case_id"])], Options()
+    )
+    AttributionStore(db).write_attributions(run_id, verdicts)
     queries = [q for q in all_queries() if q.name.startswith("attribution/")]
     queries.sort(key=lambda q: q.name == "attribution/delete_attributions")  # cleanup last
     assert len(queries) >= 10
@@ -96,7 +94,7 @@ def test_every_attribution_query_explains_and_runs(
 
 
 def test_candidate_query_holds_the_labeled_ops(db: Database, traces: list[str]) -> None:
-    reader = TraceReader(db)
+    reader = AttributionStore(db)
     found = total = 0
     for trace_id in traces:
         for label in labels(db, trace_id):
@@ -124,7 +122,7 @@ def test_backward_reachability_variants(db: Database, traces: list[str]) -> None
     params = sample_params(db, traces[0], "unused")
     results = {}
     for name in ("backward_depends_on", "backward_flows_to", "backward_qpp"):
-        query = get_query(f"attribution/{name}")
+        query = benchmark_query(name)
         rows = db.run(query, **{k: params[k] for k in query.params})
         results[name] = {row["op_id"] for row in rows}
     assert params["answer_op"] in results["backward_depends_on"]
@@ -137,7 +135,7 @@ def test_backward_reachability_variants(db: Database, traces: list[str]) -> None
 def test_offline_accuracy_on_labeled_shared_files(
     db: Database, traces: list[str], strategy: str
 ) -> None:
-    reader = TraceReader(db)
+    reader = AttributionStore(db)
     judge = OfflineJudge()
     total = op_ok = type_ok = 0
     for trace_id in traces:
@@ -157,18 +155,24 @@ def test_attribute_writes_idempotent_results_and_eval_scores_them(
     db: Database, traces: list[str], run_id: str
 ) -> None:
     trace_id = traces[1]
-    cases = failed_cases(db, trace_id)
+    cases = AttributionStore(db).failed_cases(trace_id)
     assert len(cases) == 24
     cases_plus_broken = [*cases, (trace_id, "no-such-case")]
     seen: list[str] = []
     verdicts = attribute_cases(
-        db, OfflineJudge(), cases_plus_broken, Options(), on_done=lambda v: seen.append(v.case_id)
+        AttributionStore(db),
+        OfflineJudge(),
+        cases_plus_broken,
+        Options(),
+        on_done=lambda v: seen.append(v.case_id),
     )
     assert len(seen) == 25
     broken = verdicts[-1]
     assert broken.error is not None and broken.op_id is None  # recorded, and the run went on
     for _ in range(2):  # re-running the same run id replaces, never duplicates
-        assert write_attributions(db, run_id, verdicts) == 24  # no Case node for the broken id
+        assert (
+            AttributionStore(db).write_attributions(run_id, verdicts) == 24
+        )  # no Case node for the broken id
     counts = db.run(
         "MATCH (c:Case {trace_id: $t})-[:HAS_ATTRIBUTION]->(a:Attribution {run_id: $r}) "
         "OPTIONAL MATCH (a)-[:BLAMES]->(o:Operation) RETURN count(a) AS a, count(o) AS o",
@@ -176,10 +180,9 @@ def test_attribute_writes_idempotent_results_and_eval_scores_them(
         r=run_id,
     )[0]
     assert counts == {"a": 24, "o": 24}  # the broken case has no Case node to hang on
-    rows = pd.DataFrame(
-        db.run(get_query("attribution/eval_rows"), run_id=run_id, trace_id=trace_id)
-    )
-    rows["flat_tokens"] = 1000.0
+    rows = evaluation_rows(AttributionStore(db), run_id, trace_id)
+    assert rows.attrs["run_id"] == run_id
+    assert (rows["flat_tokens"] > 1000).all()  # the whole trace, one size query for all traces
     scores = score(rows)
     ours = scores.summary.iloc[0]
     assert ours["cases"] == 19 and ours["op_accuracy"] >= 0.9
@@ -188,12 +191,11 @@ def test_attribute_writes_idempotent_results_and_eval_scores_them(
     assert int(scores.confusion.to_numpy().sum()) == 19
     record = memtrace_record(verdicts[0])
     assert set(record["error_attribution_result"]) == {"error_type", "op_id", "reason"}
-    deleted = db.run(get_query("attribution/delete_attributions"), run_id=run_id, trace_id=None)
-    assert deleted == [{"deleted": 24}]
+    assert AttributionStore(db).delete_attributions(run_id) == 24
 
 
 def test_retrieved_evidence_finds_the_evidence(db: Database, traces: list[str]) -> None:
-    reader = TraceReader(db)
+    reader = AttributionStore(db)
     trace_id = traces[0]
     results = []
     for label in labels(db, trace_id):
@@ -229,7 +231,10 @@ def test_cli_attribute_eval_explain(traces: list[str], run_id: str, db: Database
     assert "evidence trails" in result.output and ":param trace_id" in result.output
     result = runner.invoke(cli, ["explain", "no-such-case"])
     assert result.exit_code == 1 and "no complete trace" in result.output
-    db.run(get_query("attribution/delete_attributions"), run_id=run_id, trace_id=trace_id)
+    result = runner.invoke(cli, ["db", "delete", "--run", run_id, "--trace", trace_id])
+    assert result.exit_code == 0, result.output
+    assert f"run {run_id!r}: deleted 34 attributions" in result.output
+    assert not db.run("MATCH (a:Attribution {run_id: $r}) RETURN a", r=run_id)
 
 
 def test_reloading_or_deleting_a_trace_removes_its_attributions(db: Database, run_id: str) -> None:
@@ -242,9 +247,9 @@ def test_reloading_or_deleting_a_trace_removes_its_attributions(db: Database, ru
         return int(rows[0]["n"])
 
     load_paths(db, [str(small)], LoadOptions(trace_id=trace_id))
-    assert write_attributions(db, run_id, [verdict]) == 1
+    assert AttributionStore(db).write_attributions(run_id, [verdict]) == 1
     load_paths(db, [str(small)], LoadOptions(trace_id=trace_id))  # a re-load replaces the trace
     assert attributions() == 0
-    assert write_attributions(db, run_id, [verdict]) == 1
+    assert AttributionStore(db).write_attributions(run_id, [verdict]) == 1
     delete_trace(db, trace_id)
     assert attributions() == 0

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memtrace.attribution.graph import TraceReader
+from memtrace.admin import delete_trace
 from memtrace.attribution.judges import OfflineJudge
-from memtrace.attribution.run import Options, analyse_case
+from memtrace.attribution.pipeline import Options, analyse_case
+from memtrace.attribution.store import AttributionStore
 from memtrace.bench.make import BenchOptions, make_bench
 from memtrace.cli import cli
 from memtrace.db import Database
 from memtrace.loaders.load import LoadOptions, load_paths
-from memtrace.loaders.schema import delete_trace
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 
 pytestmark = pytest.mark.integration
@@ -37,7 +37,7 @@ def test_offline_judge_on_a_bench_make_set(db: Database, tmp_path: Path) -> None
     try:
         rows = db.run(LABELS, t=trace_id)
         assert len(rows) >= 5
-        reader = TraceReader(db)
+        reader = AttributionStore(db)
         hits = types = 0
         for row in rows:
             verdict = analyse_case(reader, OfflineJudge(), trace_id, row["case_id"], Options())
@@ -64,7 +64,7 @@ def test_offline_judge_finds_faults_planted_in_rag_and_long_context(
     trace_ids = [p.stem for p in report.files]
     try:
         load_paths(db, [str(p) for p in report.files], LoadOptions())
-        reader = TraceReader(db)
+        reader = AttributionStore(db)
         seen = set()
         for trace_id in trace_ids:
             for row in db.run(LABELS, t=trace_id):

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from memtrace.admin import delete_trace
 from memtrace.bench.make import BenchOptions, make_bench
 from memtrace.db import Database
 from memtrace.loaders.load import LoadOptions, load_paths
-from memtrace.loaders.schema import delete_trace
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 
 pytestmark = pytest.mark.integration

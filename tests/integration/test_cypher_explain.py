@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from neo4j import NotificationSeverity
+from queries import all_benchmark_queries
 
 from memtrace.cypher import Query, all_queries
 from memtrace.db import Database
@@ -16,9 +17,11 @@ from memtrace.db import Database
 IGNORED_STATUSES = {"01N50", "01N51", "01N52", "01N60"}
 
 
-@pytest.mark.parametrize("query", all_queries(), ids=lambda query: query.name)
+@pytest.mark.parametrize(
+    "query", [*all_queries(), *all_benchmark_queries()], ids=lambda query: query.name
+)
 def test_query_explains_cleanly(db: Database, query: Query) -> None:
-    with db.session() as session:
+    with db.driver.session(database=db.database) as session:
         summary = session.run(f"EXPLAIN {query.text}").consume()
     assert summary.plan is not None
     warnings = [

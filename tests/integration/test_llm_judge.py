@@ -11,14 +11,14 @@ import pytest
 from fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
 from pydantic import SecretStr
 
-from memtrace.attribution.graph import TraceReader
+from memtrace.admin import delete_trace
 from memtrace.attribution.judges import OfflineJudge
 from memtrace.attribution.llm_judge import PROMPT_VERSION, LLMJudge
-from memtrace.attribution.run import Options, analyse_case, attribute_cases
+from memtrace.attribution.pipeline import Options, analyse_case, attribute_cases
+from memtrace.attribution.store import AttributionStore
 from memtrace.db import Database
 from memtrace.llm import LLMClient
 from memtrace.loaders.load import LoadOptions, load_paths
-from memtrace.loaders.schema import delete_trace
 from memtrace.settings import LLMSettings
 
 pytestmark = pytest.mark.integration
@@ -43,11 +43,11 @@ def verdict_json(faulty: bool, error_type: str | None = None) -> str:
     )  # fmt: skip
 
 
-def judge(server: FakeOpenAI, db: Database, cache: Path | None, **kwargs: object) -> LLMJudge:
+def judge(server: FakeOpenAI, cache: Path | None, **kwargs: object) -> LLMJudge:
     settings = LLMSettings(base_url=server.base_url, api_key=SecretStr("k"), model="m",
                            timeout_seconds=2.0)  # fmt: skip
     client = LLMClient(settings, cache, sleep=lambda _: None, **kwargs)  # type: ignore[arg-type]
-    return LLMJudge(client, db)
+    return LLMJudge(client)
 
 
 def retrieval_case(db: Database, trace_id: str) -> tuple[str, int, str]:
@@ -58,7 +58,7 @@ def retrieval_case(db: Database, trace_id: str) -> tuple[str, int, str]:
         t=trace_id,
     )
     case_id, op_id = rows[0]["case_id"], rows[0]["op_id"]
-    analysis = analyse_case(TraceReader(db), OfflineJudge(), trace_id, case_id, Options())
+    analysis = analyse_case(AttributionStore(db), OfflineJudge(), trace_id, case_id, Options())
     index = [c.op.id for c in analysis.candidates].index(op_id)
     return case_id, index, op_id
 
@@ -71,8 +71,8 @@ def test_linear_walk_stops_at_the_first_decisive_op_and_caches(
     fake_openai.script(
         *replies, Reply(content="{not json"), Reply(content=verdict_json(True, "RetrievalError"))
     )
-    llm = judge(fake_openai, db, tmp_path)
-    verdict = analyse_case(TraceReader(db), llm, trace_id, case_id, Options()).verdict
+    llm = judge(fake_openai, tmp_path)
+    verdict = analyse_case(AttributionStore(db), llm, trace_id, case_id, Options()).verdict
     assert verdict.op_id == op_id and verdict.error_type == "RetrievalError"
     assert verdict.llm_calls == index + 2  # one repair round for the malformed reply
     assert verdict.tokens_in == 11 * (index + 2) and verdict.tokens_out == 7 * (index + 2)
@@ -81,7 +81,7 @@ def test_linear_walk_stops_at_the_first_decisive_op_and_caches(
     assert PROMPT_VERSION in first[0]["content"]
     assert "operation" in first[1]["content"] and "Question:" in first[1]["content"]
     sent = len(fake_openai.chat_requests)
-    again = analyse_case(TraceReader(db), judge(fake_openai, db, tmp_path), trace_id, case_id,
+    again = analyse_case(AttributionStore(db), judge(fake_openai, tmp_path), trace_id, case_id,
                          Options()).verdict  # fmt: skip
     assert (again.op_id, again.error_type, again.llm_calls) == (op_id, "RetrievalError", 0)
     assert len(fake_openai.chat_requests) == sent  # the re-run made zero calls
@@ -91,7 +91,7 @@ def test_binary_search_asks_log_n_questions(
     fake_openai: FakeOpenAI, db: Database, trace_id: str
 ) -> None:
     case_id, index, op_id = retrieval_case(db, trace_id)
-    analysis = analyse_case(TraceReader(db), OfflineJudge(), trace_id, case_id, Options())
+    analysis = analyse_case(AttributionStore(db), OfflineJudge(), trace_id, case_id, Options())
     n = len(analysis.candidates)
 
     def intact(position: int) -> Reply:
@@ -106,7 +106,7 @@ def test_binary_search_asks_log_n_questions(
     fake_openai.script(
         *(intact(p) for p in probes), Reply(content=verdict_json(True, "RetrievalError"))
     )
-    verdict = analyse_case(TraceReader(db), judge(fake_openai, db, None), trace_id, case_id,
+    verdict = analyse_case(AttributionStore(db), judge(fake_openai, None), trace_id, case_id,
                            Options(strategy="binary")).verdict  # fmt: skip
     assert verdict.op_id == op_id and verdict.error_type == "RetrievalError"
     assert verdict.llm_calls == len(probes) + 1 <= n.bit_length() + 1
@@ -118,9 +118,9 @@ def test_llm_failures_are_recorded_per_case_and_the_run_goes_on(
     case_id, _, _ = retrieval_case(db, trace_id)
     fake_openai.script(Reply(status=429), Reply(status=500), Reply(status=500))
     fake_openai.default = Reply(content=verdict_json(True, "ResponseError"))
-    llm = judge(fake_openai, db, None, max_retries=1)
+    llm = judge(fake_openai, None, max_retries=1)
     cases = [(trace_id, case_id), (trace_id, case_id)]
-    verdicts = attribute_cases(db, llm, cases, Options(), workers=1)
+    verdicts = attribute_cases(AttributionStore(db), llm, cases, Options(), workers=1)
     assert verdicts[0].error is not None and "HTTP 500" in verdicts[0].error
     assert verdicts[0].op_id is None
     assert verdicts[1].error is None and verdicts[1].error_type == "ResponseError"
@@ -129,6 +129,8 @@ def test_llm_failures_are_recorded_per_case_and_the_run_goes_on(
 def test_timeouts_become_case_errors(fake_openai: FakeOpenAI, db: Database, trace_id: str) -> None:
     case_id, _, _ = retrieval_case(db, trace_id)
     fake_openai.default = Reply(content=verdict_json(False), delay=3.0)
-    llm = judge(fake_openai, db, None, max_retries=0)
-    [verdict] = attribute_cases(db, llm, [(trace_id, case_id)], Options(), workers=1)
+    llm = judge(fake_openai, None, max_retries=0)
+    [verdict] = attribute_cases(
+        AttributionStore(db), llm, [(trace_id, case_id)], Options(), workers=1
+    )
     assert verdict.error is not None and "timed out" in verdict.error

@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from synthetic import write_synthetic_trace
 
+from memtrace.admin import delete_trace
 from memtrace.db import Database
 from memtrace.errors import InputError
 from memtrace.loaders.load import LoadOptions, load_paths
-from memtrace.loaders.schema import delete_trace
-from memtrace.loaders.synthetic import write_synthetic_trace
 
 pytestmark = pytest.mark.integration
 

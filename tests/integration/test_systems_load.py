@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from memtrace.admin import delete_trace
 from memtrace.cli import cli
 from memtrace.db import Database
-from memtrace.loaders.schema import delete_trace
 
 pytestmark = pytest.mark.integration
 

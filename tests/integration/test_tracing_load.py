@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from memtrace.admin import delete_trace
 from memtrace.db import Database
 from memtrace.loaders.load import LoadOptions, load_paths
-from memtrace.loaders.schema import delete_trace
 from memtrace.tracing import (
     SimClock,
     case,

@@ -12,9 +12,9 @@ from memtrace.attribution.evidence import (
     reciprocal_rank_fusion,
     retrieved_evidence,
 )
-from memtrace.attribution.graph import FLOW_DEPTH
 from memtrace.attribution.judges import CaseView, OfflineJudge
 from memtrace.attribution.model import Anchor, CaseGraph, Evidence, FlowStep, Memory, OpRef
+from memtrace.attribution.store import FLOW_DEPTH
 from memtrace.attribution.text import (
     containment,
     content_words,

@@ -21,7 +21,7 @@ from memtrace.loaders.smartcomment import read_smartcomment
 from memtrace.systems.core import Fault
 from memtrace.systems.locomo import SAMPLE_PATH, Conversation, Subset, load_locomo
 from memtrace.systems.offline import OfflineBackend
-from memtrace.systems.runner import make_system
+from memtrace.systems.registry import make_system
 
 KIND_OF_OP = {
     "ExtractionError": "memory_system.extract_facts",

@@ -16,7 +16,7 @@ from memtrace.cli import cli
 from memtrace.errors import ConfigError
 from memtrace.systems.locomo import SAMPLE_PATH, Conversation, Subset, load_locomo
 from memtrace.systems.offline import OfflineBackend
-from memtrace.systems.runner import make_system
+from memtrace.systems.registry import make_system
 
 OP_OF_TYPE = {
     "rag": {

@@ -1,4 +1,5 @@
 import pytest
+from queries import all_benchmark_queries
 
 from memtrace.cypher import QueryFileError, all_queries, parse_query
 
@@ -25,5 +26,5 @@ def test_header_is_required() -> None:
 
 
 def test_every_bundled_query_has_a_valid_header() -> None:
-    for query in all_queries():
+    for query in [*all_queries(), *all_benchmark_queries()]:
         assert query.text.startswith("// ")

@@ -18,7 +18,8 @@ from memtrace.systems import st_ranker
 from memtrace.systems.locomo import SAMPLE_PATH, Subset, load_locomo
 from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.rag import RagSystem
-from memtrace.systems.runner import make_ranker, run_conversation
+from memtrace.systems.registry import make_ranker
+from memtrace.systems.runner import run_conversation
 from memtrace.tracing import SimClock
 
 
@@ -112,14 +113,14 @@ def test_missing_extra_with_a_local_directory_names_the_install_command(
 ) -> None:
     _without(monkeypatch, "sentence_transformers")
     with pytest.raises(ConfigError, match=r"pip install 'memtrace\[sentence-transformers\]'"):
-        make_ranker("sentence-transformers", str(tmp_path))
+        make_ranker("sentence-transformers", None, str(tmp_path))
 
 
 def test_unknown_model_fails_at_once_without_download(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(st_ranker.ALLOW_DOWNLOAD_ENV, raising=False)
     start = time.monotonic()
     with pytest.raises(ConfigError, match=r"neither the packaged .* nor a local directory") as err:
-        make_ranker("sentence-transformers", "no-such-org/no-such-model")
+        make_ranker("sentence-transformers", None, "no-such-org/no-such-model")
     assert st_ranker.ALLOW_DOWNLOAD_ENV in str(err.value)
     assert time.monotonic() - start < 1.0  # no network attempt
 
@@ -134,7 +135,7 @@ def test_cli_reports_a_bogus_model_path_as_one_error_line(tmp_path: Path) -> Non
 
 def test_bm25_runs_do_not_import_torch() -> None:
     code = (
-        "import sys; from memtrace.systems.runner import make_ranker; make_ranker('bm25'); "
+        "import sys; from memtrace.systems.registry import make_ranker; make_ranker('bm25'); "
         "assert 'torch' not in sys.modules and 'sentence_transformers' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -20,7 +20,8 @@ from memtrace.systems.mem0 import Mem0System
 from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.params import Params
 from memtrace.systems.prompts import FACT_EXTRACTION
-from memtrace.systems.runner import SYSTEMS, run_conversation, run_system
+from memtrace.systems.registry import SYSTEMS
+from memtrace.systems.runner import run_conversation, run_system
 from memtrace.systems.temporal import annotate
 from memtrace.tracing import SimClock
 

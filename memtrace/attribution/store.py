@@ -1,23 +1,43 @@
-"""Reading a case's subgraph from Neo4j (the only attribution module that queries)."""
+"""Every attribution query: case subgraphs, judge views, attributions, evaluation rows.
+
+The only attribution module that talks to Neo4j; the pipeline hands judges and scorers the
+plain data it returns.
+"""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
+from typing import Any
 
-from memtrace.attribution.model import Anchor, CaseGraph, Evidence, FlowStep, Memory, OpRef
+import pandas as pd
+
+from memtrace.attribution.model import (
+    Anchor,
+    CaseGraph,
+    Evidence,
+    FlowStep,
+    Memory,
+    OperationView,
+    OpRef,
+    Verdict,
+)
+from memtrace.attribution.records import attribution_rows
 from memtrace.attribution.text import message_speaker, message_text
 from memtrace.cypher import get_query
 from memtrace.db import Database
 
 FLOW_DEPTH = 12  # FLOWS_TO steps followed from an evidence message (enough for extract->store)
+VALUE_BUDGET = 600  # characters per input/output value in a judge's operation view
 
 
 def _ref(op_id: str | None, seq: int | None, kind: str | None) -> OpRef | None:
     return OpRef(op_id, int(seq) if seq is not None else -1, kind or "other") if op_id else None
 
 
-class TraceReader:
-    """Reads cases of complete traces; per-trace data (memories, messages) is read once."""
+class AttributionStore:
+    """Reads cases of complete traces (per-trace data, memories and messages, is read once) and
+    reads and writes attributions."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -157,3 +177,68 @@ class TraceReader:
             )  # fmt: skip
         memories = self.memories(anchor.trace_id)
         return CaseGraph(anchor, evidence, flow, memories, context, candidate_ops)
+
+    def operation_views(
+        self, trace_id: str, op_ids: Sequence[str], budget: int = VALUE_BUDGET
+    ) -> dict[str, OperationView]:
+        """The given operations with their inputs and outputs (values cut to ``budget``)."""
+        if not op_ids:
+            return {}
+        rows = self.db.run(
+            get_query("attribution/operation_views"),
+            trace_id=trace_id,
+            op_ids=list(dict.fromkeys(op_ids)),
+            budget=budget,
+        )
+        return {
+            row["id"]: OperationView(
+                id=row["id"],
+                name=row["name"],
+                kind=row["kind"],
+                seq=row["seq"],
+                inputs=tuple(row["inputs"]),
+                outputs=tuple(row["outputs"]),
+                deletes=tuple(row["deletes"]),
+            )
+            for row in rows
+        }
+
+    def write_attributions(self, run_id: str, verdicts: Sequence[Verdict]) -> int:
+        """Replace this run's attributions of these cases; returns the number written."""
+        if not verdicts:
+            return 0
+        rows = self.db.run(
+            get_query("attribution/write_attributions"),
+            run_id=run_id,
+            rows=attribution_rows(verdicts),
+        )
+        return int(rows[0]["written"]) if rows else 0
+
+    def delete_attributions(self, run_id: str, trace_id: str | None = None) -> int:
+        """Delete one run's attributions (of one trace only, when given); returns how many."""
+        rows = self.db.run(
+            get_query("attribution/delete_attributions"), run_id=run_id, trace_id=trace_id
+        )
+        return int(rows[0]["deleted"]) if rows else 0
+
+    def traces_with_case(self, case_id: str) -> list[str]:
+        rows = self.db.run(get_query("attribution/find_case"), case_id=case_id)
+        return [str(row["trace_id"]) for row in rows]
+
+    def latest_run(self) -> str | None:
+        rows = self.db.run(get_query("attribution/latest_run"))
+        return str(rows[0]["run_id"]) if rows else None
+
+    def evaluation_rows(self, run_id: str, trace_id: str | None) -> pd.DataFrame:
+        """Labeled cases joined with a run's attributions (``eval_rows.cypher``)."""
+        query = get_query("attribution/eval_rows")
+        return pd.DataFrame(
+            self.db.run(query, run_id=run_id, trace_id=trace_id), columns=list(query.columns)
+        )
+
+    def trace_sizes(self, trace_ids: Sequence[str]) -> dict[str, int]:
+        """Characters of each whole flattened trace, in one query."""
+        rows: list[dict[str, Any]] = self.db.run(
+            get_query("attribution/trace_sizes"), trace_ids=list(trace_ids)
+        )
+        return {row["trace_id"]: int(row["chars"]) for row in rows}

@@ -1,7 +1,8 @@
-// One operation with its inputs and outputs, values cut to $budget characters each (judge view).
-// params: $trace_id, $op_id, $budget
+// Operations with their inputs and outputs, values cut to $budget characters each (judge view).
+// params: $trace_id, $op_ids, $budget
 // returns: id, name, kind, seq, inputs, outputs, deletes
-MATCH (o:Operation {trace_id: $trace_id, id: $op_id})
+UNWIND $op_ids AS op_id
+MATCH (o:Operation {trace_id: $trace_id, id: op_id})
 CALL (o) {
   OPTIONAL MATCH (o)-[:READS]->(v:Variable)
   WITH v ORDER BY v.seq

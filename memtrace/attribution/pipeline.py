@@ -1,0 +1,212 @@
+"""Attribute failed cases: read each case from the store, walk the candidates, write verdicts.
+
+The pipeline is the only attribution module that combines the store (I/O) with the pure parts
+(evidence retrieval, trails, judges, walks, scoring).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from memtrace.attribution.evaluate import CHARS_PER_TOKEN
+from memtrace.attribution.evidence import (
+    Embed,
+    EvidenceMode,
+    RetrievalQuery,
+    Retriever,
+    retrieved_evidence,
+)
+from memtrace.attribution.judges import CaseView, Judge
+from memtrace.attribution.model import Anchor, Candidate, CaseGraph, Evidence, Trail, Verdict
+from memtrace.attribution.store import AttributionStore
+from memtrace.attribution.trails import candidates, trace_all
+from memtrace.attribution.walk import Strategy, search
+from memtrace.errors import MemtraceError
+
+
+@dataclass(frozen=True)
+class Options:
+    evidence: EvidenceMode = "gold"
+    strategy: Strategy = "linear"
+    retriever: Retriever = "bm25"
+    retrieval_query: RetrievalQuery = "question+answer"
+    embed: Embed | None = None
+
+    def run_id(self, judge: Judge) -> str:
+        """The default run id: one per configuration, so a re-run replaces its own results."""
+        return f"{judge.name}-{self.evidence}-{self.strategy}"
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What ``explain`` shows: the case, its evidence trails, candidates and the verdict."""
+
+    anchor: Anchor
+    graph: CaseGraph
+    trails: tuple[Trail, ...]
+    candidates: tuple[Candidate, ...]
+    verdict: Verdict
+
+
+def starting_evidence(
+    store: AttributionStore, anchor: Anchor, options: Options
+) -> tuple[Evidence, ...]:
+    if options.evidence == "gold" and anchor.evidence_ids:
+        return store.evidence(anchor.trace_id, list(anchor.evidence_ids))
+    found = retrieved_evidence(
+        anchor,
+        store.messages(anchor.trace_id),
+        retriever=options.retriever,
+        query_mode=options.retrieval_query,
+        embed=options.embed,
+        speakers=store.speakers(anchor.trace_id),
+    )
+    seqs = store.message_seqs(anchor.trace_id)
+    return tuple(replace(e, seq=seqs[e.id]) for e in found)
+
+
+def analyse_case(
+    store: AttributionStore, judge: Judge, trace_id: str, case_id: str, options: Options
+) -> Analysis:
+    started = time.perf_counter()
+    anchor = store.anchor(trace_id, case_id)
+    if anchor is None:
+        raise MemtraceError(f"no case {case_id!r} in a complete trace {trace_id!r}")
+    if anchor.answer is None:
+        raise MemtraceError(f"case {case_id!r}: no answer operation reads its question")
+    evidence = starting_evidence(store, anchor, options)
+    graph = store.case_graph(anchor, evidence)
+    trails = tuple(trace_all(graph))
+    found_candidates = tuple(candidates(graph, trails))
+    # One query for every candidate's view, and only for judges that read them.
+    operations = (
+        store.operation_views(trace_id, [c.op.id for c in found_candidates])
+        if judge.reads_operations
+        else {}
+    )
+    view = CaseView(graph, trails, operations)
+    found = search(options.strategy, judge, view, found_candidates)
+    verdict = Verdict(
+        trace_id=trace_id,
+        case_id=case_id,
+        op_id=found.candidate.op.id if found.candidate else None,
+        error_type=found.error_type,
+        reason=found.reason,
+        judge=judge.name,
+        model=judge.model,
+        confidence=found.confidence,
+        llm_calls=found.usage.calls,
+        tokens_in=found.usage.tokens_in,
+        tokens_out=found.usage.tokens_out,
+        seconds=time.perf_counter() - started,
+        strategy=options.strategy,
+        evidence=options.evidence if anchor.evidence_ids else "retrieved",
+        checked=found.checked,
+    )
+    return Analysis(anchor, graph, trails, found_candidates, verdict)
+
+
+def attribute_case(
+    store: AttributionStore, judge: Judge, trace_id: str, case_id: str, options: Options
+) -> Verdict:
+    """One case; a failure is recorded on the verdict (``error``) instead of stopping a run."""
+    started = time.perf_counter()
+    try:
+        return analyse_case(store, judge, trace_id, case_id, options).verdict
+    except MemtraceError as exc:
+        return Verdict(
+            trace_id,
+            case_id,
+            None,
+            None,
+            f"attribution failed: {exc}",
+            judge.name,
+            judge.model,
+            seconds=time.perf_counter() - started,
+            strategy=options.strategy,
+            evidence=options.evidence,
+            error=str(exc),
+        )
+
+
+def attribute_cases(
+    store: AttributionStore,
+    judge: Judge,
+    cases: Sequence[tuple[str, str]],
+    options: Options,
+    on_done: Callable[[Verdict], None] | None = None,
+    workers: int = 4,
+) -> list[Verdict]:
+    """Attribute cases in parallel (each case is a few small read queries); keeps input order."""
+
+    def one(case: tuple[str, str]) -> Verdict:
+        verdict = attribute_case(store, judge, case[0], case[1], options)
+        if on_done is not None:
+            on_done(verdict)
+        return verdict
+
+    if workers <= 1 or len(cases) <= 1:
+        return [one(case) for case in cases]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, cases))
+
+
+def run_attribution(
+    store: AttributionStore,
+    judge: Judge,
+    options: Options,
+    *,
+    cases: Sequence[tuple[str, str]] | None = None,
+    trace_id: str | None = None,
+    run_id: str | None = None,
+    write: bool = True,
+    on_start: Callable[[int], None] | None = None,
+    on_done: Callable[[Verdict], None] | None = None,
+    workers: int = 8,
+) -> tuple[str, list[Verdict]]:
+    """Attribute ``cases`` (default: every failed case, of ``trace_id`` when given) and write
+    them under a run id."""
+    if cases is None:
+        cases = store.failed_cases(trace_id)
+    if on_start is not None:
+        on_start(len(cases))
+    verdicts = attribute_cases(store, judge, cases, options, on_done=on_done, workers=workers)
+    resolved = run_id or options.run_id(judge)
+    if write:
+        store.write_attributions(resolved, verdicts)
+    return resolved, verdicts
+
+
+def resolve_case(store: AttributionStore, case_id: str, trace_id: str | None) -> str:
+    """The trace holding ``case_id``; an error when it is missing or ambiguous."""
+    if trace_id is not None:
+        return trace_id
+    traces = store.traces_with_case(case_id)
+    if not traces:
+        raise MemtraceError(f"no complete trace has a case {case_id!r}")
+    if len(traces) > 1:
+        raise MemtraceError(f"case {case_id!r} is in several traces ({', '.join(traces)}): --trace")
+    return traces[0]
+
+
+def evaluation_rows(
+    store: AttributionStore, run_id: str | None, trace_id: str | None
+) -> pd.DataFrame:
+    """Labeled cases joined with a run's attributions, plus the whole-trace token estimate."""
+    if run_id is None:
+        run_id = store.latest_run()
+        if run_id is None:
+            raise MemtraceError("no attributions yet: run `memtrace attribute` first")
+    rows = store.evaluation_rows(run_id, trace_id)
+    # Score the traces this run attributed; other loaded traces are not part of it.
+    touched = rows.loc[rows["judge"].notna(), "trace_id"].unique()
+    rows = rows[rows["trace_id"].isin(touched)].reset_index(drop=True)
+    sizes = store.trace_sizes(list(rows["trace_id"].unique()))
+    rows["flat_tokens"] = rows["trace_id"].map(sizes).astype(float) / CHARS_PER_TOKEN
+    rows.attrs["run_id"] = run_id
+    return rows

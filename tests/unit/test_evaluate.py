@@ -1,0 +1,115 @@
+"""``evaluate.score`` on hand-built rows in the shape of ``eval_rows.cypher`` (no database)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from memtrace.attribution.evaluate import CHARS_PER_TOKEN, score
+from memtrace.cypher import get_query
+
+COLUMNS = [*get_query("attribution/eval_rows").columns, "flat_tokens"]
+
+
+def row(case_id: str, label: tuple[str, str, str], attributed: tuple[Any, ...]) -> dict[str, Any]:
+    """label: (op, kind, type); attributed: (op, kind, type, calls, tokens in, out, seconds)."""
+    label_op, label_kind, label_type = label
+    attr_op, attr_kind, error_type, calls, tokens_in, tokens_out, seconds = attributed
+    return {
+        "trace_id": "t",
+        "case_id": case_id,
+        "answer_op": "answer",
+        "label_op": label_op,
+        "label_kind": label_kind,
+        "label_type": label_type,
+        "label_source": "injected",
+        "attr_op": attr_op,
+        "attr_kind": attr_kind,
+        "error_type": error_type,
+        "judge": "offline" if attr_op is not None else None,
+        "llm_calls": calls,
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "seconds": seconds,
+        "error": None,
+        "flat_tokens": 4000 / CHARS_PER_TOKEN,
+    }
+
+
+ROWS = pd.DataFrame(
+    [
+        # right op, right type
+        row("c1", ("extract", "extraction", "ExtractionError"),
+            ("extract", "extraction", "ExtractionError", 2, 100, 10, 0.5)),
+        # wrong op of the same stage (deletion counts as update), wrong type
+        row("c2", ("update", "update", "UpdateError"),
+            ("delete", "deletion", "DeletionError", 4, 300, 30, 1.5)),
+        # the answer op, correctly blamed: the answer-op baseline gets this one too
+        row("c3", ("answer", "generation", "ResponseError"),
+            ("answer", "generation", "ResponseError", 1, 50, 5, 0.25)),
+        # not attributed at all
+        row("c4", ("search", "retrieval", "RetrievalError"),
+            (None, None, None, None, None, None, None)),
+    ],
+    columns=COLUMNS,
+)  # fmt: skip
+
+
+def summary_of(method: str, scores_summary: pd.DataFrame) -> dict[str, Any]:
+    rows = scores_summary[scores_summary["method"] == method].to_dict(orient="records")
+    assert len(rows) == 1, method
+    return {str(key): value for key, value in rows[0].items()}
+
+
+def test_accuracy_cost_and_method_of_the_run() -> None:
+    ours = summary_of("offline", score(ROWS).summary)
+    assert ours["cases"] == 4 and ours["attributed"] == 3
+    assert ours["op_accuracy"] == pytest.approx(2 / 4)
+    assert ours["type_accuracy"] == pytest.approx(2 / 4)
+    assert ours["stage_accuracy"] == pytest.approx(3 / 4)  # deletion is scored as update
+    assert ours["llm_calls_median"] == pytest.approx(1.5)  # 2, 4, 1 and 0 for the missing one
+    assert ours["tokens_per_case"] == pytest.approx((110 + 330 + 55 + 0) / 4)
+    assert ours["seconds_per_case"] == pytest.approx((0.5 + 1.5 + 0.25) / 4)
+
+
+def test_baselines_come_from_the_same_rows() -> None:
+    summary = score(ROWS).summary
+    answer = summary_of("baseline:answer-op", summary)
+    assert answer["op_accuracy"] == pytest.approx(1 / 4)
+    assert answer["type_accuracy"] == pytest.approx(1 / 4)
+    assert answer["stage_accuracy"] == pytest.approx(1 / 4)
+    whole = summary_of("baseline:whole-trace", summary)
+    assert whole["tokens_per_case"] == pytest.approx(1000.0)
+    assert whole["llm_calls_median"] == 1.0
+    assert math.isnan(whole["op_accuracy"])  # never measured: one prompt, no attribution
+
+
+def test_per_type_scores_and_confusion() -> None:
+    scores = score(ROWS)
+    by_type = scores.by_type.set_index("label_type")
+    assert by_type.loc["UpdateError", "op_accuracy"] == 0.0
+    assert by_type.loc["ExtractionError", "type_accuracy"] == 1.0
+    assert set(by_type.index) == {
+        "ExtractionError",
+        "UpdateError",
+        "ResponseError",
+        "RetrievalError",
+    }
+    confusion = scores.confusion
+    assert confusion.loc["UpdateError", "DeletionError"] == 1
+    assert confusion.loc["RetrievalError", "(none)"] == 1
+    assert int(confusion.to_numpy().sum()) == 4
+    # rows follow the taxonomy's pipeline order, whatever the input order
+    assert list(confusion.index) == [
+        "ExtractionError", "UpdateError", "RetrievalError", "ResponseError"
+    ]  # fmt: skip
+
+
+def test_no_rows_scores_zero_without_dividing_by_zero() -> None:
+    summary = score(ROWS.iloc[0:0]).summary
+    ours = summary.iloc[0]
+    assert ours["method"] == "none" and ours["cases"] == 0 and ours["op_accuracy"] == 0.0
+    assert score(ROWS.iloc[0:0]).confusion.empty

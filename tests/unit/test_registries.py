@@ -1,0 +1,118 @@
+"""Registries by name: the CLI offers exactly what they hold, unknown names fail clearly, and
+factories get their settings passed in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from memtrace.attribution.judges import OfflineJudge
+from memtrace.attribution.llm_judge import LLMJudge
+from memtrace.attribution.registry import JUDGES, default_judge, make_judge
+from memtrace.cli import cli
+from memtrace.cli.options import choice
+from memtrace.errors import ConfigError
+from memtrace.settings import LLMSettings, Neo4jSettings, Settings
+from memtrace.systems.mem0 import Mem0System
+from memtrace.systems.offline import OfflineBackend
+from memtrace.systems.params import Params
+from memtrace.systems.rankers import BM25Ranker
+from memtrace.systems.registry import (
+    BACKENDS,
+    RANKERS,
+    SYSTEMS,
+    make_backend,
+    make_ranker,
+    make_system,
+)
+
+
+def settings(base_url: str | None = None) -> Settings:
+    return Settings(
+        home=Path("/nonexistent"),
+        neo4j=Neo4jSettings(),
+        llm=LLMSettings(base_url=base_url, embedding_model="my-embedder"),
+    )
+
+
+def choices(command: str, option: str) -> list[str]:
+    resolved = cli.get_command(click.Context(cli), command)
+    assert resolved is not None
+    [param] = [p for p in resolved.params if p.name == option]
+    assert isinstance(param.type, click.Choice)
+    return list(param.type.choices)
+
+
+def test_the_cli_offers_what_the_registries_hold() -> None:
+    run = cli.get_command(click.Context(cli), "run")
+    assert run is not None
+    [system] = [p for p in run.params if p.name == "system"]
+    assert isinstance(system.type, click.Choice)
+    assert sorted(system.type.choices) == sorted(SYSTEMS)
+    assert choices("run", "backend") == list(BACKENDS)
+    assert choices("run", "retriever") == list(RANKERS)
+    assert choices("attribute", "judge") == list(JUDGES)
+    assert choices("explain", "judge") == list(JUDGES)
+
+
+def test_make_system_passes_keyword_options_to_the_factory() -> None:
+    params = Params()
+    system = make_system("mem0", OfflineBackend(), params=params, faults=())
+    assert isinstance(system, Mem0System) and system.params is params
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: make_system("no-such", OfflineBackend()), "unknown system 'no-such'"),
+        (lambda: make_backend("no-such"), "unknown backend 'no-such'"),
+        (lambda: make_ranker("no-such"), "unknown retriever 'no-such'"),
+        (lambda: make_judge("no-such", settings()), "unknown judge 'no-such'"),
+    ],
+)
+def test_unknown_names_list_the_known_ones(make: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as raised:
+        make()  # type: ignore[operator]
+    assert "expected one of" in str(raised.value)
+
+
+def test_endpoint_factories_need_settings_passed_in() -> None:
+    with pytest.raises(ConfigError, match="openai backend needs settings"):
+        make_backend("openai")
+    with pytest.raises(ConfigError, match="embeddings needs settings"):
+        make_ranker("embeddings")
+    assert isinstance(make_backend("offline"), OfflineBackend)
+    assert isinstance(make_ranker("bm25"), BM25Ranker)
+    ranker = make_ranker("embeddings", settings("http://127.0.0.1:9/v1"))
+    assert getattr(ranker, "model", None) == "my-embedder"  # from the settings, not the env
+
+
+def test_the_default_judge_follows_the_endpoint_setting() -> None:
+    assert default_judge(settings()) == "offline"
+    assert isinstance(make_judge(None, settings()), OfflineJudge)
+    assert default_judge(settings("http://127.0.0.1:9/v1")) == "llm"
+    judge = make_judge(None, settings("http://127.0.0.1:9/v1"))
+    assert isinstance(judge, LLMJudge) and judge.reads_operations
+
+
+def test_choice_types_a_checked_value() -> None:
+    assert choice("binary", ("linear", "binary")) == "binary"
+    with pytest.raises(click.BadParameter, match="'x' is not one of linear, binary"):
+        choice("x", ("linear", "binary"))
+
+
+def test_case_needs_trace_is_a_usage_error_before_any_connection() -> None:
+    result = CliRunner().invoke(cli, ["attribute", "--case", "c1", "--uri", "bolt://127.0.0.1:1"])
+    assert result.exit_code == 2 and "--case needs --trace" in result.output
+
+
+def test_run_load_uses_the_connection_options(tmp_path: Path) -> None:
+    """The traces are written; the load goes to the --uri given (nothing listens there)."""
+    args = ["run", "rag", "--conversations", "1", "--questions", "2", "--out", str(tmp_path)]
+    result = CliRunner().invoke(cli, [*args, "--load", "--uri", "bolt://127.0.0.1:1"])
+    assert result.exit_code == 1, result.output
+    assert "bolt://127.0.0.1:1" in result.output and "Traceback" not in result.output
+    assert [p.name for p in tmp_path.glob("*.jsonl")] == ["rag-locomo-1.jsonl"]
