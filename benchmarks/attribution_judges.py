@@ -30,6 +30,7 @@ from typing import Any
 from attribution import labels, load  # the sibling benchmark: same loading, same label query
 
 from memtrace.admin import delete_trace
+from memtrace.attribution.hybrid import HybridJudge
 from memtrace.attribution.judges import Judge, OfflineJudge
 from memtrace.attribution.llm_judge import LLMJudge
 from memtrace.attribution.pipeline import Options, analyse_case
@@ -64,11 +65,11 @@ def uninformative_reply(body: dict[str, Any]) -> str:
     )
 
 
-def judge_for(name: str, db: Database) -> Judge:
+def judge_for(name: str) -> Judge:
     if name == "offline":
         return OfflineJudge()
     client = LLMClient.from_settings(load_settings(), cache=False)  # every call really sent
-    return LLMJudge(client)
+    return HybridJudge(LLMJudge(client)) if name == "hybrid" else LLMJudge(client)
 
 
 def measure(
@@ -153,7 +154,7 @@ def main() -> None:
                 for name, ids in load(db, sorted(directory.glob("*.jsonl")), scope).items():
                     traces.setdefault(name, []).extend(ids)
             for judge_name in args.judge or ["offline"]:
-                judge = judge_for(judge_name, db)
+                judge = judge_for(judge_name)
                 for evidence in args.evidence or ["gold", "retrieved"]:
                     key = f"{judge_name}/{evidence}"
                     report["results"][key] = result = measure(db, traces, judge, evidence,

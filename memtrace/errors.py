@@ -56,3 +56,12 @@ class LLMError(MemtraceError):
     def __init__(self, message: str, *, usage: Usage | None = None) -> None:
         super().__init__(message)
         self.usage = usage
+
+
+class JudgeError(LLMError):
+    """A judge's question failed mid-search; ``usage`` and ``checked`` (candidate op ids) say
+    what the search had spent and looked at, so a failed case still records its cost."""
+
+    def __init__(self, message: str, *, usage: Usage | None, checked: list[str]) -> None:
+        super().__init__(message, usage=usage)
+        self.checked = checked

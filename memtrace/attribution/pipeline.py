@@ -26,7 +26,8 @@ from memtrace.attribution.model import Anchor, Candidate, CaseGraph, Evidence, T
 from memtrace.attribution.store import AttributionStore
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import Strategy, search
-from memtrace.errors import MemtraceError
+from memtrace.errors import JudgeError, LLMError, MemtraceError
+from memtrace.llm import Usage
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,8 @@ def analyse_case(
         strategy=options.strategy,
         evidence=options.evidence if anchor.evidence_ids else "retrieved",
         checked=found.checked,
+        overridden_from=found.overridden_from.op.id if found.overridden_from else None,
+        overridden_type=found.overridden_type if found.overridden_from else None,
     )
     return Analysis(anchor, graph, trails, found_candidates, verdict)
 
@@ -119,6 +122,8 @@ def attribute_case(
     try:
         return analyse_case(store, judge, trace_id, case_id, options).verdict
     except MemtraceError as exc:
+        # What a failed case cost is counted too (requests sent, tokens, what was checked).
+        usage = exc.usage if isinstance(exc, LLMError) and exc.usage else Usage()
         return Verdict(
             trace_id,
             case_id,
@@ -127,10 +132,14 @@ def attribute_case(
             f"attribution failed: {exc}",
             judge.name,
             judge.model,
+            llm_calls=usage.calls,
+            tokens_in=usage.tokens_in,
+            tokens_out=usage.tokens_out,
             seconds=time.perf_counter() - started,
             strategy=options.strategy,
             evidence=options.evidence,
             error=str(exc),
+            checked=exc.checked if isinstance(exc, JudgeError) else [],
         )
 
 
@@ -203,9 +212,9 @@ def evaluation_rows(
         if run_id is None:
             raise MemtraceError("no attributions yet: run `memtrace attribute` first")
     rows = store.evaluation_rows(run_id, trace_id)
-    # Score the traces this run attributed; other loaded traces are not part of it.
-    touched = rows.loc[rows["judge"].notna(), "trace_id"].unique()
-    rows = rows[rows["trace_id"].isin(touched)].reset_index(drop=True)
+    # Score the cases this run attempted (errored ones included: they count as wrong); labeled
+    # cases it never tried (a run over some --case ids) are not part of it.
+    rows = rows[rows["judge"].notna()].reset_index(drop=True)
     sizes = store.trace_sizes(list(rows["trace_id"].unique()))
     rows["flat_tokens"] = rows["trace_id"].map(sizes).astype(float) / CHARS_PER_TOKEN
     rows.attrs["run_id"] = run_id

@@ -24,7 +24,7 @@ from memtrace.attribution.records import memtrace_record
 from memtrace.attribution.registry import JUDGES, embedder, make_judge
 from memtrace.attribution.store import AttributionStore
 from memtrace.attribution.walk import STRATEGY_NAMES
-from memtrace.cli.options import choice, neo4j_options
+from memtrace.cli.options import choice, llm_options, neo4j_options
 from memtrace.cli.output import frame_table, make_console
 from memtrace.cypher import get_query
 from memtrace.db import connect
@@ -37,7 +37,8 @@ judge_option = click.option(
     "--judge",
     type=click.Choice(list(JUDGES)),
     default=None,
-    help="Default: llm when an LLM endpoint is configured, else offline.",
+    help="Default: hybrid (offline proposes, the LLM checks) when an LLM endpoint is "
+    "configured, else offline.",
 )
 evidence_option = click.option(
     "--evidence",
@@ -109,6 +110,7 @@ def _summary(run_id: str, verdicts: list[Verdict]) -> Table:
 @click.option("--no-write", is_flag=True, help="Do not write :Attribution nodes.")
 @click.option("--json", "as_json", is_flag=True, help="Print MemTrace-compatible JSON records.")
 @neo4j_options
+@llm_options
 def attribute_command(
     settings: Settings,
     trace_id: str | None,
@@ -190,6 +192,7 @@ def eval_command(
         return
     short = {
         "attributed": "done",
+        "errored": "errors",
         "op_accuracy": "op acc",
         "type_accuracy": "type acc",
         "stage_accuracy": "stage acc",
@@ -235,6 +238,11 @@ def _explain_tree(analysis: Analysis) -> Tree:
         f"[bold]verdict[/]: {verdict.error_type} at {verdict.op_id} "
         f"(judge {verdict.judge}, confidence {verdict.confidence:.2f}) - {verdict.reason}"
     )
+    if verdict.overridden_from:
+        tree.add(
+            f"[bold]overridden[/]: the offline proposal was {verdict.overridden_type} at "
+            f"{verdict.overridden_from}"
+        )
     return tree
 
 
@@ -254,6 +262,7 @@ def browser_cypher(trace_id: str, case_id: str, max_seq: int) -> str:
 @retrieval_query_option
 @click.option("--json", "as_json", is_flag=True)
 @neo4j_options
+@llm_options
 def explain_command(
     settings: Settings,
     case_id: str,
