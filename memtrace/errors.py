@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memtrace.llm import Usage
+    from memtrace.usage import Usage
 
 
 class MemtraceError(Exception):

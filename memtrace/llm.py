@@ -27,7 +27,7 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +38,7 @@ from pydantic import BaseModel, ValidationError
 
 from memtrace.errors import LLMError
 from memtrace.settings import LLMSettings, Settings
+from memtrace.usage import Usage as Usage  # re-exported: callers count usage from here
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -57,31 +58,6 @@ MODES_FILE = "output-modes.json"
 _REFUSED_STATUSES = frozenset({400, 422})
 _modes_lock = threading.Lock()
 _known_modes: dict[str, OutputMode] = {}  # "base_url model" -> mode, shared by all clients
-
-
-@dataclass(frozen=True)
-class Usage:
-    """What one or more requests cost. ``calls`` counts HTTP requests actually sent."""
-
-    calls: int = 0
-    cache_hits: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.calls + other.calls,
-            self.cache_hits + other.cache_hits,
-            self.tokens_in + other.tokens_in,
-            self.tokens_out + other.tokens_out,
-        )
-
-    @staticmethod
-    def total(items: Iterable[Usage]) -> Usage:
-        result = Usage()
-        for item in items:
-            result = result + item
-        return result
 
 
 @dataclass(frozen=True)

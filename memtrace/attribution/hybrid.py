@@ -26,8 +26,8 @@ from memtrace.attribution.judges import CaseView, Judge, OfflineJudge
 from memtrace.attribution.model import Candidate, Check
 from memtrace.attribution.walk import Found, Strategy, search
 from memtrace.errors import LLMError
-from memtrace.llm import Usage
 from memtrace.taxonomy import ERROR_TYPE_KIND, ErrorType, default_error_type, stage_of
+from memtrace.usage import Usage
 
 OVERRIDE_CONFIDENCE = 0.7
 RIVALS_EACH_SIDE = 1

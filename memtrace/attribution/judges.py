@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from memtrace.attribution.model import Candidate, CaseGraph, Check, OperationView, Trail
-from memtrace.llm import Usage
+from memtrace.usage import Usage
 
 # Offline confidence: a trail that ends at an op is direct lexical evidence; blaming the answer
 # because every key sentence reached the context is slightly weaker (the key sentence may be the

@@ -7,13 +7,17 @@ of the cached request, so changing a prompt never reuses old answers.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, field_validator
 
 from memtrace.attribution.judges import CaseView
 from memtrace.attribution.model import Candidate, Check, OperationView
-from memtrace.llm import LLMClient, Usage
 from memtrace.taxonomy import ERROR_TYPES, ErrorType
+from memtrace.usage import Usage
+
+if TYPE_CHECKING:  # the judge is handed a client; it never opens a connection itself
+    from memtrace.llm import LLMClient
 
 PROMPT_VERSION = "attribution-v2"
 VIEW_BUDGET = 8000  # characters of the whole operation view

@@ -27,7 +27,7 @@ from memtrace.attribution.store import AttributionStore
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import Strategy, search
 from memtrace.errors import JudgeError, LLMError, MemtraceError
-from memtrace.llm import Usage
+from memtrace.usage import Usage
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from typing import Final, Literal, Protocol, get_args, runtime_checkable
 from memtrace.attribution.judges import CaseView, Judge
 from memtrace.attribution.model import Candidate, Check
 from memtrace.errors import JudgeError, LLMError
-from memtrace.llm import Usage
 from memtrace.taxonomy import ErrorType, default_error_type
+from memtrace.usage import Usage
 
 Strategy = Literal["linear", "binary"]
 STRATEGY_NAMES: Final[tuple[Strategy, ...]] = get_args(Strategy)

@@ -17,7 +17,7 @@ from rich.progress import (
 from rich.table import Table
 
 from memtrace.cli.errors import reporting_errors
-from memtrace.cli.options import neo4j_options
+from memtrace.cli.options import choice, neo4j_options
 from memtrace.cli.output import make_console
 from memtrace.db import connect
 from memtrace.loaders.load import DEFAULT_BATCH_SIZE, FORMATS, LoadOptions, LoadSummary, load_paths
@@ -124,7 +124,7 @@ def load_command(
         trace_id=trace_id,
         system=system,
         dataset=dataset,
-        format=fmt,  # type: ignore[arg-type]
+        format=choice(fmt, FORMATS) if fmt is not None else None,
         dry_run=dry_run,
     )
     if dry_run:
