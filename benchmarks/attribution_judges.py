@@ -50,7 +50,12 @@ def scripted_server() -> Any:
     from fake_openai import FakeOpenAI, Reply  # a test helper: imported only on demand
 
     server = FakeOpenAI()
-    server.responder = lambda body: Reply(content=uninformative_reply(body))
+    # Token counts as a real endpoint would report them: 4 characters per token of the request.
+    server.responder = lambda body: Reply(
+        content=uninformative_reply(body),
+        prompt_tokens=len(json.dumps(body.get("messages", []))) // 4,
+        completion_tokens=len(uninformative_reply(body)) // 4,
+    )
     server.start()
     return server
 

@@ -45,7 +45,7 @@ class CandidateCheck(BaseModel):
     decisive: bool = Field(description="correcting this output alone would rescue the answer")
     error_type: ErrorType | None = Field(default=None, description="the type, when faulty")
     reason: str = Field(default="", description="one or two sentences citing the evidence")
-    confidence: float = Field(default=DEFAULT_CONFIDENCE)
+    confidence: float = Field(default=DEFAULT_CONFIDENCE, ge=0.0, le=1.0)
 
     @field_validator("error_type", mode="before")
     @classmethod

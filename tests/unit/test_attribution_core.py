@@ -244,3 +244,21 @@ def test_trail_reach_bound_matches_flow_depth(name: str) -> None:
     # FLOW_DEPTH (the reach plus the one last step make a trail).
     bounds = re.findall(r"\[:FLOWS_TO\*1\.\.(\d+)\]", get_query(name).text)
     assert bounds == [str(FLOW_DEPTH - 1)]
+
+
+def test_candidate_check_replies_take_safe_defaults() -> None:
+    from memtrace.attribution.llm_judge import DEFAULT_CONFIDENCE, CandidateCheck
+
+    bare = CandidateCheck.model_validate_json('{"faulty": true, "decisive": false}')
+    assert (bare.error_type, bare.reason, bare.confidence) == (None, "", DEFAULT_CONFIDENCE)
+    assert bare.model_fields_set == {"faulty", "decisive"}  # the hybrid judge will not trust it
+    loose = CandidateCheck.model_validate(
+        {"faulty": True, "decisive": True, "error_type": "Extraction", "confidence": 85}
+    )
+    assert (loose.error_type, loose.confidence) == (None, 0.85)
+    assert (
+        CandidateCheck.model_validate(
+            {"faulty": True, "decisive": True, "confidence": "high"}
+        ).confidence
+        == DEFAULT_CONFIDENCE
+    )
