@@ -30,6 +30,7 @@ from typing import Any
 from attribution import labels, load  # the sibling benchmark: same loading, same label query
 
 from memtrace.admin import delete_trace
+from memtrace.attribution.evidence import Embed
 from memtrace.attribution.hybrid import HybridJudge
 from memtrace.attribution.judges import Judge, OfflineJudge
 from memtrace.attribution.llm_judge import LLMJudge
@@ -77,8 +78,22 @@ def judge_for(name: str) -> Judge:
     return HybridJudge(LLMJudge(client)) if name == "hybrid" else LLMJudge(client)
 
 
+def local_embedder(retriever: str) -> Embed | None:
+    if retriever == "bm25":
+        return None
+    from memtrace.systems.st_ranker import SentenceTransformerRanker  # imports torch: on demand
+
+    return SentenceTransformerRanker().embed
+
+
 def measure(
-    db: Database, traces: dict[str, list[str]], judge: Judge, evidence: str, limit: int | None
+    db: Database,
+    traces: dict[str, list[str]],
+    judge: Judge,
+    evidence: str,
+    limit: int | None,
+    retriever: str = "bm25",
+    embed: Embed | None = None,
 ) -> dict[str, Any]:
     reader = AttributionStore(db)
     per_set: dict[str, Any] = {}
@@ -88,7 +103,7 @@ def measure(
             for label in labels(db, trace_id):
                 if limit is not None and len(rows) >= limit:
                     break
-                options = Options(evidence=evidence)  # type: ignore[arg-type]
+                options = Options(evidence=evidence, retriever=retriever, embed=embed)  # type: ignore[arg-type]
                 started = time.perf_counter()
                 try:
                     analysis = analyse_case(reader, judge, trace_id, label["case_id"], options)
@@ -142,6 +157,9 @@ def main() -> None:
     parser.add_argument("--judge", action="append", choices=["offline", "llm", "hybrid"])
     parser.add_argument("--evidence", action="append", choices=["gold", "retrieved"])
     parser.add_argument("--limit", type=int, help="at most N labeled cases per set")
+    parser.add_argument("--retriever", choices=["bm25", "dense", "hybrid"], default="bm25",
+                        help="dense/hybrid embed with the packaged sentence-transformers model "
+                        "(the optional extra)")  # fmt: skip
     parser.add_argument("--scripted", action="store_true", help="the local scripted server")
     args = parser.parse_args()
     server = scripted_server() if args.scripted else None
@@ -152,6 +170,8 @@ def main() -> None:
     files = [] if args.no_shared else sorted(args.shared.glob("*.json"))
     report: dict[str, Any] = {"scope": scope, "results": {}}
     traces: dict[str, list[str]] = {}
+    embed = local_embedder(args.retriever)
+    report["retriever"] = args.retriever
     with connect(load_settings()) as db:
         try:
             traces = load(db, files, scope)
@@ -162,8 +182,9 @@ def main() -> None:
                 judge = judge_for(judge_name)
                 for evidence in args.evidence or ["gold", "retrieved"]:
                     key = f"{judge_name}/{evidence}"
-                    report["results"][key] = result = measure(db, traces, judge, evidence,
-                                                              args.limit)  # fmt: skip
+                    report["results"][key] = result = measure(
+                        db, traces, judge, evidence, args.limit, args.retriever, embed
+                    )
                     for dataset, r in result.items():
                         print(f"{key:18} {dataset:14} {r['cases']:3} cases  op "
                               f"{r['op_accuracy']:.3f}  type {r['type_accuracy']:.3f}  "
