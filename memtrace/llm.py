@@ -217,6 +217,7 @@ class LLMClient:
         self.max_backoff_seconds = max_backoff_seconds
         self._output_mode = output_mode  # None: detect (once per endpoint and model)
         self._modes_path = cache_dir / MODES_FILE if cache_dir is not None else None
+        self._probe_lock = threading.Lock()
         self._sleep = sleep
 
     @classmethod
@@ -291,27 +292,39 @@ class LLMClient:
     ) -> tuple[Completion, OutputMode]:
         """Ask in the remembered mode; the first time, step down the modes the endpoint refuses."""
         known = self._output_mode or self._remembered_mode()
-        modes = (known,) if known else OUTPUT_MODES
-        spent = Usage()
-        for mode in modes:
+        if known is None:
+            # One thread probes; the others wait for its answer instead of probing too.
+            with self._probe_lock:
+                known = self._remembered_mode()
+                if known is None:
+                    return self._probe(messages, model, options)
+        return self._chat(messages, _with_format(options, known, model), cache=False), known
+
+    def _probe(
+        self, messages: list[Message], model: type[BaseModel], options: dict[str, Any]
+    ) -> tuple[Completion, OutputMode]:
+        """Step down the modes the endpoint refuses; remember the first that answers."""
+        refused = Usage()
+        for mode in OUTPUT_MODES:
             try:
                 completion = self._chat(messages, _with_format(options, mode, model), cache=False)
             except LLMError as exc:
-                if known or mode == OUTPUT_MODES[-1] or not _refused(exc):
+                if mode == OUTPUT_MODES[-1] or not _refused(exc):
+                    exc.usage = refused + (exc.usage or Usage())
                     raise
-                spent = spent + Usage(calls=1)
+                refused = refused + Usage(calls=1)
+                following = OUTPUT_MODES[OUTPUT_MODES.index(mode) + 1]
                 log.info(
                     "%s (model %s) refused response_format %s (%s); trying %s",
                     self.base_url,
                     self.model,
                     mode,
                     exc,
-                    OUTPUT_MODES[OUTPUT_MODES.index(mode) + 1],
+                    following,
                 )
                 continue
-            if not known:
-                self._remember_mode(mode)
-            return Completion(completion.text, spent + completion.usage), mode
+            self._remember_mode(mode)
+            return Completion(completion.text, refused + completion.usage), mode
         raise AssertionError("unreachable: the last mode either answers or raises")
 
     def _mode_key(self) -> str:

@@ -98,6 +98,16 @@ def test_a_server_refusing_schemas_gets_json_object_once_detected(
     assert len(fake_openai.chat_requests) == 3
 
 
+def test_concurrent_first_calls_probe_once(fake_openai: FakeOpenAI) -> None:
+    fake_openai.rejected_formats = {"json_schema"}
+    fake_openai.default = Reply(content=GOOD, delay=0.05)
+    client, _ = make_client(fake_openai)
+    results = run_concurrently(lambda i: client.complete_json(f"q{i}", Verdict), range(6), 6)
+    assert all(not isinstance(r, LLMError) for r in results)
+    formats = [r.body["response_format"]["type"] for r in fake_openai.chat_requests]
+    assert formats.count("json_schema") == 1 and formats.count("json_object") == 6
+
+
 def test_a_server_refusing_every_format_gets_plain_text_and_a_repair(
     fake_openai: FakeOpenAI,
 ) -> None:
