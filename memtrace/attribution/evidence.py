@@ -132,7 +132,10 @@ def retrieved_evidence(
         """On a tie, a message said by the person the question asks about comes first."""
         return asked is not None and (speakers or {}).get(message_id) not in (None, asked)
 
-    statements = sorted((i for i in top if not texts[i].rstrip().endswith("?")), key=other_speaker)
+    statements = sorted(
+        (i for i in top if not asks_only(texts[i])),
+        key=lambda i: (other_speaker(i), -min(coverage(i), 0.5)),
+    )
     covering = sorted(
         (i for i in top if coverage(i) >= 0.5 and not asks_only(texts[i])),
         key=lambda i: (-coverage(i), quoted(i), other_speaker(i)),
