@@ -51,7 +51,8 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 log = logging.getLogger(__name__)
 
 # How to ask an endpoint for JSON, most specific first. An endpoint that refuses one (HTTP 400 or
-# 422 to the request) is asked the next way; the first that works is kept for endpoint + model.
+# 422, or any error that names response_format) is asked the next way; the first that works is
+# kept for endpoint + model.
 OutputMode = Literal["json_schema", "json_object", "text"]
 OUTPUT_MODES: tuple[OutputMode, ...] = get_args(OutputMode)
 MODES_FILE = "output-modes.json"
@@ -107,7 +108,15 @@ class ResponseCache:
         os.replace(tmp, path)
 
 
+def _format_complaint(exc: BaseException | None) -> bool:
+    """An error response about the request's response_format, whatever its status: llama.cpp's
+    Python server answers an unknown format with HTTP 500 and a validation error."""
+    return isinstance(exc, openai.APIStatusError) and "response_format" in str(exc.message)
+
+
 def _retryable(exc: Exception) -> bool:
+    if _format_complaint(exc):
+        return False  # the same request would be refused again
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code == 429 or exc.status_code >= 500
     return isinstance(exc, openai.APIConnectionError)  # includes APITimeoutError
@@ -164,6 +173,8 @@ def _response_format(mode: OutputMode, model: type[BaseModel]) -> dict[str, Any]
 def _refused(exc: LLMError) -> bool:
     """Whether the endpoint turned the request down as malformed (not overloaded, not down)."""
     cause = exc.__cause__
+    if _format_complaint(cause):
+        return True
     return isinstance(cause, openai.APIStatusError) and cause.status_code in _REFUSED_STATUSES
 
 

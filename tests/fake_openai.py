@@ -57,6 +57,7 @@ class FakeOpenAI:
         self.default: Reply | None = None
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self.rejected_formats: set[str] = set()
+        self.rejected_status = 400  # llama.cpp's Python server says 500
         self.in_flight = 0
         self.max_in_flight = 0  # the most chat requests it was answering at once
         self.requests: list[Recorded] = []
@@ -116,7 +117,8 @@ class FakeOpenAI:
                 requested = (body.get("response_format") or {}).get("type")
                 if requested in fake.rejected_formats:
                     error = {"message": f"response_format {requested} is not supported"}
-                    self._send(400, {"error": {**error, "type": "invalid_request_error"}})
+                    body = {"error": {**error, "type": "invalid_request_error"}}
+                    self._send(fake.rejected_status, body)
                     return
                 reply = fake._next(body)
                 if reply is None:

@@ -98,6 +98,17 @@ def test_a_server_refusing_schemas_gets_json_object_once_detected(
     assert len(fake_openai.chat_requests) == 3
 
 
+def test_a_500_naming_response_format_is_a_refusal_not_an_outage(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.rejected_formats = {"json_schema"}
+    fake_openai.rejected_status = 500
+    fake_openai.script(Reply(content=GOOD))
+    client, sleeps = make_client(fake_openai)
+    assert client.complete_json("judge this", Verdict).usage.calls == 2
+    assert sleeps == [] and client.output_mode() == "json_object"  # no retries of the 500
+
+
 def test_concurrent_first_calls_probe_once(fake_openai: FakeOpenAI) -> None:
     fake_openai.rejected_formats = {"json_schema"}
     fake_openai.default = Reply(content=GOOD, delay=0.05)
