@@ -31,6 +31,11 @@ read -r trace_id case_id <<<"$case_line"
 step "Why did case $case_id fail?"
 "$BIN/memtrace" explain "$case_id" --trace "$trace_id" --judge offline
 
-browser=$("$BIN/memtrace" neo4j status --json | "$BIN/python" -c 'import json,sys; print(json.load(sys.stdin)["browser_url"])')
-printf '\nExplore the graph in Neo4j Browser: %s (user neo4j, password in %s)\n' \
-  "$browser" "${MEMTRACE_HOME:-$HOME/.local/share/memtrace}/neo4j/password"
+step "Failure classes: which operation, error type and inputs fail most"
+"$BIN/memtrace" patterns --run demo
+
+step "The diagnostic report (self-contained HTML + Markdown)"
+"$BIN/memtrace" report --run demo --out demo-report
+
+printf '\nOpen demo-report/report.html in any browser (it works offline).\n'
+printf 'Explore the patterns in Neo4j Browser: memtrace browser --run demo (prints the URL, serves the guide)\n'

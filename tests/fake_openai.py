@@ -9,18 +9,22 @@ Usage in a test module::
         ... point openai / LLMClient at fake_openai.base_url ...
         assert len(fake_openai.chat_requests) == 2
 
-Each chat request consumes the next scripted reply; when the script is empty, ``default`` answers
-(``None`` = HTTP 500 "script exhausted", so an unexpected call fails loudly); a ``responder``
-(request body -> Reply) answers instead when set, for replies that depend on the question.
-``rejected_formats`` names ``response_format`` types answered with HTTP 400 (as an endpoint that
-does not support them; no reply is consumed). ``/v1/embeddings`` returns deterministic vectors
-derived from each input's hash. Every request is recorded (header names lower-cased).
+Each chat request consumes the next scripted reply; when the script is empty, ``responder`` (a
+function of the request body, e.g. ``Mem0Replies``) answers, then ``default`` (``None`` = HTTP 500
+"script exhausted", so an unexpected call fails loudly). ``/v1/embeddings`` returns deterministic
+vectors derived from each input's hash, or with ``bag_of_words`` set, word-count vectors of that
+many dimensions (cosine similarity then follows shared words, as a real embedder roughly does).
+Every request is recorded (header names lower-cased).
+``rejected_formats`` names ``response_format`` types answered with ``rejected_status`` (400; as
+an endpoint that does not support them; no reply is consumed).
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -55,7 +59,8 @@ class FakeOpenAI:
         self._lock = threading.Lock()
         self._script: list[Reply] = []
         self.default: Reply | None = None
-        self.responder: Callable[[dict[str, Any]], Reply] | None = None
+        self.responder: Callable[[dict[str, Any]], Reply | None] | None = None
+        self.bag_of_words: int | None = None
         self.rejected_formats: set[str] = set()
         self.rejected_status = 400  # llama.cpp's Python server says 500
         self.in_flight = 0
@@ -89,7 +94,11 @@ class FakeOpenAI:
         with self._lock:
             if self._script:
                 return self._script.pop(0)
-        return self.responder(body) if self.responder is not None else self.default
+        if self.responder is not None:
+            reply = self.responder(body)
+            if reply is not None:
+                return reply
+        return self.default
 
     def _record(self, item: Recorded) -> None:
         with self._lock:
@@ -109,7 +118,7 @@ class FakeOpenAI:
                     Recorded(self.path, body, {k.lower(): v for k, v in self.headers.items()})
                 )
                 if self.path.endswith("/embeddings"):
-                    self._send(200, _embeddings(body))
+                    self._send(200, _embeddings(body, fake.bag_of_words))
                     return
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
@@ -176,13 +185,20 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     }
 
 
-def _embeddings(body: dict[str, Any]) -> dict[str, Any]:
+def _embeddings(body: dict[str, Any], bag_of_words: int | None = None) -> dict[str, Any]:
     inputs = body.get("input", [])
     texts = [inputs] if isinstance(inputs, str) else list(inputs)
     data = []
     for index, text in enumerate(texts):
-        digest = hashlib.sha256(str(text).encode("utf-8")).digest()
-        vector = [(b - 128) / 128 for b in digest[:8]]
+        if bag_of_words:
+            vector = [0.0] * bag_of_words
+            for word in re.findall(r"[a-z0-9]+", str(text).lower()):
+                slot = int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "big")
+                vector[slot % bag_of_words] += 1.0
+            vector[0] += 0.01  # never the zero vector
+        else:
+            digest = hashlib.sha256(str(text).encode("utf-8")).digest()
+            vector = [(b - 128) / 128 for b in digest[:8]]
         data.append({"object": "embedding", "index": index, "embedding": vector})
     tokens = sum(len(str(t).split()) for t in texts)
     return {
@@ -201,3 +217,73 @@ def fake_openai_fixture() -> Iterator[FakeOpenAI]:
         yield server
     finally:
         server.stop()
+
+
+class Mem0Replies:
+    """Valid replies to the real Mem0's prompts (mem0ai 1.0.x), with faults to plant.
+
+    Fact extraction: the user message (``"<speaker>: <text>"``) is the one fact, unless its text
+    contains one of ``drop`` (then no fact: an extraction fault). Update decision: ADD each new
+    fact whose text no current memory has, NONE for the rest; when a new fact contains a
+    ``trigger``, DELETE every current memory whose text contains ``delete[trigger]``, and UPDATE
+    every one containing ``overwrite[trigger]`` to the new fact (the old text is lost).
+    """
+
+    def __init__(self) -> None:
+        self.drop: set[str] = set()
+        self.delete: dict[str, str] = {}
+        self.overwrite: dict[str, str] = {}
+        self.added = 0
+        self.planted: list[dict[str, str]] = []
+
+    def __call__(self, body: dict[str, Any]) -> Reply | None:
+        messages = body.get("messages", [])
+        system = next((m["content"] for m in messages if m.get("role") == "system"), "")
+        user = next((m["content"] for m in messages if m.get("role") == "user"), "")
+        if "Personal Information Organizer" in system:
+            return Reply(json.dumps({"facts": self.facts(user)}))
+        if "smart memory manager" in user:
+            return Reply(json.dumps({"memory": self.decide(user)}))
+        return None
+
+    def facts(self, prompt: str) -> list[str]:
+        found = []
+        for line in prompt.removeprefix("Input:\n").splitlines():
+            if line.startswith("user: ") and not any(d in line for d in self.drop):
+                found.append(line.removeprefix("user: ").strip())
+        return found
+
+    def decide(self, prompt: str) -> list[dict[str, str]]:
+        head, _, tail = prompt.partition("The new retrieved facts are mentioned")
+        facts: list[str] = ast.literal_eval(_block(tail, 0))
+        memories: list[dict[str, str]] = []
+        if "Below is the current content of my memory" in head:
+            memories = ast.literal_eval(_block(head, -1))
+        actions = []
+        known = {m["text"] for m in memories}
+        for fact in facts:
+            planted = [
+                {"id": m["id"], "text": m["text"], "event": "DELETE"}
+                for trigger, target in self.delete.items()
+                if trigger in fact
+                for m in memories
+                if target in m["text"]
+            ] + [
+                {"id": m["id"], "text": fact, "event": "UPDATE", "old_memory": m["text"]}
+                for trigger, target in self.overwrite.items()
+                if trigger in fact
+                for m in memories
+                if target in m["text"]
+            ]
+            self.planted += planted
+            actions += planted
+            if fact not in known and not any(a["event"] == "UPDATE" for a in planted):
+                self.added += 1
+                actions.append({"id": f"new-{self.added}", "text": fact, "event": "ADD"})
+        return actions
+
+
+def _block(text: str, which: int) -> str:
+    """The first (0) or last (-1) triple-backtick block of ``text``."""
+    blocks = re.findall(r"```\s*(.*?)\s*```", text, flags=re.DOTALL)
+    return str(blocks[which]) if blocks else "[]"

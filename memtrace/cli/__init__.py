@@ -22,6 +22,9 @@ COMMANDS = {
     "attribute": "memtrace.cli.attribute:attribute_command",
     "eval": "memtrace.cli.attribute:eval_command",
     "explain": "memtrace.cli.attribute:explain_command",
+    "patterns": "memtrace.cli.patterns:patterns_command",
+    "report": "memtrace.cli.report:report_command",
+    "browser": "memtrace.cli.browser:browser_command",
 }
 
 

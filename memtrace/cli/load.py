@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import click
@@ -21,7 +22,9 @@ from memtrace.cli.options import choice, neo4j_options
 from memtrace.cli.output import make_console
 from memtrace.db import connect
 from memtrace.loaders.load import DEFAULT_BATCH_SIZE, FORMATS, LoadOptions, LoadSummary, load_paths
+from memtrace.loaders.otlp import LabeledQuestion, Labels
 from memtrace.settings import Settings
+from memtrace.systems.locomo import load_locomo
 
 console = make_console(stderr=True)
 
@@ -82,6 +85,26 @@ def render_summary(summary: LoadSummary) -> Table:
     return table
 
 
+def locomo_labels(path: Path) -> Labels:
+    """The questions of a LoCoMo-format file, as the OTLP importer joins them."""
+    questions = []
+    for conv in load_locomo(path):
+        turns = conv.turns()
+        for q in conv.questions:
+            questions.append(
+                LabeledQuestion(
+                    conversation=conv.sample_id,
+                    case_id=f"{conv.sample_id}-qa-{q.number}",
+                    question=q.text,
+                    answer=q.answer,
+                    category=q.category,
+                    evidence=tuple(turns[d].text for d in q.evidence if d in turns),
+                    missing_evidence=tuple(d for d in q.evidence if d not in turns),
+                )
+            )
+    return Labels(str(path), tuple(questions))
+
+
 @click.command("load", cls=ErrorReportingCommand)
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
@@ -100,6 +123,11 @@ def render_summary(summary: LoadSummary) -> Table:
     type=click.Choice(FORMATS),
     help="Input format (default: detected per file).",
 )
+@click.option(
+    "--labels",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="OTLP files: LoCoMo-format questions to join as cases (by session.id and question).",
+)
 @click.option("--dry-run", is_flag=True, help="Validate only; write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @neo4j_options
@@ -110,11 +138,12 @@ def load_command(
     system: str | None,
     dataset: str | None,
     fmt: str | None,
+    labels: Path | None,
     dry_run: bool,
     as_json: bool,
     settings: Settings,
 ) -> None:
-    """Load trace files (native *.jsonl or smartcomment *.json), folders or globs into Neo4j.
+    """Load trace files (native *.jsonl, smartcomment *.json or OTLP JSON), folders or globs.
 
     Every file is validated completely before anything is written; re-loading a trace replaces
     it (identical counts); an interrupted load is cleaned up by the next load of that trace.
@@ -126,6 +155,7 @@ def load_command(
         dataset=dataset,
         format=choice(fmt, FORMATS) if fmt is not None else None,
         dry_run=dry_run,
+        labels=locomo_labels(labels) if labels is not None else None,
     )
     if dry_run:
         summary = load_paths(None, list(paths), options)

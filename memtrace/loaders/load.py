@@ -16,6 +16,7 @@ from memtrace.errors import InputError
 from memtrace.loaders.index import TraceIndex, build_index
 from memtrace.loaders.models import AnyRecord
 from memtrace.loaders.native import read_native
+from memtrace.loaders.otlp import Labels, looks_like_otlp, read_otlp
 from memtrace.loaders.rows import (
     count_properties,
     next_version_rows,
@@ -26,8 +27,8 @@ from memtrace.loaders.rows import (
 from memtrace.loaders.smartcomment import read_smartcomment
 from memtrace.loaders.writer import BatchWriter, begin_trace, complete_trace
 
-Format = Literal["native", "smartcomment"]
-FORMATS: tuple[Format, ...] = ("native", "smartcomment")
+Format = Literal["native", "smartcomment", "otlp"]
+FORMATS: tuple[Format, ...] = ("native", "smartcomment", "otlp")
 DEFAULT_BATCH_SIZE = 5_000
 TRACE_SUFFIXES = (".jsonl", ".json")
 
@@ -59,6 +60,7 @@ class LoadOptions:
     dataset: str | None = None
     format: Format | None = None
     dry_run: bool = False
+    labels: Labels | None = None  # questions joined into OTLP traces as cases
 
 
 @dataclass
@@ -140,9 +142,13 @@ def expand_paths(patterns: list[str]) -> list[Path]:
 
 
 def detect_format(file: Path) -> Format:
-    """Native when the first non-blank line is a JSON object with a ``type``; else smartcomment."""
+    """OTLP when the first key is ``resourceSpans``; native when the first non-blank line is a
+    JSON object with a ``type``; else smartcomment."""
     try:
         with file.open("rb") as handle:
+            if looks_like_otlp(handle.read(4096)):
+                return "otlp"
+            handle.seek(0)
             for raw in handle:
                 if not raw.strip():
                     continue
@@ -160,10 +166,14 @@ def detect_format(file: Path) -> Format:
     return "native"
 
 
-def record_source(file: Path, fmt: Format) -> Callable[[], Iterator[tuple[str, AnyRecord]]]:
+def record_source(
+    file: Path, fmt: Format, labels: Labels | None = None
+) -> Callable[[], Iterator[tuple[str, AnyRecord]]]:
     """A function that reads the file's records again each time it is called."""
     if fmt == "native":
         return lambda: read_native(file)
+    if fmt == "otlp":
+        return lambda: iter(read_otlp(file, labels))
     return lambda: iter(read_smartcomment(file))
 
 
@@ -196,7 +206,7 @@ def load_paths(
         owners: dict[str, Path] = {}
         for file in files:
             fmt = options.format or detect_format(file)
-            index = build_index(str(file), record_source(file, fmt)())
+            index = build_index(str(file), record_source(file, fmt, options.labels)())
             trace_id = options.trace_id or index.trace.id
             planned.append(_Planned(file, fmt, index, trace_id))
             if trace_id in owners:
@@ -269,7 +279,7 @@ def _write(
         progress.advance,
         on_ids=lambda _, pairs: index.store_element_ids(pairs),
     )
-    source = record_source(plan.file, plan.format)
+    source = record_source(plan.file, plan.format, options.labels)
     try:
         writer.add_all(row for node in index.nodes(source()) for row in node_rows(node))
         writer.flush_all()  # every node and its element id exists before any relationship

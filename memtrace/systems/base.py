@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import TypeVar
 
+from memtrace.settings import Settings
 from memtrace.systems.core import (
     Applied,
     Backend,
@@ -66,8 +67,10 @@ class System(ABC):
         prompts: Mapping[str, str] | None = None,
         faults: Sequence[Fault] = (),
         ranker: Ranker | None = None,
+        settings: Settings | None = None,
     ) -> None:
         self.backend = backend
+        self.settings = settings  # for systems that call an endpoint themselves (mem0-lib)
         self.ranker = ranker or BM25Ranker()
         self.params = params or Params()
         self.prompts = {**DEFAULTS, **(prompts or {})}

@@ -17,6 +17,7 @@ from memtrace.systems.base import System
 from memtrace.systems.core import Backend
 from memtrace.systems.long_context import LongContextSystem
 from memtrace.systems.mem0 import Mem0System
+from memtrace.systems.mem0_lib import Mem0LibSystem
 from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.rag import RagSystem
 from memtrace.systems.rankers import BM25Ranker, EmbeddingRanker, Ranker
@@ -25,10 +26,15 @@ SystemFactory = Callable[..., System]  # (backend, *, params, faults, ranker, ..
 BackendFactory = Callable[[Settings | None], Backend]
 RankerFactory = Callable[[Settings | None, str | None], Ranker]
 
-SYSTEMS: dict[str, SystemFactory] = {
+# our re-implementations: offline-capable, deterministic, faults can be planted in them
+REFERENCE_SYSTEMS: dict[str, SystemFactory] = {
     "mem0": Mem0System,
     "rag": RagSystem,
     "long-context": LongContextSystem,
+}
+SYSTEMS: dict[str, SystemFactory] = {
+    **REFERENCE_SYSTEMS,
+    "mem0-lib": Mem0LibSystem,  # the real Mem0 library (extra memtrace[mem0]; an endpoint)
 }
 
 

@@ -82,6 +82,7 @@ def run_system(
         name,
         make_backend(backend, settings),
         ranker=make_ranker(retriever, settings, embedding_model),
+        settings=settings,
     )
     for conv in conversations:
         clock = SimClock() if deterministic else WallClock()

@@ -46,12 +46,16 @@ def trace(
     clock: Clock | None = None,
     metadata: dict[str, Any] | None = None,
     enabled: bool = True,
+    tracer_class: Callable[..., Tracer] = Tracer,
 ) -> Iterator[Tracer | None]:
-    """Record everything inside the block into the native trace file ``path``."""
+    """Record everything inside the block into the native trace file ``path``.
+
+    ``tracer_class`` builds the tracer (a subclass may record elsewhere too, e.g. OTel spans).
+    """
     if not enabled:
         yield None
         return
-    tracer = Tracer(
+    tracer = tracer_class(
         Path(path), trace_id, system=system, dataset=dataset, clock=clock, metadata=metadata
     )
     token = _tracer.set(tracer)

@@ -32,6 +32,7 @@ QUERYING = {
     "memtrace.admin",
     "memtrace.attribution.store",
     "memtrace.loaders.writer",
+    "memtrace.patterns.reader",
     "memtrace.cli.attribute",  # prints explain_view for Neo4j Browser, does not run it
 }
 PURE_ATTRIBUTION = {

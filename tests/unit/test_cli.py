@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import click
 import pytest
 from click.testing import CliRunner
@@ -38,3 +40,15 @@ def test_piped_console_keeps_table_columns(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setenv("COLUMNS", "100")
     assert make_console().width == 100
+
+
+def test_run_mem0_lib_without_an_endpoint_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MEMTRACE_HOME", str(tmp_path))
+    result = CliRunner().invoke(cli, ["run", "mem0-lib", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1
+    assert "mem0-lib needs an OpenAI-compatible endpoint" in result.output
+    assert not list((tmp_path / "out").glob("*.jsonl"))

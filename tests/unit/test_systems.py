@@ -20,13 +20,13 @@ from memtrace.systems.mem0 import Mem0System
 from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.params import Params
 from memtrace.systems.prompts import FACT_EXTRACTION
-from memtrace.systems.registry import SYSTEMS
+from memtrace.systems.registry import REFERENCE_SYSTEMS
 from memtrace.systems.runner import run_conversation, run_system
 from memtrace.systems.temporal import annotate
 from memtrace.tracing import SimClock
 
 
-@pytest.mark.parametrize("system", sorted(SYSTEMS))
+@pytest.mark.parametrize("system", sorted(REFERENCE_SYSTEMS))
 def test_same_input_same_bytes_and_valid_traces(system: str, tmp_path: Path) -> None:
     convs = load_locomo(SAMPLE_PATH, Subset(conversations=("1", "sample-2")))
     first = run_system(system, convs, tmp_path / "a", deterministic=True)
@@ -165,7 +165,7 @@ def test_relative_dates_are_resolved_against_the_memory_date() -> None:
     assert "ten years ago (10 years ago)" in text
 
 
-@pytest.mark.parametrize("system", sorted(SYSTEMS))
+@pytest.mark.parametrize("system", sorted(REFERENCE_SYSTEMS))
 def test_same_bytes_across_processes_on_locomo(
     system: str, shared_data: Path, tmp_path: Path
 ) -> None:

@@ -25,8 +25,10 @@ CALL (q, answer) {
   WITH direct, collect(r2 {.id, .seq})[..1] AS latest
   RETURN CASE WHEN size(direct) > 0 THEN direct ELSE latest END AS retrieval_ops
 }
+// In message order: which key sentence a verdict quotes must not depend on storage order.
 CALL (c) {
   OPTIONAL MATCH (c)-[:EVIDENCE]->(m:Variable)
+  WITH m ORDER BY m.seq, m.id
   RETURN collect(m.id) AS evidence_ids
 }
 RETURN c.id AS case_id, c.query AS question, coalesce(c.golden_answers, []) AS golden_answers,

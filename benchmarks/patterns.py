@@ -1,0 +1,177 @@
+"""Failure patterns at scale: `memtrace patterns` and `memtrace report` over >= 10,000
+attributed failed cases, as ratios to one `MATCH (a:Attribution) RETURN count(a)`.
+
+    .venv/bin/python benchmarks/patterns.py --traces 50 --cases 220
+
+1. Writes a synthetic attributed graph with UNWIND (no loader, no judge: the aggregates are what
+   is measured): --traces complete traces of three systems, each with 100 messages, an
+   extraction and an update operation per message (extraction reads a versioned prompt),
+   --cases failed cases with a query, one or two evidence messages, a search (reads top_k) and
+   an answer (reads a prompt), and one Attribution per case in one run, blaming an extraction,
+   update, search or answer op (1% of the attributions failed).
+2. Times, --repeat times each (median, after one warm-up): the baseline count query; the
+   library call `failure_classes` (the query + shaping); the whole `memtrace patterns --format
+   json` command in a child process (interpreter start and imports included); `make_report`
+   in-process (every query, charts, HTML + Markdown written).
+3. Deletes everything it wrote. JSON on stdout, then a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from queries import benchmark_query
+
+from memtrace import patterns
+from memtrace.admin import delete_trace, init_schema
+from memtrace.db import Database, connect
+from memtrace.report.build import make_report
+from memtrace.settings import load_settings
+
+SYSTEMS = ("mem0", "rag", "long-context")
+MESSAGES = 100
+BASELINE = "MATCH (a:Attribution) RETURN count(a) AS n"
+
+TRACE = benchmark_query("patterns_seed_trace")
+CASES = benchmark_query("patterns_seed_cases")
+
+BLAME = (  # (op id prefix, error type, weight)
+    ("ex", "ExtractionError", 4),
+    ("up", "UpdateError", 3),
+    ("s-", "RetrievalError", 2),
+    ("qa-", "ResponseError", 1),
+)
+CATEGORIES = ("single-hop", "multi-hop", "temporal", "open-domain", "adversarial")
+
+
+def _case_rows(trace_index: int, cases: int) -> list[dict[str, Any]]:
+    rows = []
+    weights = [w for _, _, w in BLAME]
+    for n in range(cases):
+        cid = f"q{n}"
+        message = (n * 7 + trace_index) % MESSAGES
+        pick = (n * 13 + trace_index) % sum(weights)
+        prefix, error_type = next(
+            (p, e) for (p, e, _), edge in zip(BLAME, _edges(weights), strict=True) if pick < edge
+        )
+        op_id = f"{prefix}{message}" if prefix in ("ex", "up") else f"{prefix}{cid}"
+        failed = n % 100 == 99  # 1% of the attributions failed
+        rows.append(
+            {
+                "id": cid,
+                "seq": 10_000 + 3 * n,
+                "category": CATEGORIES[n % len(CATEGORIES)],
+                "evidence": [f"m{message}"] + ([f"m{(message + 31) % MESSAGES}"] if n % 3 else []),
+                "op_id": None if failed else op_id,
+                "error_type": None if failed else error_type,
+                "confidence": None if failed else 0.5 + (n % 5) / 10,
+                "error": "synthetic failure" if failed else None,
+            }
+        )
+    return rows
+
+
+def _edges(weights: list[int]) -> list[int]:
+    total, edges = 0, []
+    for weight in weights:
+        total += weight
+        edges.append(total)
+    return edges
+
+
+def seed(db: Database, scope: str, traces: int, cases: int) -> tuple[str, list[str]]:
+    run_id = f"{scope}-run"
+    ids = []
+    for i in range(traces):
+        trace_id = f"{scope}-{i}"
+        ids.append(trace_id)
+        system = SYSTEMS[i % len(SYSTEMS)]
+        db.run(TRACE, trace_id=trace_id, system=system, version=1 + i % 2, messages=MESSAGES)
+        db.run(CASES, trace_id=trace_id, run_id=run_id, cases=_case_rows(i, cases))
+    return run_id, ids
+
+
+def timed(work: Callable[[], object], repeat: int) -> float:
+    work()  # warm-up: plans cached, pages in memory
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        work()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+def cli_patterns(run_id: str) -> None:
+    command = [str(Path(sys.executable).parent / "memtrace"), "patterns", "--run", run_id]
+    result = subprocess.run(
+        [*command, "--format", "json"], capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"memtrace patterns failed: {result.stderr}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces", type=int, default=50)
+    parser.add_argument("--cases", type=int, default=220, help="failed cases per trace")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    scope = f"bp{uuid.uuid4().hex[:8]}"
+    with connect(load_settings()) as db:
+        init_schema(db)
+        started = time.perf_counter()
+        run_id, ids = seed(db, scope, args.traces, args.cases)
+        seed_seconds = time.perf_counter() - started
+        try:
+            attributed = db.run(
+                "MATCH (a:Attribution {run_id: $run_id}) RETURN count(a) AS n", run_id=run_id
+            )[0]["n"]
+            classes = patterns.failure_classes(db, run_id)
+            baseline = timed(lambda: db.run(BASELINE), args.repeat)
+            library = timed(lambda: patterns.failure_classes(db, run_id), args.repeat)
+            command = timed(lambda: cli_patterns(run_id), args.repeat)
+            with tempfile.TemporaryDirectory() as out:
+                report = timed(lambda: make_report(db, run_id, Path(out)), args.repeat)
+        finally:
+            for trace_id in ids:
+                delete_trace(db, trace_id)
+    result = {
+        "traces": args.traces,
+        "attributed_failed_cases": attributed,
+        "classes": len(classes),
+        "seed_seconds": round(seed_seconds, 1),
+        "load_average": os.getloadavg()[0],
+        "baseline_count_s": baseline,
+        "failure_classes_s": library,
+        "patterns_command_s": command,
+        "report_s": report,
+        "ratio_failure_classes": library / baseline,
+        "ratio_patterns_command": command / baseline,
+        "ratio_report": report / baseline,
+    }
+    print(json.dumps(result, indent=2))
+    print(
+        f"\n| measure | median s | ratio to count(a) |\n|---|---|---|\n"
+        f"| `MATCH (a:Attribution) RETURN count(a)` | {baseline:.4f} | 1 |\n"
+        f"| `failure_classes` (library) | {library:.3f} | {library / baseline:.0f} |\n"
+        f"| `memtrace patterns --format json` (process) | {command:.3f} | "
+        f"{command / baseline:.0f} |\n"
+        f"| `make_report` | {report:.3f} | {report / baseline:.0f} |\n"
+        f"\n{attributed} attributed failed cases in {args.traces} traces, {len(classes)} "
+        f"classes; load average {result['load_average']:.1f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

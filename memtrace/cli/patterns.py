@@ -1,0 +1,185 @@
+"""`memtrace patterns`: failure classes and breakdowns of a run, or two runs compared."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import click
+import pandas as pd
+from rich.table import Table
+
+from memtrace import patterns
+from memtrace.cli.options import neo4j_options
+from memtrace.cli.output import make_console
+from memtrace.db import Database, connect
+from memtrace.patterns import export
+from memtrace.settings import Settings
+from memtrace.taxonomy import ERROR_TYPES
+
+console = make_console()
+
+
+@dataclass(frozen=True)
+class Filters:
+    system: str | None
+    error_type: str | None
+    min_count: int
+
+
+@dataclass(frozen=True)
+class View:
+    """One table `memtrace patterns` can show: how to compute it and which columns to print."""
+
+    compute: Callable[[Database, str, Filters], pd.DataFrame]
+    columns: tuple[str, ...]
+    help: str
+
+
+def _classes(db: Database, run_id: str, f: Filters) -> pd.DataFrame:
+    return patterns.failure_classes(
+        db, run_id, system=f.system, error_type=f.error_type, min_count=f.min_count
+    )
+
+
+VIEWS: dict[str, View] = {
+    "classes": View(
+        _classes,
+        (
+            "system",
+            "op_name",
+            "stage",
+            "error_type",
+            "inputs",
+            "cases",
+            "share_of_failures",
+            "share_of_executions",
+            "median_confidence",
+            "example_cases",
+        ),
+        "failure classes (default)",
+    ),
+    "categories": View(
+        lambda db, run, f: patterns.by_category(db, run, system=f.system),
+        ("system", "category", "error_type", "cases", "share_of_category"),
+        "cases by question category and error type",
+    ),
+    "sessions": View(
+        lambda db, run, f: patterns.by_session(db, run, system=f.system),
+        ("system", "session_index", "error_type", "cases", "evidence"),
+        "evidence by the session it sits in",
+    ),
+    "ages": View(
+        lambda db, run, f: patterns.by_age(db, run, system=f.system),
+        ("system", "age", "error_type", "cases", "evidence"),
+        "evidence by its age at question time (messages in between)",
+    ),
+    "funnel": View(
+        lambda db, run, f: patterns.evidence_funnel(db, run, system=f.system),
+        ("system", "stage", "evidence", "share"),
+        "evidence-loss funnel",
+    ),
+    "failed": View(
+        lambda db, run, f: patterns.failed_attributions(db, run, system=f.system),
+        ("system", "trace_id", "case_id", "error", "question"),
+        "cases whose attribution failed",
+    ),
+}
+
+COMPARE_COLUMNS = ("status", "system", "op_name", "error_type", "cases_a", "cases_b", "change")
+
+
+def _cell(column: str, value: object) -> str:
+    if column == "inputs" and isinstance(value, list) and not value:
+        return "[yellow]no optimizable input[/]"
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    if isinstance(value, float):
+        if value != value:  # NaN: unknown
+            return "-"
+        return f"{value:.0%}" if column.startswith("share") else f"{value:.2f}"
+    return str(value)
+
+
+def _table(frame: pd.DataFrame, columns: tuple[str, ...], title: str) -> Table:
+    table = Table(title=title)
+    numeric = {"cases", "evidence", "cases_a", "cases_b", "change", "session_index"}
+    for column in columns:
+        right = column in numeric or column.startswith(("share", "median"))
+        table.add_column(column.replace("_", " "), justify="right" if right else "left")
+    for row in frame.to_dict(orient="records"):
+        table.add_row(*(_cell(column, row[column]) for column in columns))
+    return table
+
+
+def _emit(frame: pd.DataFrame, fmt: str, columns: tuple[str, ...], title: str) -> None:
+    if fmt == "json":
+        click.echo(export.to_json(frame))
+    elif fmt == "csv":
+        click.echo(export.to_csv(frame), nl=False)
+    else:
+        console.print(_table(frame, columns, title))
+
+
+@click.command("patterns")
+@click.option("--run", "run_id", help="Attribution run [default: the newest].")
+@click.option("--system", help="Only this memory system (e.g. mem0, rag, long-context).")
+@click.option("--error-type", type=click.Choice(ERROR_TYPES), help="Only this error type.")
+@click.option("--min-count", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option(
+    "--view",
+    type=click.Choice(sorted(VIEWS)),
+    default="classes",
+    show_default=True,
+    help="; ".join(f"{name}: {view.help}" for name, view in sorted(VIEWS.items())),
+)
+@click.option(
+    "--compare",
+    nargs=2,
+    metavar="RUN_A RUN_B",
+    help="Classes that appeared, grew, shrank or vanished from run A to run B.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+)
+@neo4j_options
+def patterns_command(
+    settings: Settings,
+    run_id: str | None,
+    system: str | None,
+    error_type: str | None,
+    min_count: int,
+    view: str,
+    compare: tuple[str, str] | None,
+    fmt: str,
+) -> None:
+    """Failure classes of an attribution run: which operation, error type and inputs fail most.
+
+    Lists are JSON arrays in CSV cells; JSON output is strict (unknown numbers are null).
+    """
+    if view != "classes" and (error_type or min_count > 1):
+        raise click.UsageError("--error-type and --min-count filter the classes view only")
+    filters = Filters(system, error_type, min_count)
+    with connect(settings) as db:
+        if compare:
+            run_a, run_b = compare
+            table = patterns.compare_runs(db, run_a, run_b, system=system, error_type=error_type)
+            _emit(table, fmt, COMPARE_COLUMNS, f"failure classes: {run_a} -> {run_b}")
+            return
+        if run_id is None:
+            run_id = patterns.latest_run(db)
+        else:
+            patterns.require_run(db, run_id)
+        chosen = VIEWS[view]
+        frame = chosen.compute(db, run_id, filters)
+        failed = patterns.failed_attributions(db, run_id, system=system)
+    _emit(frame, fmt, chosen.columns, f"{chosen.help} - attribution run {run_id}")
+    if fmt == "table" and view == "classes" and not failed.empty:
+        console.print(
+            f"{len(failed)} case(s) whose attribution failed are not in any class: "
+            f"`memtrace patterns --run {run_id} --view failed`"
+        )

@@ -1,0 +1,1 @@
+"""Integrations with systems and tools memtrace did not write (optional extras)."""

@@ -1,0 +1,583 @@
+"""OpenTelemetry trace files (OTLP JSON) with OpenInference / OTel GenAI attributes -> records.
+
+Every span becomes an operation; its inputs and outputs become variables (one variable per
+exact text, which is what links one span's output to a later span's input); documents
+(retrieved, or written in a Mem0-style ``{"results": [{id, memory, event}]}`` output) become
+versioned variables named by their id; cases come from ``memtrace.case.*`` span attributes or a
+LoCoMo labels file. The mapping, and what it loses or infers, is in docs/trace-format.md.
+Reading and validation: otlp_json.py; attribute conventions: otlp_attributes.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from memtrace.errors import InputError
+from memtrace.loaders.models import (
+    AnyRecord,
+    CaseRecord,
+    EdgeRecord,
+    OperationRecord,
+    SessionRecord,
+    TraceRecord,
+    VariableRecord,
+)
+from memtrace.loaders.otlp_attributes import (
+    GEN_AI_KINDS,
+    OPENINFERENCE_KINDS,
+    input_category,
+    output_category,
+    retrieved_documents,
+    span_inputs,
+    span_kind,
+    span_outputs,
+    written_documents,
+)
+from memtrace.loaders.otlp_json import Span, looks_like_otlp, read_spans
+from memtrace.taxonomy import Kind
+
+__all__ = [
+    "GEN_AI_KINDS",
+    "OPENINFERENCE_KINDS",
+    "LabeledQuestion",
+    "Labels",
+    "looks_like_otlp",
+    "read_otlp",
+]
+
+CASE_PREFIX: Final = "memtrace.case."
+
+
+@dataclass(frozen=True)
+class LabeledQuestion:
+    """A question to join into an OTLP trace as a case (``memtrace load --labels`` reads them
+    from a LoCoMo-format file)."""
+
+    conversation: str  # matched against the spans' session.id
+    case_id: str
+    question: str  # matched against a variable's exact text
+    answer: str
+    category: str | None
+    evidence: tuple[str, ...]  # texts of the messages that hold the answer
+    missing_evidence: tuple[str, ...] = ()  # evidence ids that name no message of the file
+
+
+@dataclass(frozen=True)
+class Labels:
+    source: str  # the file they came from, for errors
+    questions: tuple[LabeledQuestion, ...]
+
+
+def read_otlp(file: Path, labels: Labels | None = None) -> list[tuple[str, AnyRecord]]:
+    """Parse, validate and convert one OTLP JSON file; the first record is the TraceRecord.
+
+    ``labels``: questions that become cases (joined by conversation = the spans' ``session.id``
+    and by question text).
+    """
+    path = str(file)
+    spans = read_spans(file)
+    if not spans:
+        raise InputError(
+            path, None, "no spans: the file holds no resourceSpans[].scopeSpans[].spans"
+        )
+    return _Converter(path, file.stem, spans, labels).convert()
+
+
+# -- conversion -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Var:
+    id: str
+    name: str
+    version: int
+    value: str | None
+    category: str | None
+    created_ns: int
+    seq: int
+    session: str
+    class_name: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Op:
+    span: Span
+    kind: Kind
+    seq: int
+    reads: dict[str, None] = field(default_factory=dict)
+    writes: dict[str, None] = field(default_factory=dict)
+    edges: list[tuple[str, str]] = field(default_factory=list)
+
+
+class _Converter:
+    def __init__(self, path: str, stem: str, spans: list[Span], labels: Labels | None) -> None:
+        self.path = path
+        self.stem = stem
+        self.spans = spans
+        self.labels = labels
+        self.variables: list[_Var] = []
+        self.by_text: dict[str, list[_Var]] = {}
+        self.by_id: dict[str, _Var] = {}
+        self.documents: dict[str, _Var] = {}  # document id -> latest version
+        self.ops: list[_Op] = []
+        self.seq = 0
+        self.marker: _Var | None = None
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    def convert(self) -> list[tuple[str, AnyRecord]]:
+        self._order()
+        for span in self.spans:
+            self._operation(span)
+        cases = self._cases()
+        return [
+            ("$", self._trace()),
+            *self._sessions(),
+            *((v.id, self._variable_record(v)) for v in self.variables),
+            *self._operation_records(),
+            *cases,
+        ]
+
+    def _order(self) -> None:
+        seen: dict[tuple[str, str], Span] = {}
+        for span in self.spans:
+            key = (span.trace_id, span.span_id)
+            if key in seen:
+                raise InputError(
+                    self.path,
+                    span.location,
+                    f"spanId {span.span_id} appears twice in trace {span.trace_id} "
+                    f"(first at {seen[key].location})",
+                )
+            seen[key] = span
+        for span in self.spans:
+            depth, parent = 0, span.parent_id
+            while parent is not None and (span.trace_id, parent) in seen and depth < 10_000:
+                depth += 1
+                parent = seen[(span.trace_id, parent)].parent_id
+            span.depth = depth
+        self.spans.sort(key=lambda s: (s.start_ns, s.depth, s.span_id))
+
+    # -- variables --------------------------------------------------------------------------
+
+    def _new_var(
+        self,
+        name: str,
+        value: str | None,
+        category: str | None,
+        created_ns: int,
+        session: str,
+        version: int = 1,
+        class_name: str | None = None,
+    ) -> _Var:
+        prefix = f"{class_name}:" if class_name else ""
+        var = _Var(
+            f"{prefix}{name}@{version}",
+            name,
+            version,
+            value,
+            category,
+            created_ns,
+            self.next_seq(),
+            session,
+            class_name,
+        )
+        self.variables.append(var)
+        self.by_id[var.id] = var
+        if value is not None:
+            self.by_text.setdefault(value, []).append(var)
+        return var
+
+    def _existing(self, text: str, before_ns: int) -> _Var | None:
+        """The latest variable holding exactly ``text`` that existed at ``before_ns``."""
+        found = [v for v in self.by_text.get(text, ()) if v.created_ns <= before_ns]
+        return found[-1] if found else None
+
+    # -- spans -> operations ----------------------------------------------------------------
+
+    def _operation(self, span: Span) -> None:
+        attributes = span.attributes
+        kind = span_kind(span)
+        session = span.trace_id
+        inputs = []
+        for io in span_inputs(span):  # new inputs are ranked before the op that reads them
+            var = self._existing(io.text, span.start_ns)
+            if var is None:
+                category = input_category(io.role, kind)
+                var = self._new_var(
+                    f"{span.span_id}:{io.slot}", io.text, category, span.start_ns, session
+                )
+            inputs.append(var)
+        op = _Op(span, kind, self.next_seq())
+        self.ops.append(op)
+        found = retrieved_documents(attributes)
+        written = written_documents(attributes.get("output.value"))
+        if kind == "retrieval" and written is not None:
+            # a search returning Mem0-shaped results reads those memories, it stores nothing
+            found += [(doc_id, content) for doc_id, content, _ in written]
+            written = None  # and the results are also the context it outputs
+        read_documents = [self._read_document(doc_id, content, span) for doc_id, content in found]
+        for var in (*inputs, *read_documents):
+            op.reads[var.id] = None
+        outputs: list[_Var] = []
+        for io in span_outputs(span, skip_output_value=written is not None):
+            var = self._existing(io.text, span.end_ns)
+            if var is None or var.id in op.reads:
+                var = self._new_var(
+                    f"{span.span_id}:{io.slot}",
+                    io.text,
+                    output_category(span, kind),
+                    span.end_ns,
+                    session,
+                )
+            outputs.append(var)
+        for target in outputs:
+            op.writes[target.id] = None
+            op.edges.extend((source.id, target.id) for source in (*inputs, *read_documents))
+        for doc_id, content, event in written or ():
+            self._write_document(op, doc_id, content, event, inputs)
+
+    def _read_document(self, doc_id: str, content: str | None, span: Span) -> _Var:
+        latest = self.documents.get(doc_id)
+        if latest is not None and (content is None or latest.value == content):
+            return latest
+        version = latest.version + 1 if latest is not None else 1
+        var = self._new_var(doc_id, content, "memory_entry", span.start_ns, span.trace_id, version)
+        self.documents[doc_id] = var
+        return var
+
+    def _write_document(
+        self, op: _Op, doc_id: str, content: str | None, event: str, inputs: list[_Var]
+    ) -> None:
+        span = op.span
+        latest = self.documents.get(doc_id)
+        if event == "NONE":
+            return
+        if event == "DELETE":
+            if latest is None:  # deleting a document never seen: it existed before the file
+                latest = self._read_document(doc_id, content, span)
+            if self.marker is None:
+                self.marker = self._new_var(
+                    "deleted",
+                    "DELETED",
+                    "marker",
+                    span.end_ns,
+                    span.trace_id,
+                    class_name="delete_marker",
+                )
+            op.reads[latest.id] = None
+            op.writes[self.marker.id] = None
+            op.edges.append((latest.id, self.marker.id))
+            return
+        if latest is not None and latest.value == content:
+            return
+        version = latest.version + 1 if latest is not None else 1
+        var = self._new_var(doc_id, content, "memory_entry", span.end_ns, span.trace_id, version)
+        self.documents[doc_id] = var
+        op.writes[var.id] = None
+        sources = [latest] if latest is not None else []
+        if latest is not None:
+            op.reads[latest.id] = None  # an update reads the version it replaces
+        op.edges.extend((source.id, var.id) for source in (*sources, *inputs))
+
+    # -- cases ------------------------------------------------------------------------------
+
+    def _cases(self) -> list[tuple[str, AnyRecord]]:
+        cases: dict[str, CaseRecord] = {}
+        locations: dict[str, str] = {}
+        for op in self.ops:
+            found = self._span_case(op)
+            if found is not None:
+                if found.id in cases:
+                    raise InputError(
+                        self.path,
+                        op.span.location,
+                        f"{CASE_PREFIX}id {found.id!r} is also recorded at {locations[found.id]}",
+                    )
+                cases[found.id] = found
+                locations[found.id] = op.span.location
+        if self.labels is not None:
+            for case in self._label_cases(cases):
+                cases[case.id] = case
+                locations[case.id] = f"labels:{case.id}"
+        queries = {case.query for case in cases.values()}
+        for var in self.variables:
+            if var.id in queries:
+                var.category = "message & query"
+        return [(locations[key], case) for key, case in cases.items()]
+
+    def _span_case(self, op: _Op) -> CaseRecord | None:
+        attributes = op.span.attributes
+        case_id = attributes.get(f"{CASE_PREFIX}id")
+        if case_id is None:
+            return None
+        where = op.span.location
+
+        def text(key: str) -> str | None:
+            value = attributes.get(CASE_PREFIX + key)
+            if value is not None and not isinstance(value, str):
+                raise InputError(self.path, where, f"{CASE_PREFIX}{key}: expected a string")
+            return value
+
+        question = text("question")
+        if not isinstance(case_id, str) or not case_id or question is None:
+            raise InputError(
+                self.path,
+                where,
+                f"a case needs string attributes {CASE_PREFIX}id and {CASE_PREFIX}question",
+            )
+        query = self._existing(question, op.span.end_ns) or self._new_var(
+            f"{op.span.span_id}:question", question, None, op.span.start_ns, op.span.trace_id
+        )
+        prediction_text = text("prediction")
+        prediction = self._existing(prediction_text, op.span.end_ns) if prediction_text else None
+        if prediction is None:
+            prediction = self._answer_of(query)
+        golden = attributes.get(CASE_PREFIX + "golden_answers", [])
+        golden_answers = [golden] if isinstance(golden, str) else golden
+        if not isinstance(golden_answers, list) or not all(
+            isinstance(g, str) for g in golden_answers
+        ):
+            raise InputError(self.path, where, f"{CASE_PREFIX}golden_answers: expected strings")
+        score = attributes.get(CASE_PREFIX + "judge_score")
+        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
+            raise InputError(self.path, where, f"{CASE_PREFIX}judge_score: expected a number")
+        if score is None and prediction is not None:
+            score = self._score_of(prediction)
+        evidence_texts = attributes.get(CASE_PREFIX + "evidence", [])
+        if not isinstance(evidence_texts, list) or not all(
+            isinstance(e, str) for e in evidence_texts
+        ):
+            raise InputError(self.path, where, f"{CASE_PREFIX}evidence: expected strings")
+        evidence, missing = self._evidence(evidence_texts)
+        return CaseRecord(
+            type="case",
+            id=case_id,
+            query=query.id,
+            query_text=question,
+            prediction=prediction.id if prediction else None,
+            prediction_text=prediction_text,
+            golden_answers=golden_answers,
+            judge_score=score,
+            category=text("category"),
+            evidence=evidence,
+            missing_evidence=missing,
+        )
+
+    def _label_cases(self, cases: dict[str, CaseRecord]) -> Iterator[CaseRecord]:
+        assert self.labels is not None
+        sessions = {
+            str(span.attributes["session.id"])
+            for span in self.spans
+            if span.attributes.get("session.id") is not None
+        }
+        matched = [q for q in self.labels.questions if q.conversation in sessions]
+        if not matched:
+            raise InputError(
+                self.labels.source,
+                None,
+                "no conversation's sample_id matches a span's session.id attribute "
+                f"(spans: {sorted(sessions)[:5] or 'none'})",
+            )
+        by_query = {case.query: case for case in cases.values()}
+        for question in matched:
+            query = self._first_with_text(question.question)
+            if query is None:
+                continue  # not asked in this trace (a subset run)
+            evidence, missing = self._evidence(list(question.evidence))
+            missing += question.missing_evidence
+            known = by_query.get(query.id)
+            if known is not None:
+                yield known.model_copy(
+                    update={
+                        "evidence": known.evidence or evidence,
+                        "missing_evidence": known.missing_evidence or missing,
+                        "golden_answers": known.golden_answers or [question.answer],
+                        "category": known.category or question.category,
+                    }
+                )
+                continue
+            prediction = self._answer_of(query)
+            yield CaseRecord(
+                type="case",
+                id=question.case_id,
+                query=query.id,
+                query_text=question.question,
+                prediction=prediction.id if prediction else None,
+                golden_answers=[question.answer],
+                judge_score=self._score_of(prediction) if prediction else None,
+                category=question.category,
+                evidence=evidence,
+                missing_evidence=missing,
+            )
+
+    def _first_with_text(self, text: str) -> _Var | None:
+        found = self.by_text.get(text) or self.by_text.get(text.strip())
+        return found[0] if found else None
+
+    def _answer_of(self, query: _Var) -> _Var | None:
+        """The first output of the earliest generation op reading the query."""
+        for op in self.ops:
+            if op.kind == "generation" and query.id in op.reads and op.writes:
+                return self._var(next(iter(op.writes)))
+        return None
+
+    def _score_of(self, prediction: _Var) -> float | None:
+        """The number a judge op reading the prediction wrote (its first numeric output)."""
+        for op in self.ops:
+            if op.kind == "judge" and prediction.id in op.reads:
+                for var_id in op.writes:
+                    value = self._var(var_id).value
+                    try:
+                        return float(value) if value is not None else None
+                    except ValueError:
+                        continue
+        return None
+
+    def _evidence(self, texts: list[str]) -> tuple[list[str], list[str]]:
+        """Message variables holding each evidence text (the earliest), and texts not found."""
+        found: list[str] = []
+        missing: list[str] = []
+        for text in texts:
+            escaped = json.dumps(text, ensure_ascii=False)[1:-1]
+            holder = next(
+                (
+                    v
+                    for v in self.variables
+                    if v.category == "message"
+                    and v.value is not None
+                    and (text in v.value or escaped in v.value)
+                ),
+                None,
+            )
+            if holder is None:
+                missing.append(text)
+            elif holder.id not in found:
+                found.append(holder.id)
+        return found, missing
+
+    def _var(self, var_id: str) -> _Var:
+        return self.by_id[var_id]
+
+    # -- records ----------------------------------------------------------------------------
+
+    def _trace(self) -> TraceRecord:
+        first = self.spans[0]
+        resource = first.resource
+        service = resource.get("service.name")
+        return TraceRecord(
+            type="trace",
+            format_version=2,
+            id=f"otlp-{self.stem}",
+            system=service if isinstance(service, str) else None,
+            created_at=_timestamp(first.start_ns),
+            metadata={
+                "source_format": "otlp",
+                "otel_trace_ids": sorted({s.trace_id for s in self.spans}),
+                "resource": _jsonable(resource),
+            },
+        )
+
+    def _sessions(self) -> Iterator[tuple[str, SessionRecord]]:
+        roots: dict[str, Span] = {}
+        for span in self.spans:
+            roots.setdefault(span.trace_id, span)
+        for trace_id, root in roots.items():
+            session_id = root.attributes.get("session.id")
+            yield (
+                root.location,
+                SessionRecord(
+                    type="session",
+                    id=trace_id,
+                    name=root.name,
+                    category="otel_trace",
+                    created_at=_timestamp(root.start_ns),
+                    metadata={"session.id": session_id} if session_id is not None else {},
+                ),
+            )
+
+    def _variable_record(self, var: _Var) -> VariableRecord:
+        return VariableRecord(
+            type="variable",
+            id=var.id,
+            name=var.name,
+            version=var.version,
+            category=var.category,
+            class_name=var.class_name,
+            value=var.value,
+            created_at=_timestamp(var.created_ns),
+            session=var.session,
+            seq=var.seq,
+            metadata=var.metadata,
+        )
+
+    def _operation_records(self) -> Iterator[tuple[str, AnyRecord]]:
+        for op in self.ops:
+            span = op.span
+            attributes = span.attributes
+            category = attributes.get("openinference.span.kind") or attributes.get(
+                "gen_ai.operation.name"
+            )
+            yield (
+                span.location,
+                OperationRecord(
+                    type="operation",
+                    id=span.span_id,
+                    name=span.name,
+                    kind=op.kind,
+                    category=str(category) if category is not None else None,
+                    session=span.trace_id,
+                    created_at=_timestamp(span.start_ns),
+                    seq=op.seq,
+                    reads=list(op.reads),
+                    writes=list(op.writes),
+                    metadata=_op_metadata(span),
+                ),
+            )
+            for i, (source, target) in enumerate(dict.fromkeys(op.edges)):
+                yield (
+                    f"{span.location}.edges[{i}]",
+                    EdgeRecord(
+                        type="edge",
+                        id=f"{span.span_id}/edge-{i + 1}",
+                        op=span.span_id,
+                        source=source,
+                        target=target,
+                    ),
+                )
+
+
+def _op_metadata(span: Span) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "otel_trace_id": span.trace_id,
+        "otel_status": span.status,
+        "duration_ms": round((span.end_ns - span.start_ns) / 1e6, 3),
+    }
+    if span.parent_id:
+        metadata["otel_parent_span_id"] = span.parent_id
+    for key in ("llm.model_name", "gen_ai.request.model", "session.id", "user.id"):
+        if span.attributes.get(key) is not None:
+            metadata[key] = span.attributes[key]
+    for key in ("llm.invocation_parameters", "metadata"):
+        value = span.attributes.get(key)
+        if isinstance(value, str):
+            metadata[key] = value
+    return metadata
+
+
+def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in value.items() if isinstance(v, str | int | float | bool)}
+
+
+def _timestamp(nanos: int) -> str:
+    seconds, rest = divmod(nanos, 1_000_000_000)
+    moment = datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest // 1000)
+    return moment.isoformat().replace("+00:00", "Z")

@@ -1,0 +1,251 @@
+"""OTLP JSON trace files: the structure (validated with clear paths) and the spans in them.
+
+A file is one OTLP ``ExportTraceServiceRequest`` as JSON (``{"resourceSpans": [...]}``) or JSON
+Lines of them (what the Collector's file exporter writes). Ids may be hex (OTLP JSON) or base64
+(protobuf's generic JSON mapping); attribute values are decoded to Python values.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from memtrace.errors import InputError
+from memtrace.loaders.native import describe_validation_error
+
+_HEX_TRACE = re.compile(r"^[0-9a-fA-F]{32}$")
+_HEX_SPAN = re.compile(r"^[0-9a-fA-F]{16}$")
+M = TypeVar("M", bound=BaseModel)
+
+# -- the OTLP JSON structure (unknown fields are ignored: OTLP grows) --------------------------
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class OtlpKeyValue(_Item):
+    key: Annotated[str, Field(min_length=1, strict=True)]
+    value: dict[str, Any] = Field(default_factory=dict)
+
+
+class OtlpEvent(_Item):
+    name: str = ""
+    timeUnixNano: int | str | None = None
+    attributes: list[OtlpKeyValue] = Field(default_factory=list)
+
+
+class OtlpStatus(_Item):
+    code: int | str = 0
+    message: str = ""
+
+
+class OtlpSpan(_Item):
+    traceId: Annotated[str, Field(min_length=1, strict=True)]
+    spanId: Annotated[str, Field(min_length=1, strict=True)]
+    parentSpanId: str = ""
+    name: Annotated[str, Field(min_length=1, strict=True)]
+    kind: int | str = 0
+    startTimeUnixNano: int | str
+    endTimeUnixNano: int | str
+    attributes: list[OtlpKeyValue] = Field(default_factory=list)
+    events: list[OtlpEvent] = Field(default_factory=list)
+    status: OtlpStatus = Field(default_factory=OtlpStatus)
+
+
+class OtlpScopeSpans(_Item):
+    scope: dict[str, Any] = Field(default_factory=dict)
+    spans: list[Any] = Field(default_factory=list)
+
+
+class OtlpResource(_Item):
+    attributes: list[OtlpKeyValue] = Field(default_factory=list)
+
+
+class OtlpResourceSpans(_Item):
+    resource: OtlpResource = Field(default_factory=OtlpResource)
+    scopeSpans: list[OtlpScopeSpans] = Field(default_factory=list)
+
+
+class OtlpRequest(_Item):
+    resourceSpans: list[Any]
+
+
+def looks_like_otlp(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is OTLP JSON: its first key is ``resourceSpans``."""
+    return re.match(rb'^\s*\{\s*"resourceSpans"\s*:', head) is not None
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Span:
+    """One validated span, its attributes decoded to Python values."""
+
+    location: str
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, Any]
+    events: list[tuple[str, dict[str, Any]]]
+    status: str
+    resource: dict[str, Any]
+    depth: int = 0
+
+
+def read_spans(file: Path) -> list[Span]:
+    path = str(file)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, None, f"not UTF-8 text ({exc.reason})") from None
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read file: {exc.strerror or exc}") from None
+    if not text.strip():
+        raise InputError(path, None, "empty file: no OTLP trace data")
+    documents: list[tuple[str, Any]] = []
+    try:
+        documents.append(("", json.loads(text)))
+    except json.JSONDecodeError:
+        # JSON Lines: one ExportTraceServiceRequest per line (the Collector's file exporter)
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                documents.append((f"line {number}: ", json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise InputError(
+                    path, str(number), f"malformed JSON: {exc.msg} at column {exc.colno}"
+                ) from None
+    spans: list[Span] = []
+    for prefix, data in documents:
+        request = _validate(OtlpRequest, data, path, f"{prefix}$")
+        for r, raw_resource in enumerate(request.resourceSpans):
+            where = f"{prefix}resourceSpans[{r}]"
+            resource = _validate(OtlpResourceSpans, raw_resource, path, where)
+            resource_attributes = _attributes(resource.resource.attributes, path, where)
+            for s, scope in enumerate(resource.scopeSpans):
+                for i, raw_span in enumerate(scope.spans):
+                    location = f"{where}.scopeSpans[{s}].spans[{i}]"
+                    spans.append(_span(raw_span, path, location, resource_attributes))
+    return spans
+
+
+def _validate(model: type[M], data: Any, path: str, location: str) -> M:
+    if not isinstance(data, dict):
+        raise InputError(path, location, "expected a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problem = describe_validation_error("", exc).lstrip(".")
+        raise InputError(path, location, problem) from None
+
+
+def _span(data: Any, path: str, location: str, resource: dict[str, Any]) -> Span:
+    span = _validate(OtlpSpan, data, path, location)
+    start = _nanos(span.startTimeUnixNano, path, f"{location}.startTimeUnixNano")
+    end = _nanos(span.endTimeUnixNano, path, f"{location}.endTimeUnixNano")
+    if end < start:
+        raise InputError(path, f"{location}.endTimeUnixNano", "ends before it starts")
+    parent = span.parentSpanId
+    return Span(
+        location=location,
+        trace_id=_hex_id(span.traceId, 16, path, f"{location}.traceId"),
+        span_id=_hex_id(span.spanId, 8, path, f"{location}.spanId"),
+        parent_id=_hex_id(parent, 8, path, f"{location}.parentSpanId") if parent else None,
+        name=span.name,
+        start_ns=start,
+        end_ns=end,
+        attributes=_attributes(span.attributes, path, location),
+        events=[
+            (event.name, _attributes(event.attributes, path, f"{location}.events[{j}]"))
+            for j, event in enumerate(span.events)
+        ],
+        status=str(span.status.code),
+        resource=resource,
+    )
+
+
+def _hex_id(value: str, size: int, path: str, location: str) -> str:
+    """OTLP JSON ids are hex; protobuf's JSON mapping writes them base64: both are read."""
+    if (_HEX_TRACE if size == 16 else _HEX_SPAN).match(value):
+        return value.lower()
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) == size and any(raw):
+        return raw.hex()
+    raise InputError(path, location, f"expected {2 * size} hex digits, got {value!r}")
+
+
+def _nanos(value: int | str, path: str, location: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0 or isinstance(value, bool):
+        raise InputError(path, location, f"expected nanoseconds since the epoch, got {value!r}")
+    return number
+
+
+def _attributes(pairs: list[OtlpKeyValue], path: str, location: str) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for i, pair in enumerate(pairs):
+        found[pair.key] = _any_value(pair.value, path, f"{location}.attributes[{i}].value")
+    return found
+
+
+def _any_value(value: dict[str, Any], path: str, location: str) -> Any:
+    """An OTLP ``AnyValue`` as a Python value."""
+    if not value:
+        return None
+    ((kind, inner),) = list(value.items())[:1]
+    if kind == "stringValue" and isinstance(inner, str):
+        return inner
+    if kind == "boolValue" and isinstance(inner, bool):
+        return inner
+    if kind == "intValue" and isinstance(inner, int | str) and not isinstance(inner, bool):
+        try:
+            return int(inner)
+        except ValueError:
+            pass
+    if (
+        kind == "doubleValue"
+        and isinstance(inner, int | float | str)
+        and not isinstance(inner, bool)
+    ):
+        try:
+            return float(inner)
+        except ValueError:
+            pass
+    if kind == "bytesValue" and isinstance(inner, str):
+        return inner
+    if kind == "arrayValue" and isinstance(inner, dict):
+        items = inner.get("values", [])
+        if isinstance(items, list):
+            return [
+                _any_value(item, path, f"{location}.values[{j}]")
+                if isinstance(item, dict)
+                else None
+                for j, item in enumerate(items)
+            ]
+    if kind == "kvlistValue" and isinstance(inner, dict):
+        items = inner.get("values", [])
+        if isinstance(items, list) and all(isinstance(item, dict) for item in items):
+            return {
+                str(item.get("key")): _any_value(item.get("value") or {}, path, location)
+                for item in items
+            }
+    raise InputError(path, location, f"not an OTLP AnyValue: {json.dumps(value)[:80]}")

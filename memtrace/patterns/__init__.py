@@ -1,0 +1,121 @@
+"""Systemic failure patterns: cross-case aggregates of one attribution run (and of two runs).
+
+The Python API the CLI, the report, the optimizer and notebooks share. Every function takes a
+connected :class:`memtrace.db.Database` and returns a pandas DataFrame; the queries are the files
+of ``memtrace/cypher/patterns/`` (the same text works in Neo4j Browser), the shaping is pure
+(``classes.py``, ``breakdowns.py``).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from memtrace.db import Database
+from memtrace.errors import MemtraceError
+from memtrace.patterns import breakdowns
+from memtrace.patterns.classes import CLASS_COLUMNS, shape_classes
+from memtrace.patterns.reader import PatternReader
+
+__all__ = [
+    "CLASS_COLUMNS",
+    "by_age",
+    "by_category",
+    "by_session",
+    "compare_runs",
+    "evidence_funnel",
+    "failed_attributions",
+    "failure_classes",
+    "latest_run",
+    "run_summary",
+    "runs",
+]
+
+
+def failure_classes(
+    db: Database,
+    run_id: str,
+    *,
+    system: str | None = None,
+    error_type: str | None = None,
+    min_count: int = 1,
+) -> pd.DataFrame:
+    """One row per failure class of attribution run ``run_id``, most cases first.
+
+    A class is (system, blamed operation name and kind, error type, the prompt and parameter
+    variable versions the blamed operation read). Columns: see ``CLASS_COLUMNS``; ``inputs`` are
+    ``name@version`` strings, ``optimizable`` is false when the operation read none of them.
+    ``share_of_failures`` divides by every case the run attributed in that system, including
+    those whose attribution failed; ``share_of_executions`` is the share of that operation's
+    executions (by name, in the run's traces of the system) that were blamed.
+    """
+    rows = PatternReader(db).failure_classes(run_id, system, error_type, min_count)
+    return shape_classes(rows)
+
+
+def failed_attributions(db: Database, run_id: str, *, system: str | None = None) -> pd.DataFrame:
+    """Cases of the run whose attribution failed: system, trace_id, case_id, question, error."""
+    return PatternReader(db).failed_attributions(run_id, system)
+
+
+def run_summary(db: Database, run_id: str, *, system: str | None = None) -> pd.DataFrame:
+    """Per system: traces, cases, failed, attributed, blamed, attribution_errors, labeled,
+    op_matches, type_matches (agreement with LABELED edges where labels exist)."""
+    return PatternReader(db).run_summary(run_id, system)
+
+
+def by_category(db: Database, run_id: str, *, system: str | None = None) -> pd.DataFrame:
+    """Cases per system, question category and error type, with the share of the category."""
+    return breakdowns.by_category(PatternReader(db).by_category(run_id, system))
+
+
+def by_session(db: Database, run_id: str, *, system: str | None = None) -> pd.DataFrame:
+    """Cases and evidence messages per session index of the evidence and error type."""
+    return breakdowns.by_session(PatternReader(db).evidence_position(run_id, system))
+
+
+def by_age(db: Database, run_id: str, *, system: str | None = None) -> pd.DataFrame:
+    """Cases and evidence messages per age of the evidence at question time (in messages)."""
+    return breakdowns.by_age(PatternReader(db).evidence_position(run_id, system))
+
+
+def evidence_funnel(db: Database, run_id: str, *, system: str | None = None) -> pd.DataFrame:
+    """The evidence-loss funnel: system, stage (needed .. in_context), evidence, share."""
+    return breakdowns.funnel(PatternReader(db).evidence_funnel(run_id, system))
+
+
+def compare_runs(
+    db: Database,
+    run_a: str,
+    run_b: str,
+    *,
+    system: str | None = None,
+    error_type: str | None = None,
+) -> pd.DataFrame:
+    """Failure classes that appeared, grew, shrank or vanished from run A to run B."""
+    for run_id in (run_a, run_b):
+        require_run(db, run_id)
+    return breakdowns.compare_classes(
+        failure_classes(db, run_a, system=system, error_type=error_type),
+        failure_classes(db, run_b, system=system, error_type=error_type),
+    )
+
+
+def runs(db: Database) -> pd.DataFrame:
+    """Attribution runs, newest first: run_id, cases, attributed, started, finished."""
+    return PatternReader(db).runs()
+
+
+def latest_run(db: Database) -> str:
+    """The newest attribution run's id."""
+    found = runs(db)
+    if found.empty:
+        raise MemtraceError("no attribution runs yet: run `memtrace attribute` first")
+    return str(found.iloc[0]["run_id"])
+
+
+def require_run(db: Database, run_id: str) -> None:
+    """Fail clearly on a run id that has no attributions (a typo would look like no failures)."""
+    found = runs(db)
+    if run_id not in set(found["run_id"]):
+        known = ", ".join(map(str, found["run_id"].head(5))) or "none"
+        raise MemtraceError(f"no attribution run {run_id!r} (newest runs: {known})")

@@ -1,0 +1,1 @@
+"""`memtrace report`: a self-contained diagnostic report of one run (HTML + Markdown twin)."""

@@ -1,0 +1,74 @@
+"""Everything a report shows, read once through memtrace.patterns (the only I/O of the report)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from memtrace import patterns
+from memtrace.db import Database
+from memtrace.patterns import breakdowns
+from memtrace.patterns.reader import PatternReader
+
+EXAMPLES_PER_CLASS = 3
+
+
+@dataclass(frozen=True)
+class ReportData:
+    run_id: str
+    summary: pd.DataFrame
+    classes: pd.DataFrame
+    funnel: pd.DataFrame
+    categories: pd.DataFrame
+    sessions: pd.DataFrame
+    ages: pd.DataFrame
+    failed: pd.DataFrame
+    examples: pd.DataFrame  # case_details rows of each shown class's example cases
+    compare_run: str | None = None
+    comparison: pd.DataFrame = field(default_factory=pd.DataFrame)
+    browser_url: str | None = None  # Neo4j Browser, for "open this case" links
+
+
+def _example_refs(classes: pd.DataFrame) -> list[tuple[str, str]]:
+    """(trace_id, case_id) of up to EXAMPLES_PER_CLASS cases of each class."""
+    refs = {
+        (trace_id, case_id)
+        for row in classes.to_dict(orient="records")
+        for trace_id, case_id in row["case_refs"][:EXAMPLES_PER_CLASS]
+    }
+    return sorted(refs)
+
+
+def collect(
+    db: Database,
+    run_id: str,
+    *,
+    max_classes: int = 10,
+    compare_run: str | None = None,
+    browser_url: str | None = None,
+) -> ReportData:
+    """Read the run's patterns; ``max_classes`` classes get a section with example cases."""
+    patterns.require_run(db, run_id)
+    classes = patterns.failure_classes(db, run_id)
+    shown = classes.head(max_classes)
+    examples = PatternReader(db).case_details(run_id, _example_refs(shown))
+    reader = PatternReader(db)
+    positions = reader.evidence_position(run_id, None)  # read once, broken down twice
+    comparison = pd.DataFrame()
+    if compare_run is not None:
+        comparison = patterns.compare_runs(db, compare_run, run_id)
+    return ReportData(
+        run_id=run_id,
+        summary=patterns.run_summary(db, run_id),
+        classes=classes,
+        funnel=patterns.evidence_funnel(db, run_id),
+        categories=patterns.by_category(db, run_id),
+        sessions=breakdowns.by_session(positions),
+        ages=breakdowns.by_age(positions),
+        failed=patterns.failed_attributions(db, run_id),
+        examples=examples,
+        compare_run=compare_run,
+        comparison=comparison,
+        browser_url=browser_url,
+    )

@@ -1,0 +1,358 @@
+"""The report as a small document model, built once and rendered to HTML and to Markdown.
+
+Building is pure (ReportData in, Document out), so both formats say exactly the same things.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+import pandas as pd
+
+from memtrace.patterns.reader import pattern_query
+from memtrace.report.charts import Chart
+from memtrace.report.data import ReportData
+
+EXCERPT = 280  # characters of a variable's value shown in a case
+SHOWN_CLASSES_TABLE = 50
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    text: str
+
+
+@dataclass(frozen=True)
+class Facts:
+    items: list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class TableBlock:
+    header: list[str]
+    rows: list[list[str]]
+
+
+@dataclass(frozen=True)
+class Figure:
+    chart: Chart
+
+
+@dataclass(frozen=True)
+class Code:
+    text: str
+    link: str | None = None  # opens the text in Neo4j Browser's editor
+
+
+@dataclass(frozen=True)
+class Items:
+    """A bullet list of (label, text) pairs."""
+
+    items: list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class Bullets:
+    items: list[str]
+
+
+Block = Paragraph | Facts | TableBlock | Figure | Code | Items | Bullets
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    level: int = 2
+    blocks: list[Block] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Document:
+    title: str
+    sections: list[Section]
+
+
+def excerpt(value: object, limit: int = EXCERPT) -> str:
+    text = "" if value is None else str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) if value else "-"
+    if isinstance(value, float):
+        return "-" if value != value else f"{value:.2f}"
+    return "-" if value is None else str(value)
+
+
+def _share(value: float) -> str:
+    return "-" if value != value else f"{value:.0%}"
+
+
+def table(frame: pd.DataFrame, columns: Sequence[str], shares: Sequence[str] = ()) -> TableBlock:
+    rows = [
+        [_share(float(row[c])) if c in shares else _fmt(row[c]) for c in columns]
+        for row in frame.to_dict(orient="records")
+    ]
+    return TableBlock([c.replace("_", " ") for c in columns], rows)
+
+
+def case_params(run_id: str, trace_id: str, case_id: str) -> str:
+    """The Browser command that sets the case view's parameters."""
+    values = {"run_id": run_id, "trace_id": trace_id, "case_id": case_id}
+    return ":params {" + ", ".join(f"{k}: {json.dumps(v)}" for k, v in values.items()) + "}"
+
+
+def browser_link(browser_url: str | None, params: str) -> str | None:
+    """Opens the Browser with the parameters in the editor: Browser 5 shows only a summary for
+    each statement of a multi-statement run, so the parameters and the query run one by one."""
+    if browser_url is None:
+        return None
+    arg = quote(params.removeprefix(":params "), safe="")
+    return f"{browser_url.rstrip('/')}/?cmd=params&arg={arg}"
+
+
+def _summary(data: ReportData) -> Section:
+    totals = data.summary.select_dtypes("number").sum() if not data.summary.empty else None
+    section = Section("summary", "Summary")
+
+    def total(column: str) -> int:
+        return int(totals[column]) if totals is not None else 0
+
+    labeled = total("labeled")
+    accuracy = (
+        f"{total('op_matches') / labeled:.0%} operation, {total('type_matches') / labeled:.0%} "
+        f"error type ({labeled} labeled cases)"
+        if labeled
+        else "no labels in these traces"
+    )
+    section.blocks.append(
+        Facts(
+            [
+                ("attribution run", data.run_id),
+                ("systems", ", ".join(map(str, data.summary.get("system", []))) or "-"),
+                ("traces", str(total("traces"))),
+                ("cases", str(total("cases"))),
+                ("failed", str(total("failed"))),
+                ("attributed", str(total("attributed"))),
+                ("attribution failed", str(total("attribution_errors"))),
+                ("failure classes", str(len(data.classes))),
+                ("agreement with labels", accuracy),
+            ]
+        )
+    )
+    if not data.summary.empty:
+        section.blocks.append(
+            table(
+                data.summary,
+                [
+                    "system",
+                    "traces",
+                    "cases",
+                    "failed",
+                    "attributed",
+                    "blamed",
+                    "attribution_errors",
+                    "labeled",
+                    "op_matches",
+                    "type_matches",
+                ],
+            )
+        )
+    return section
+
+
+def _case_items(case: Mapping[Hashable, object]) -> list[tuple[str, str]]:
+    def variables(key: str) -> str:
+        values = case[key]
+        assert isinstance(values, list)
+        shown = [f"{v['id']}: {excerpt(v['value'], 160)}" for v in values if v.get("id")]
+        return " | ".join(shown) or "-"
+
+    confidence = case["confidence"]
+    return [
+        ("question", excerpt(case["question"])),
+        ("gold answer", _fmt(case["golden_answers"])),
+        ("prediction", excerpt(case["prediction"])),
+        ("verdict", f"{case['error_type']} at {case['op_id']} ({case['op_name']})"),
+        ("confidence", _fmt(confidence)),
+        ("reason", excerpt(case["reason"], 600)),
+        ("blamed operation read", variables("op_inputs")),
+        ("blamed operation wrote", variables("op_outputs")),
+        ("evidence", variables("evidence")),
+    ]
+
+
+def _class_section(index: int, row: Mapping[Hashable, object], data: ReportData) -> Section:
+    title = f"Class {index}: {row['system']} {row['op_name']} - {row['error_type']}"
+    section = Section(f"class-{index}", title)
+    inputs = row["inputs"]
+    section.blocks.append(
+        Facts(
+            [
+                ("cases", str(row["cases"])),
+                ("share of the system's failures", _share(float(str(row["share_of_failures"])))),
+                (
+                    "share of the operation's executions blamed",
+                    _share(float(str(row["share_of_executions"]))),
+                ),
+                ("stage", str(row["stage"])),
+                ("median confidence", _fmt(row["median_confidence"])),
+                ("inputs read", _fmt(inputs) if inputs else "no optimizable input"),
+            ]
+        )
+    )
+    refs = row["case_refs"]
+    assert isinstance(refs, list)
+    details = {(str(d["trace_id"]), str(d["case_id"])): d for d in data.examples.to_dict("records")}
+    for trace_id, case_id in refs[:3]:
+        case = details.get((trace_id, case_id))
+        if case is None:
+            continue
+        section.blocks.append(Paragraph(f"Case {case_id} (trace {trace_id})"))
+        section.blocks.append(Items(_case_items(case)))
+        params = case_params(data.run_id, trace_id, case_id)
+        section.blocks.append(
+            Paragraph("In Neo4j Browser, run these parameters, then the case view query:")
+        )
+        section.blocks.append(Code(params, browser_link(data.browser_url, params)))
+        section.blocks.append(Code(pattern_query("case_view").text))
+    return section
+
+
+@dataclass(frozen=True)
+class NarrativeText:
+    """The LLM's analysis, or why there is none although it was asked for."""
+
+    summary: str
+    findings: list[str]
+    model: str
+    error: str | None = None
+
+
+def _narrative(narrative: NarrativeText) -> Section:
+    section = Section("narrative", "Analysis")
+    if narrative.error is not None:
+        section.blocks.append(Paragraph(f"The written analysis failed: {narrative.error}"))
+        return section
+    section.blocks.append(Paragraph(narrative.summary))
+    section.blocks.append(Bullets(narrative.findings))
+    section.blocks.append(Paragraph(f"Written by {narrative.model} from the numbers above."))
+    return section
+
+
+def build(
+    data: ReportData,
+    charts: list[Chart],
+    narrative: NarrativeText | None = None,
+    *,
+    max_classes: int = 10,
+) -> Document:
+    sections = [_summary(data)]
+    if narrative is not None:
+        sections.append(_narrative(narrative))
+    sections.append(Section("charts", "Charts", blocks=[Figure(c) for c in charts]))
+    classes = Section("classes", "Failure classes")
+    classes.blocks.append(
+        Paragraph(
+            "One class per blamed operation, error type and the prompt and parameter versions "
+            "it read; 'no optimizable input' marks operations that read neither."
+        )
+        if not data.classes.empty
+        else Paragraph("No attributed failures in this run.")
+    )
+    if not data.classes.empty:
+        classes.blocks.append(
+            table(
+                data.classes.head(SHOWN_CLASSES_TABLE),
+                [
+                    "system",
+                    "op_name",
+                    "stage",
+                    "error_type",
+                    "inputs",
+                    "cases",
+                    "share_of_failures",
+                    "share_of_executions",
+                    "median_confidence",
+                ],
+                shares=["share_of_failures", "share_of_executions"],
+            )
+        )
+    sections.append(classes)
+    for index, row in enumerate(data.classes.head(max_classes).to_dict("records"), start=1):
+        sections.append(_class_section(index, row, data))
+    sections.append(
+        Section(
+            "categories",
+            "Question categories",
+            blocks=[
+                table(
+                    data.categories,
+                    ["system", "category", "error_type", "cases", "share_of_category"],
+                    shares=["share_of_category"],
+                )
+            ],
+        )
+    )
+    sections.append(
+        Section(
+            "evidence-position",
+            "Where the evidence sits",
+            blocks=[
+                Paragraph("By the session holding the evidence message:"),
+                table(
+                    data.sessions, ["system", "session_index", "error_type", "cases", "evidence"]
+                ),
+                Paragraph("By the evidence's age at question time (messages in between):"),
+                table(data.ages, ["system", "age", "error_type", "cases", "evidence"]),
+            ],
+        )
+    )
+    sections.append(
+        Section(
+            "funnel",
+            "Evidence-loss funnel",
+            blocks=[
+                Paragraph(
+                    "Of the evidence messages the failed questions needed, how many got past "
+                    "each stage (from each case's verdict: the stage its evidence was lost at)."
+                ),
+                table(data.funnel, ["system", "stage", "evidence", "share"], shares=["share"]),
+            ],
+        )
+    )
+    if data.compare_run is not None:
+        sections.append(
+            Section(
+                "comparison",
+                f"Run comparison: {data.compare_run} -> {data.run_id}",
+                blocks=[
+                    table(
+                        data.comparison,
+                        [
+                            "status",
+                            "system",
+                            "op_name",
+                            "error_type",
+                            "cases_a",
+                            "cases_b",
+                            "change",
+                        ],
+                    )
+                ],
+            )
+        )
+    failed = Section("failed-attributions", "Cases whose attribution failed")
+    failed.blocks.append(
+        table(data.failed, ["system", "trace_id", "case_id", "error"])
+        if not data.failed.empty
+        else Paragraph("None: every failed case was attributed.")
+    )
+    sections.append(failed)
+    return Document(f"memtrace diagnostic report - run {data.run_id}", sections)

@@ -1,0 +1,189 @@
+"""The real Mem0 library, traced: `memtrace run mem0-lib` against a local OpenAI-compatible
+server whose replies are valid for Mem0's prompts; planted faults are attributed to the op and
+type they were planted in; a broken pinned-range assumption is a clear error."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("mem0", reason="needs the mem0 extra")
+
+from fake_openai import FakeOpenAI, Mem0Replies, fake_openai_fixture  # noqa: F401
+
+from memtrace.admin import delete_trace
+from memtrace.cli import cli
+from memtrace.db import Database
+from memtrace.integrations import mem0 as integration
+from memtrace.settings import load_settings
+from memtrace.systems.mem0_lib import import_mem0, memory_config
+from memtrace.tracing import trace, variable
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def endpoint(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> Mem0Replies:
+    replies = Mem0Replies()
+    fake_openai.responder = replies
+    fake_openai.bag_of_words = 64
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("MEMTRACE_LLM_MODEL", "fake-model")
+    monkeypatch.setenv("MEMTRACE_EMBEDDING_DIMS", "64")
+    return replies
+
+
+def cli_json(*args: str) -> Any:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def traced(db: Database, run_id: str, tmp_path: Path) -> Iterator[str]:
+    trace_id = f"{run_id}-mem0-lib-locomo-1"
+    yield trace_id
+    delete_trace(db, trace_id)
+
+
+def run_and_attribute(run_id: str, out: Path, trace_id: str) -> dict[str, dict[str, str]]:
+    summary = cli_json(
+        "run", "mem0-lib", "--out", str(out), "--conversations", "1",
+        "--trace-prefix", f"{run_id}-", "--deterministic", "--load", "--json",
+    )  # fmt: skip
+    assert summary["loaded"] == [trace_id]
+    records = cli_json(
+        "attribute", "--trace", trace_id, "--judge", "offline", "--no-write", "--json"
+    )
+    return {r["case_id"]: r["error_attribution_result"] for r in records}
+
+
+def test_real_mem0_run_loads_with_provenance(
+    db: Database, endpoint: Mem0Replies, traced: str, run_id: str, tmp_path: Path
+) -> None:
+    verdicts = run_and_attribute(run_id, tmp_path, traced)
+    ops = db.run(
+        "MATCH (o:Operation {trace_id: $t}) RETURN o.name AS name, o.kind AS kind, count(*) AS n",
+        t=traced,
+    )
+    kinds = {row["name"]: row["kind"] for row in ops}
+    assert kinds["memory_system.extract_facts"] == "extraction"
+    assert kinds["memory_system.update_memory_decision"] == "update"
+    assert kinds["memory_system.add_to_vector_store"] == "embedding"
+    assert kinds["memory_system.search_vector_store"] == "retrieval"
+    # the message flows through extraction and decision into a memory Mem0 stored
+    (row,) = db.run(
+        "MATCH (m:Variable {trace_id: $t, name: 'U1:D1:3'})-[:FLOWS_TO*1..4]->(e:Variable "
+        "{category: 'memory_entry'}) RETURN count(DISTINCT e) AS memories, "
+        "collect(e.value)[0] AS value",
+        t=traced,
+    )
+    assert row["memories"] >= 1 and "5k race" in row["value"]
+    # every failed case got a verdict (the sample's relative dates fail the lexical judge)
+    failed = db.run("MATCH (c:Case {trace_id: $t}) WHERE c.failed RETURN c.id AS id", t=traced)
+    assert failed and {r["id"] for r in failed} == set(verdicts)
+
+
+def blamed(db: Database, trace_id: str, op_id: str) -> dict[str, Any]:
+    (row,) = db.run(
+        "MATCH (o:Operation {trace_id: $t, id: $op}) "
+        "OPTIONAL MATCH (o)-[:READS]->(m:Variable {category: 'message'}) "
+        "OPTIONAL MATCH (o)-[:DELETES]->(d:Variable) "
+        "RETURN o.name AS name, collect(DISTINCT m.name) AS messages, "
+        "collect(DISTINCT d.value) AS deleted",
+        t=trace_id,
+        op=op_id,
+    )
+    return dict(row)
+
+
+def test_planted_faults_are_attributed_to_their_op_and_type(
+    db: Database, endpoint: Mem0Replies, traced: str, run_id: str, tmp_path: Path
+) -> None:
+    endpoint.drop.add("5k race")  # the extraction of D1:3 returns no fact
+    endpoint.delete["baker"] = "pottery class"  # D4:6's decision deletes D2:6's memory
+    endpoint.overwrite["Silent Harbor"] = "rabbit named"  # D4:3's decision rewrites D2:3's
+    verdicts = run_and_attribute(run_id, tmp_path, traced)
+    (extraction,) = db.run(
+        "MATCH (o:Operation {trace_id: $t, name: 'memory_system.extract_facts'})-[:READS]->"
+        "(:Variable {name: 'U1:D1:3'}) RETURN o.id AS id",
+        t=traced,
+    )
+    for case in ("locomo-qa-1-1", "locomo-qa-1-2"):
+        assert verdicts[case] == {**verdicts[case], "error_type": "ExtractionError"}
+        assert verdicts[case]["op_id"] == extraction["id"]
+    deletion = verdicts["locomo-qa-1-5"]
+    assert deletion["error_type"] == "DeletionError"
+    found = blamed(db, traced, deletion["op_id"])
+    assert found["name"] == "memory_system.update_memory_decision"
+    assert any("pottery class" in value for value in found["deleted"])
+    (decision,) = db.run(
+        "MATCH (m:Variable {trace_id: $t, name: 'U1:D4:6'})<-[:READS]-(:Operation)-[:WRITES]->"
+        "(f:Variable)<-[:READS]-(o:Operation {id: $op}) RETURN count(*) AS n",
+        t=traced,
+        op=deletion["op_id"],
+    )
+    assert decision["n"] == 1  # the decision on D4:6's facts
+    assert {p["event"] for p in endpoint.planted} == {"DELETE", "UPDATE"}
+    update = verdicts["locomo-qa-1-3"]
+    assert update["error_type"] == "UpdateError"
+    assert blamed(db, traced, update["op_id"])["name"] == "memory_system.update_memory_decision"
+    (rewrite,) = db.run(
+        "MATCH (o:Operation {trace_id: $t, id: $op})-[:WRITES]->(new:Variable)"
+        "<-[:NEXT_VERSION]-(old:Variable) RETURN old.value AS old, new.value AS new",
+        t=traced,
+        op=update["op_id"],
+    )
+    assert "rabbit named Biscuit" in rewrite["old"] and "Silent Harbor" in rewrite["new"]
+
+
+def test_a_broken_pinned_range_assumption_is_a_clear_error(
+    endpoint: Mem0Replies, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = import_mem0(load_settings().home).from_config(
+        memory_config(load_settings(), tmp_path, "assumptions")
+    )
+    state = integration.instrument(memory)
+    with pytest.raises(integration.Mem0InstrumentationError, match="instrumented already"):
+        integration.instrument(memory)
+
+    # a Mem0 whose add() stores facts without an update decision (as mem0ai 2.x does)
+    def additive(messages: Any, metadata: Any, filters: Any, infer: Any) -> list[Any]:
+        memory.llm.generate_response(
+            messages=[
+                {"role": "system", "content": "You are a Personal Information Organizer"},
+                {"role": "user", "content": "Input:\nuser: Farid: I ran a 5k race."},
+            ]
+        )
+        memory_id = memory._create_memory(data="Farid ran a 5k", existing_embeddings=[0.1] * 64)
+        return [{"id": memory_id, "memory": "Farid ran a 5k", "event": "ADD"}]
+
+    monkeypatch.setattr(memory, "_add_to_vector_store", additive)
+    endpoint.drop.clear()
+    path = tmp_path / "broken.jsonl"
+    with trace(path, "broken"):
+        message = variable("m", "Farid: I ran a 5k race.", category="message")
+        with (
+            state.inputs(message),
+            pytest.raises(
+                integration.Mem0InstrumentationError,
+                match=r"facts without one.*mem0ai>=1\.0\.11,<1\.1",
+            ),
+        ):
+            memory.add("Farid: I ran a 5k race.", user_id="u")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert not [r for r in records if r["type"] == "operation"]  # no partial trace
+
+    other = import_mem0(load_settings().home).from_config(
+        memory_config(load_settings(), tmp_path / "other", "other")
+    )
+    monkeypatch.setattr(importlib.metadata, "version", lambda _: "2.2.1")
+    with pytest.raises(integration.Mem0InstrumentationError, match=r"mem0ai 2\.2\.1 is not"):
+        integration.instrument(other)

@@ -1,0 +1,420 @@
+"""Offline tests of the OTLP JSON importer: detection, validation messages, attribute mapping."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memtrace.cli.load import locomo_labels
+from memtrace.errors import InputError
+from memtrace.loaders.index import build_index
+from memtrace.loaders.load import LoadOptions, detect_format, load_paths
+from memtrace.loaders.models import (
+    AnyRecord,
+    CaseRecord,
+    OperationRecord,
+    TraceRecord,
+    VariableRecord,
+)
+from memtrace.loaders.otlp import read_otlp
+from memtrace.systems.locomo import SAMPLE_PATH
+
+TRACE = "0af7651916cd43dd8448eb211c80319c"
+START = 1_700_000_000_000_000_000
+
+
+def value(v: Any) -> dict[str, Any]:
+    if isinstance(v, bool):
+        return {"boolValue": v}
+    if isinstance(v, int):
+        return {"intValue": str(v)}
+    if isinstance(v, float):
+        return {"doubleValue": v}
+    if isinstance(v, list):
+        return {"arrayValue": {"values": [value(x) for x in v]}}
+    return {"stringValue": v}
+
+
+def span(
+    number: int, name: str, attributes: dict[str, Any], parent: int | None = None, **extra: Any
+) -> dict[str, Any]:
+    found = {
+        "traceId": TRACE,
+        "spanId": f"{number:016x}",
+        "name": name,
+        "kind": 1,
+        "startTimeUnixNano": str(START + number * 1000),
+        "endTimeUnixNano": str(START + number * 1000 + 500),
+        "attributes": [{"key": k, "value": value(v)} for k, v in attributes.items()],
+    }
+    if parent is not None:
+        found["parentSpanId"] = f"{parent:016x}"
+    found.update(extra)
+    return found
+
+
+def request(*spans: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": value("my-memory")}]},
+                "scopeSpans": [{"scope": {"name": "test"}, "spans": list(spans)}],
+            }
+        ]
+    }
+
+
+MESSAGE = "Caroline: I went to a LGBTQ support group yesterday."
+FACT = "Caroline went to a LGBTQ support group on 7 May 2023"
+QUESTION = "When did Caroline go to the LGBTQ support group?"
+
+
+def pipeline() -> list[dict[str, Any]]:
+    """An OpenInference-instrumented memory system: extract, store, retrieve, answer, judge."""
+    return [
+        span(1, "agent.turn", {"openinference.span.kind": "AGENT", "session.id": "conv-1"}),
+        span(
+            2,
+            "memory_system.extract_facts",
+            {
+                "openinference.span.kind": "LLM",
+                "llm.input_messages.0.message.role": "system",
+                "llm.input_messages.0.message.content": "Extract facts as JSON.",
+                "llm.input_messages.1.message.role": "user",
+                "llm.input_messages.1.message.content": MESSAGE,
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.content": json.dumps([FACT]),
+            },
+            parent=1,
+        ),
+        span(
+            3,
+            "mem0.add",
+            {
+                "openinference.span.kind": "CHAIN",
+                "input.value": json.dumps([FACT]),
+                "output.value": json.dumps(
+                    {"results": [{"id": "m-1", "memory": FACT, "event": "ADD"}]}
+                ),
+            },
+            parent=1,
+        ),
+        span(
+            4,
+            "vector_search",
+            {
+                "openinference.span.kind": "RETRIEVER",
+                "input.value": QUESTION,
+                "retrieval.documents.0.document.id": "m-1",
+                "retrieval.documents.0.document.content": FACT,
+                "retrieval.documents.0.document.score": 0.9,
+                "output.value": FACT,
+            },
+            parent=1,
+        ),
+        span(
+            5,
+            "chat gpt-4o",
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": json.dumps(
+                    [
+                        {"role": "user", "parts": [{"type": "text", "content": QUESTION}]},
+                        {"role": "user", "parts": [{"type": "text", "content": FACT}]},
+                    ]
+                ),
+                "gen_ai.output.messages": json.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": "In June."}]}]
+                ),
+            },
+            parent=1,
+        ),
+        span(
+            6,
+            "correctness",
+            {
+                "openinference.span.kind": "EVALUATOR",
+                "input.value": "In June.",
+                "output.value": "0.0",
+            },
+            parent=1,
+        ),
+        span(
+            7,
+            "case",
+            {
+                "memtrace.case.id": "q-1",
+                "memtrace.case.question": QUESTION,
+                "memtrace.case.golden_answers": ["7 May 2023"],
+                "memtrace.case.evidence": ["I went to a LGBTQ support group yesterday."],
+            },
+            parent=1,
+        ),
+    ]
+
+
+@pytest.fixture
+def write(tmp_path: Path) -> Callable[[Any, str], Path]:
+    def writer(data: Any, name: str = "trace.json") -> Path:
+        path = tmp_path / name
+        path.write_text(data if isinstance(data, str) else json.dumps(data, indent=2))
+        return path
+
+    return writer
+
+
+def by_type(records: list[tuple[str, AnyRecord]], kind: type[Any]) -> list[Any]:
+    return [r for _, r in records if isinstance(r, kind)]
+
+
+def test_spans_become_operations_variables_and_cases(write: Callable[[Any, str], Path]) -> None:
+    records = read_otlp(write(request(*pipeline()), "run.json"))
+    trace = records[0][1]
+    assert isinstance(trace, TraceRecord) and trace.id == "otlp-run" and trace.system == "my-memory"
+    ops = {op.name: op for op in by_type(records, OperationRecord)}
+    kinds = {name: op.kind for name, op in ops.items()}
+    assert kinds == {
+        "agent.turn": "other",
+        "memory_system.extract_facts": "extraction",  # the name rule is more specific than LLM
+        "mem0.add": "embedding",
+        "vector_search": "retrieval",
+        "chat gpt-4o": "generation",  # gen_ai.operation.name
+        "correctness": "judge",
+        "case": "other",
+    }
+    variables = {v.id: v for v in by_type(records, VariableRecord)}
+    extract, store, search = (
+        ops[n] for n in ("memory_system.extract_facts", "mem0.add", "vector_search")
+    )
+    message = next(v for v in variables.values() if v.value == MESSAGE)
+    assert message.category == "message" and message.id in extract.reads
+    prompt = next(v for v in variables.values() if v.value == "Extract facts as JSON.")
+    assert prompt.category == "prompt"
+    # the facts extraction wrote are what the store read (same value = same variable)
+    (facts,) = extract.writes
+    assert store.reads == [facts]
+    assert store.writes == ["m-1@1"] and variables["m-1@1"].category == "memory_entry"
+    assert "m-1@1" in search.reads  # the retrieved document is the stored one
+    (case,) = by_type(records, CaseRecord)
+    query = variables[case.query]
+    assert query.value == QUESTION and query.category == "message & query"
+    assert query.id in search.reads and query.id in ops["chat gpt-4o"].reads
+    assert variables[case.prediction].value == "In June."
+    assert case.judge_score == 0.0 and case.is_failed  # from the EVALUATOR span's output
+    assert case.evidence == [message.id] and case.golden_answers == ["7 May 2023"]
+
+
+def test_updates_and_deletes_version_documents(write: Callable[[Any, str], Path]) -> None:
+    def results(*items: dict[str, str]) -> dict[str, Any]:
+        return {"output.value": json.dumps({"results": list(items)})}
+
+    spans = [
+        span(
+            1, "add", {"input.value": "a", **results({"id": "m", "memory": "v1", "event": "ADD"})}
+        ),
+        span(
+            2,
+            "add",
+            {"input.value": "b", **results({"id": "m", "memory": "v2", "event": "UPDATE"})},
+        ),
+        span(
+            3,
+            "add",
+            {"input.value": "c", **results({"id": "m", "memory": "v2", "event": "DELETE"})},
+        ),
+    ]
+    records = read_otlp(write(request(*spans), "t.json"))
+    ops = by_type(records, OperationRecord)
+    assert ops[1].writes == ["m@2"] and ops[1].reads[-1] == "m@1"  # the old version flows in
+    assert ops[2].reads[-1] == "m@2"
+    assert ops[2].writes == ["delete_marker:deleted@1"]
+    index = build_index("t.json", iter(records))  # the records pass the native checks
+    try:
+        assert index.counts.next_versions == 1
+    finally:
+        index.close()
+
+
+def test_detection_and_json_lines(write: Callable[[Any, str], Path], tmp_path: Path) -> None:
+    pretty = write(request(*pipeline()), "pretty.json")
+    lines = write("\n".join(json.dumps(request(s)) for s in pipeline()) + "\n", "collector.jsonl")
+    assert detect_format(pretty) == detect_format(lines) == "otlp"
+    assert [r for _, r in read_otlp(lines)][1:] == [r for _, r in read_otlp(pretty)][1:]
+
+
+def test_base64_ids_from_protobuf_json_are_read(write: Callable[[Any, str], Path]) -> None:
+    spans = pipeline()
+    for s in spans:
+        s["traceId"] = base64.b64encode(bytes.fromhex(s["traceId"])).decode()
+        s["spanId"] = base64.b64encode(bytes.fromhex(s["spanId"])).decode()
+        if "parentSpanId" in s:
+            s["parentSpanId"] = base64.b64encode(bytes.fromhex(s["parentSpanId"])).decode()
+        s["kind"] = "SPAN_KIND_INTERNAL"
+    records = read_otlp(write(request(*spans), "b64.json"))
+    assert [op.id for op in by_type(records, OperationRecord)][1] == f"{2:016x}"
+
+
+def test_labels_file_supplies_cases(write: Callable[[Any, str], Path]) -> None:
+    sample = json.loads(SAMPLE_PATH.read_text())[0]
+    qa = sample["qa"][0]
+    turns = {
+        t["dia_id"]: t
+        for k, v in sample["conversation"].items()
+        if k.startswith("session_") and isinstance(v, list)
+        for t in v
+    }
+    evidence_text = turns[qa["evidence"][0]]["text"]
+    spans = [
+        span(
+            1,
+            "extract",
+            {
+                "session.id": sample["sample_id"],
+                "llm.input_messages.0.message.role": "user",
+                "llm.input_messages.0.message.content": evidence_text,
+                "output.value": "facts",
+            },
+        ),
+        span(
+            2,
+            "search",
+            {
+                "openinference.span.kind": "RETRIEVER",
+                "input.value": qa["question"],
+                "output.value": "ctx",
+            },
+        ),
+        span(
+            3,
+            "answer",
+            {
+                "openinference.span.kind": "LLM",
+                "input.value": qa["question"],
+                "llm.input_messages.0.message.content": "ctx",
+                "output.value": "no idea",
+            },
+        ),
+        span(
+            4,
+            "judge",
+            {"openinference.span.kind": "EVALUATOR", "input.value": "no idea", "output.value": "0"},
+        ),
+    ]
+    records = read_otlp(write(request(*spans), "l.json"), locomo_labels(SAMPLE_PATH))
+    (case,) = by_type(records, CaseRecord)
+    assert case.id == f"{sample['sample_id']}-qa-1" and case.golden_answers == [str(qa["answer"])]
+    assert case.is_failed and len(case.evidence) == 1
+    with pytest.raises(InputError, match="no conversation's sample_id matches"):
+        other = [span(1, "x", {"session.id": "nobody", "input.value": "q"})]
+        read_otlp(write(request(*other), "n.json"), locomo_labels(SAMPLE_PATH))
+
+
+BAD: list[tuple[str, Any, str | None, str]] = [
+    ("empty", "  \n", None, "empty file"),
+    ("not json", "{nope\n", "1", "malformed JSON"),
+    (
+        "no resourceSpans",
+        {"resourceSpans": "x"},
+        "$",
+        "resourceSpans: Input should be a valid list",
+    ),
+    ("no spans", {"resourceSpans": []}, None, "no spans"),
+    (
+        "bad span id",
+        request(span(1, "a", {}, spanId="xyz")),
+        "resourceSpans[0].scopeSpans[0].spans[0].spanId",
+        "expected 16 hex digits, got 'xyz'",
+    ),
+    (
+        "ends before start",
+        request(span(1, "a", {}, endTimeUnixNano="5")),
+        "resourceSpans[0].scopeSpans[0].spans[0].endTimeUnixNano",
+        "ends before it starts",
+    ),
+    (
+        "missing name",
+        request({k: v for k, v in span(1, "a", {}).items() if k != "name"}),
+        "resourceSpans[0].scopeSpans[0].spans[0]",
+        "name: required field is missing",
+    ),
+    (
+        "bad attribute value",
+        request({**span(1, "a", {}), "attributes": [{"key": "k", "value": {"intValue": "ten"}}]}),
+        "resourceSpans[0].scopeSpans[0].spans[0].attributes[0].value",
+        "not an OTLP AnyValue",
+    ),
+    (
+        "duplicate span",
+        request(span(1, "a", {}), span(1, "b", {})),
+        "resourceSpans[0].scopeSpans[0].spans[1]",
+        "appears twice",
+    ),
+    (
+        "case without question",
+        request(span(1, "a", {"memtrace.case.id": "q"})),
+        "resourceSpans[0].scopeSpans[0].spans[0]",
+        "a case needs string attributes memtrace.case.id and memtrace.case.question",
+    ),
+    (
+        "bad judge score",
+        request(
+            span(
+                1,
+                "a",
+                {
+                    "memtrace.case.id": "q",
+                    "memtrace.case.question": "?",
+                    "memtrace.case.judge_score": "high",
+                },
+            )
+        ),
+        "resourceSpans[0].scopeSpans[0].spans[0]",
+        "memtrace.case.judge_score: expected a number",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("content", "location", "problem"), [b[1:] for b in BAD], ids=[b[0] for b in BAD]
+)
+def test_bad_files_are_named_precisely(
+    write: Callable[[Any, str], Path], content: Any, location: str | None, problem: str
+) -> None:
+    path = write(content, "bad.json")
+    with pytest.raises(InputError) as caught:
+        read_otlp(path)
+    assert caught.value.location == location
+    assert problem in caught.value.problem
+
+
+def test_one_bad_otlp_file_stops_the_whole_load(write: Callable[[Any, str], Path]) -> None:
+    good = write(request(*pipeline()), "good.json")
+    bad = write(request(span(1, "a", {}, spanId="xyz")), "bad.json")
+    with pytest.raises(InputError, match="spanId"):
+        load_paths(None, [str(good), str(bad)], LoadOptions(dry_run=True))
+    summary = load_paths(None, [str(good)], LoadOptions(dry_run=True))
+    assert summary.files[0].format == "otlp" and summary.files[0].cases == 1
+
+
+def test_mem0_search_results_on_a_retriever_are_read_not_stored(
+    write: Callable[[Any, str], Path],
+) -> None:
+    results = json.dumps({"results": [{"id": "m-1", "memory": FACT, "score": 0.8}]})
+    spans = [
+        span(1, "mem0.add", {"input.value": MESSAGE, "output.value": json.dumps(
+            {"results": [{"id": "m-1", "memory": FACT, "event": "ADD"}]})}),
+        span(2, "mem0.search", {"openinference.span.kind": "RETRIEVER", "input.value": QUESTION,
+                                "output.value": results}),
+    ]  # fmt: skip
+    records = read_otlp(write(request(*spans), "s.json"))
+    store, search = by_type(records, OperationRecord)
+    assert store.writes == ["m-1@1"]
+    assert "m-1@1" in search.reads and "m-1@1" not in search.writes
+    (context,) = search.writes
+    variables = {v.id: v for v in by_type(records, VariableRecord)}
+    assert variables[context].value == results and variables[context].category == "context"

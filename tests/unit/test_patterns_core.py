@@ -1,0 +1,123 @@
+"""The pure parts of memtrace.patterns: shaping, breakdowns, comparison, export."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from memtrace.patterns import breakdowns, export
+from memtrace.patterns.classes import CLASS_COLUMNS, LIST_COLUMNS, shape_classes
+
+
+def _row(**overrides: object) -> dict[str, object]:
+    row: dict[str, object] = {
+        "system": "mem0",
+        "op_name": "memory_system.delete_memory",
+        "op_kind": "deletion",
+        "error_type": "DeletionError",
+        "inputs": ["top_k@2", "delete-prompt@1", "top_k@2"],
+        "prompts": ["delete-prompt"],
+        "parameters": ["top_k", "top_k"],
+        "cases": 3,
+        "failures": 6,
+        "blamed_operations": 2,
+        "executions": 8,
+        "share_of_failures": 0.5,
+        "share_of_executions": 0.25,
+        "median_confidence": None,
+        "example_cases": ["c", "b", "a"],
+        "case_refs": [["t1", "c"], ["t2", "b"], ["t1", "a"]],
+    }
+    return row | overrides
+
+
+def test_shape_classes_types_and_order() -> None:
+    rows = pd.DataFrame([_row(), _row(op_name="x", cases=5, inputs=[], prompts=[], parameters=[])])
+    classes = shape_classes(rows)
+    assert list(classes.columns) == list(CLASS_COLUMNS)
+    assert list(classes["cases"]) == [5, 3]
+    deletion = classes.iloc[1]
+    assert deletion["stage"] == "update"  # taxonomy.stage_of: a deletion is an update
+    assert deletion["inputs"] == ["delete-prompt@1", "top_k@2"]
+    assert deletion["parameters"] == ["top_k"]
+    assert deletion["case_ids"] == ["a", "b", "c"] and deletion["example_cases"] == ["a", "b", "c"]
+    assert deletion["trace_ids"] == ["t1", "t2"]
+    assert deletion["case_refs"] == [["t1", "a"], ["t2", "b"], ["t1", "c"]]
+    assert bool(deletion["optimizable"]) and not bool(classes.iloc[0]["optimizable"])
+    assert math.isnan(deletion["median_confidence"])
+
+
+def test_shape_classes_of_nothing_has_the_columns() -> None:
+    assert list(shape_classes(pd.DataFrame()).columns) == list(CLASS_COLUMNS)
+
+
+@pytest.mark.parametrize(
+    ("ago", "bucket"), [(0, "0-49"), (49, "0-49"), (50, "50-199"), (499, "200-499"), (900, "500+")]
+)
+def test_age_bucket(ago: int, bucket: str) -> None:
+    assert breakdowns.age_bucket(ago) == bucket
+
+
+def _classes(*specs: tuple[str, str, list[str], int]) -> pd.DataFrame:
+    return shape_classes(
+        pd.DataFrame(
+            [
+                _row(op_name=op, error_type=etype, inputs=inputs, cases=cases, prompts=["p"])
+                for op, etype, inputs, cases in specs
+            ]
+        )
+    )
+
+
+def test_compare_matches_classes_across_input_versions() -> None:
+    a = _classes(("ex", "ExtractionError", ["p@1"], 4), ("up", "UpdateError", ["p@1"], 2))
+    b = _classes(("ex", "ExtractionError", ["p@2"], 1), ("qa", "ResponseError", ["p@1"], 3))
+    table = breakdowns.compare_classes(a, b)
+    got = {(r.status, r.op_name): (r.cases_a, r.cases_b, r.change) for r in table.itertuples()}
+    assert got == {
+        ("appeared", "qa"): (0, 3, 3),
+        ("shrank", "ex"): (4, 1, -3),
+        ("vanished", "up"): (2, 0, -2),
+    }
+    shrank = table[table["status"] == "shrank"].iloc[0]
+    assert (shrank["inputs_a"], shrank["inputs_b"]) == (["p@1"], ["p@2"])
+
+
+def test_compare_of_empty_runs() -> None:
+    empty = shape_classes(pd.DataFrame())
+    assert breakdowns.compare_classes(empty, empty).empty
+
+
+def test_funnel_shares() -> None:
+    rows = pd.DataFrame(
+        [
+            {
+                "system": "rag",
+                "cases": 2,
+                "needed": 4,
+                "extracted": 3,
+                "survived": 2,
+                "retrieved": 1,
+                "in_context": 0,
+                "unknown": 1,
+            }
+        ]
+    )
+    funnel = breakdowns.funnel(rows)
+    assert list(funnel["stage"]) == [*breakdowns.FUNNEL_STAGES, "unknown"]
+    assert list(funnel["share"])[:5] == [1.0, 0.75, 0.5, 0.25, 0.0]
+    assert list(funnel["evidence"])[5] == 1 and pd.isna(funnel["share"].iloc[5])
+
+
+def test_json_is_strict_and_csv_round_trips() -> None:
+    classes = shape_classes(pd.DataFrame([_row(), _row(op_name="y", median_confidence=0.4)]))
+    text = export.to_json(classes)
+    parsed = json.loads(text, parse_constant=pytest.fail)
+    assert [row["median_confidence"] for row in parsed] == [None, 0.4]  # NaN -> null
+    back = export.from_csv(export.to_csv(classes), LIST_COLUMNS)
+    assert back["inputs"].tolist() == classes["inputs"].tolist()
+    assert back["cases"].tolist() == classes["cases"].tolist()
+    assert back["median_confidence"].isna().tolist() == [True, False]
