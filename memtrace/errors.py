@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memtrace.usage import Usage
+
 
 class MemtraceError(Exception):
     """Base of every error memtrace raises on purpose; the CLI prints these without a traceback."""
@@ -43,4 +48,20 @@ class InputError(MemtraceError):
 
 
 class LLMError(MemtraceError):
-    """An OpenAI-compatible endpoint failed or answered with unusable output."""
+    """An OpenAI-compatible endpoint failed or answered with unusable output.
+
+    ``usage``: what the failed attempt cost (requests sent, tokens), so callers can count it.
+    """
+
+    def __init__(self, message: str, *, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class JudgeError(LLMError):
+    """A judge's question failed mid-search; ``usage`` and ``checked`` (candidate op ids) say
+    what the search had spent and looked at, so a failed case still records its cost."""
+
+    def __init__(self, message: str, *, usage: Usage | None, checked: list[str]) -> None:
+        super().__init__(message, usage=usage)
+        self.checked = checked

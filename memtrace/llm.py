@@ -2,8 +2,12 @@
 
 Works with any OpenAI-compatible endpoint (``settings.llm``). What it adds to the raw client:
 
-* structured output: a reply is parsed as JSON and validated against a pydantic model; an invalid
-  reply is answered once with the validation error and a request to fix it, then ``LLMError``;
+* structured output: the endpoint is asked for JSON matching the reply model (``response_format``
+  with a JSON schema; where refused, a JSON object; where that is refused too, plain text), the
+  mode detected once per endpoint and model and remembered (in memory and beside the cache), said
+  on the ``memtrace.llm`` logger (``memtrace --verbose``); a reply is parsed and validated
+  against the pydantic model (missing fields that have defaults take them); an invalid reply is
+  answered once with the validation error and a request to fix it, then ``LLMError``;
 * bounded retries with exponential backoff (honouring ``Retry-After``) on 429, 5xx, timeouts and
   connection errors; other HTTP errors fail at once;
 * an on-disk cache keyed by model + the full request, so a re-run makes zero calls;
@@ -17,15 +21,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar, get_args
 
 import openai
 from pydantic import BaseModel, ValidationError
@@ -41,6 +47,18 @@ R = TypeVar("R")
 Message = dict[str, str]
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+log = logging.getLogger(__name__)
+
+# How to ask an endpoint for JSON, most specific first. An endpoint that refuses one (HTTP 400 or
+# 422, or any error that names response_format) is asked the next way; the first that works is
+# kept for endpoint + model.
+OutputMode = Literal["json_schema", "json_object", "text"]
+OUTPUT_MODES: tuple[OutputMode, ...] = get_args(OutputMode)
+MODES_FILE = "output-modes.json"
+_REFUSED_STATUSES = frozenset({400, 422})
+_modes_lock = threading.Lock()
+_known_modes: dict[str, OutputMode] = {}  # "base_url model" -> mode, shared by all clients
 
 
 @dataclass(frozen=True)
@@ -90,7 +108,15 @@ class ResponseCache:
         os.replace(tmp, path)
 
 
+def _format_complaint(exc: BaseException | None) -> bool:
+    """An error response about the request's response_format, whatever its status: llama.cpp's
+    Python server answers an unknown format with HTTP 500 and a validation error."""
+    return isinstance(exc, openai.APIStatusError) and "response_format" in str(exc.message)
+
+
 def _retryable(exc: Exception) -> bool:
+    if _format_complaint(exc):
+        return False  # the same request would be refused again
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code == 429 or exc.status_code >= 500
     return isinstance(exc, openai.APIConnectionError)  # includes APITimeoutError
@@ -104,6 +130,52 @@ def _retry_after(exc: Exception) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def schema_hint(model: type[BaseModel]) -> str:
+    """A compact JSON shape of ``model`` for the prompt: field names, types, allowed values.
+
+    The full JSON Schema (titles, descriptions, $defs) costs several times the tokens and tells a
+    model no more; the schema itself goes in ``response_format`` where the endpoint takes it.
+    """
+    schema = model.model_json_schema()
+    defs = schema.get("$defs", {})
+
+    def shape(prop: dict[str, Any]) -> str:
+        if "$ref" in prop:
+            prop = defs.get(prop["$ref"].rsplit("/", 1)[-1], {})
+        if "enum" in prop:
+            return " | ".join(json.dumps(v) for v in prop["enum"])
+        if "anyOf" in prop:
+            return " | ".join(shape(p) for p in prop["anyOf"])
+        kind = str(prop.get("type", "any"))
+        if kind == "number" and "minimum" in prop and "maximum" in prop:
+            return f"number {prop['minimum']}..{prop['maximum']}"
+        return kind
+
+    required = set(schema.get("required", ()))
+    fields = [
+        f'"{name}": {shape(prop)}{"" if name in required else " (optional)"}'
+        for name, prop in schema.get("properties", {}).items()
+    ]
+    return "{" + ", ".join(fields) + "}"
+
+
+def _response_format(mode: OutputMode, model: type[BaseModel]) -> dict[str, Any] | None:
+    if mode == "json_schema":
+        schema = {"name": model.__name__, "schema": model.model_json_schema(), "strict": False}
+        return {"type": "json_schema", "json_schema": schema}
+    if mode == "json_object":
+        return {"type": "json_object"}
+    return None
+
+
+def _refused(exc: LLMError) -> bool:
+    """Whether the endpoint turned the request down as malformed (not overloaded, not down)."""
+    cause = exc.__cause__
+    if _format_complaint(cause):
+        return True
+    return isinstance(cause, openai.APIStatusError) and cause.status_code in _REFUSED_STATUSES
 
 
 def parse_json_reply(text: str, model: type[M]) -> M:
@@ -129,7 +201,7 @@ class LLMClient:
         max_retries: int = 4,
         backoff_seconds: float = 0.5,
         max_backoff_seconds: float = 20.0,
-        json_mode: bool = True,
+        output_mode: OutputMode | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if not settings.base_url:
@@ -147,11 +219,16 @@ class LLMClient:
             timeout=settings.timeout_seconds,
             max_retries=0,
         )
+        self.timeout_seconds = settings.timeout_seconds
+        self.concurrency = settings.concurrency
+        self._slots = threading.BoundedSemaphore(settings.concurrency)
         self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
         self.max_retries = max_retries
         self.backoff_seconds = backoff_seconds
         self.max_backoff_seconds = max_backoff_seconds
-        self.json_mode = json_mode
+        self._output_mode = output_mode  # None: detect (once per endpoint and model)
+        self._modes_path = cache_dir / MODES_FILE if cache_dir is not None else None
+        self._probe_lock = threading.Lock()
         self._sleep = sleep
 
     @classmethod
@@ -176,18 +253,21 @@ class LLMClient:
         **options: Any,
     ) -> Structured[M]:
         """A completion parsed into ``model``; one repair round on invalid output."""
-        schema = json.dumps(model.model_json_schema(), separators=(",", ":"))
-        instruction = f"Reply with one JSON object (no prose) matching this JSON Schema: {schema}"
+        instruction = f"Reply with one JSON object only, of this shape: {schema_hint(model)}"
         messages = _messages(prompt, f"{system}\n\n{instruction}" if system else instruction)
-        if self.json_mode:
-            options = {"response_format": {"type": "json_object"}, **options}
-        # The cache holds the validated reply under the original request, so a re-run is free
-        # even when the first reply needed a repair round.
-        payload = {"endpoint": "chat", "model": self.model, "messages": messages, **options}
+        # The cache holds the validated reply under the request without its response_format, so
+        # a re-run is free whichever mode the endpoint needed, even after a repair round.
+        payload = {
+            "endpoint": "chat",
+            "model": self.model,
+            "messages": messages,
+            "reply": model.__name__,
+            **options,
+        }
         cached = self._cache_get(payload)
         if cached is not None:
             return Structured(parse_json_reply(cached["text"], model), Usage(cache_hits=1))
-        first = self._chat(messages, options, cache=False)
+        first, mode = self._chat_structured(messages, model, options)
         try:
             value = parse_json_reply(first.text, model)
             usage = first.usage
@@ -201,17 +281,95 @@ class LLMClient:
                     "content": f"That reply was invalid ({str(exc)[:500]}). {instruction}",
                 },
             ]
-            second = self._chat(repair, options, cache=False)
+            second = self._chat(repair, _with_format(options, mode, model), cache=False)
             usage = first.usage + second.usage
             text = second.text
             try:
                 value = parse_json_reply(text, model)
             except ValueError as again:
                 raise LLMError(
-                    f"{self.base_url}: model {self.model} returned invalid JSON twice: {again}"
+                    f"{self.base_url}: model {self.model} returned invalid JSON twice: {again}",
+                    usage=usage,
                 ) from again
         self._cache_put(payload, {"text": text})
         return Structured(value, usage)
+
+    def output_mode(self) -> OutputMode:
+        """How this endpoint + model is asked for JSON (detected on the first structured call)."""
+        return self._output_mode or self._remembered_mode() or OUTPUT_MODES[0]
+
+    def _chat_structured(
+        self, messages: list[Message], model: type[BaseModel], options: dict[str, Any]
+    ) -> tuple[Completion, OutputMode]:
+        """Ask in the remembered mode; the first time, step down the modes the endpoint refuses."""
+        known = self._output_mode or self._remembered_mode()
+        if known is None:
+            # One thread probes; the others wait for its answer instead of probing too.
+            with self._probe_lock:
+                known = self._remembered_mode()
+                if known is None:
+                    return self._probe(messages, model, options)
+        return self._chat(messages, _with_format(options, known, model), cache=False), known
+
+    def _probe(
+        self, messages: list[Message], model: type[BaseModel], options: dict[str, Any]
+    ) -> tuple[Completion, OutputMode]:
+        """Step down the modes the endpoint refuses; remember the first that answers."""
+        refused = Usage()
+        for mode in OUTPUT_MODES:
+            try:
+                completion = self._chat(messages, _with_format(options, mode, model), cache=False)
+            except LLMError as exc:
+                if mode == OUTPUT_MODES[-1] or not _refused(exc):
+                    exc.usage = refused + (exc.usage or Usage())
+                    raise
+                refused = refused + Usage(calls=1)
+                following = OUTPUT_MODES[OUTPUT_MODES.index(mode) + 1]
+                log.info(
+                    "%s (model %s) refused response_format %s (%s); trying %s",
+                    self.base_url,
+                    self.model,
+                    mode,
+                    exc,
+                    following,
+                )
+                continue
+            self._remember_mode(mode)
+            return Completion(completion.text, refused + completion.usage), mode
+        raise AssertionError("unreachable: the last mode either answers or raises")
+
+    def _mode_key(self) -> str:
+        return f"{self.base_url} {self.model}"
+
+    def _remembered_mode(self) -> OutputMode | None:
+        with _modes_lock:
+            mode = _known_modes.get(self._mode_key())
+            if mode is None and self._modes_path is not None:
+                try:
+                    stored = json.loads(self._modes_path.read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    stored = {}
+                value = stored.get(self._mode_key()) if isinstance(stored, dict) else None
+                if value in OUTPUT_MODES:
+                    mode = _known_modes[self._mode_key()] = value
+            return mode
+
+    def _remember_mode(self, mode: OutputMode) -> None:
+        log.info("%s (model %s): structured output via %s", self.base_url, self.model, mode)
+        with _modes_lock:
+            _known_modes[self._mode_key()] = mode
+            if self._modes_path is None:
+                return
+            try:
+                stored = json.loads(self._modes_path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                stored = {}
+            stored = {**(stored if isinstance(stored, dict) else {}), self._mode_key(): mode}
+            self._modes_path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self._modes_path.parent, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(stored, handle, indent=1)
+            os.replace(tmp, self._modes_path)
 
     def embed(self, texts: Sequence[str], *, model: str | None = None) -> Embeddings:
         """Embeddings for ``texts`` (one request; cached as a whole)."""
@@ -265,7 +423,8 @@ class LLMClient:
         attempt = 0
         while True:
             try:
-                return call()
+                with self._slots:  # at most `concurrency` requests in flight, whoever sends them
+                    return call()
             except openai.OpenAIError as exc:
                 if not _retryable(exc) or attempt >= self.max_retries:
                     raise self._error(exc, attempt) from exc
@@ -275,8 +434,14 @@ class LLMClient:
                 attempt += 1
 
     def _error(self, exc: Exception, retries: int) -> LLMError:
+        hint = ""
         if isinstance(exc, openai.APITimeoutError):
             what = "timed out"
+            hint = (
+                f" (no answer within {self.timeout_seconds:g} s; a slow or single-slot server "
+                f"needs a longer --llm-timeout / MEMTRACE_LLM_TIMEOUT, or fewer requests at once: "
+                f"--llm-concurrency / MEMTRACE_LLM_CONCURRENCY, now {self.concurrency})"
+            )
         elif isinstance(exc, openai.APIStatusError):
             what = f"HTTP {exc.status_code}: {exc.message}"
         elif isinstance(exc, openai.APIConnectionError):
@@ -284,10 +449,10 @@ class LLMClient:
         else:
             what = f"{type(exc).__name__}: {exc}"
         after = f" after {retries} retries" if retries else ""
-        message = f"LLM request to {self.base_url} (model {self.model}) {what}{after}"
+        message = f"LLM request to {self.base_url} (model {self.model}) {what}{after}{hint}"
         if self._key and self._key != "none":
             message = message.replace(self._key, "***")
-        return LLMError(message)
+        return LLMError(message, usage=Usage(calls=retries + 1))
 
     def _cache_get(self, payload: dict[str, Any]) -> Any | None:
         return self.cache.get(ResponseCache.key(payload)) if self.cache else None
@@ -295,6 +460,13 @@ class LLMClient:
     def _cache_put(self, payload: dict[str, Any], value: Any) -> None:
         if self.cache:
             self.cache.put(ResponseCache.key(payload), value)
+
+
+def _with_format(
+    options: dict[str, Any], mode: OutputMode, model: type[BaseModel]
+) -> dict[str, Any]:
+    response_format = _response_format(mode, model)
+    return {"response_format": response_format, **options} if response_format else options
 
 
 def _messages(prompt: str | Sequence[Message], system: str | None) -> list[Message]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from memtrace.errors import ConfigError
 
@@ -39,7 +39,10 @@ class LLMSettings(BaseModel):
     api_key: SecretStr | None = None
     model: str = "gpt-4o-mini"
     embedding_model: str = "text-embedding-3-small"
-    timeout_seconds: float = 60.0
+    timeout_seconds: float = Field(default=60.0, gt=0)
+    # Requests in flight at once, over all case workers: a local server often has one slot, and
+    # requests queued behind it time out; case workers (CPU and Neo4j) are a separate knob.
+    concurrency: int = Field(default=4, ge=1)
 
 
 class Settings(BaseModel):
@@ -60,6 +63,8 @@ _ENV_LLM = {
     "base_url": "OPENAI_BASE_URL",
     "api_key": "OPENAI_API_KEY",
     "model": "MEMTRACE_LLM_MODEL",
+    "timeout_seconds": "MEMTRACE_LLM_TIMEOUT",
+    "concurrency": "MEMTRACE_LLM_CONCURRENCY",
     "embedding_model": "MEMTRACE_EMBEDDING_MODEL",
 }
 

@@ -40,6 +40,16 @@ def default_error_type(kind: str) -> ErrorType:
     return DEFAULT_ERROR_TYPE.get(kind, "ResponseError")
 
 
+# The op kind each error type blames (the inverse of DEFAULT_ERROR_TYPE, answer ops included).
+ERROR_TYPE_KIND: Final[dict[ErrorType, Kind]] = {
+    "ExtractionError": "extraction",
+    "UpdateError": "update",
+    "DeletionError": "deletion",
+    "RetrievalError": "retrieval",
+    "ResponseError": "generation",
+}
+
+
 def stage_of(kind: str) -> str:
     """The pipeline stage an op kind belongs to for stage accuracy: a deletion is an update."""
     return "update" if kind == "deletion" else kind

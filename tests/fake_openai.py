@@ -15,6 +15,8 @@ function of the request body, e.g. ``Mem0Replies``) answers, then ``default`` (`
 vectors derived from each input's hash, or with ``bag_of_words`` set, word-count vectors of that
 many dimensions (cosine similarity then follows shared words, as a real embedder roughly does).
 Every request is recorded (header names lower-cased).
+``rejected_formats`` names ``response_format`` types answered with ``rejected_status`` (400; as
+an endpoint that does not support them; no reply is consumed).
 """
 
 from __future__ import annotations
@@ -59,6 +61,10 @@ class FakeOpenAI:
         self.default: Reply | None = None
         self.responder: Callable[[dict[str, Any]], Reply | None] | None = None
         self.bag_of_words: int | None = None
+        self.rejected_formats: set[str] = set()
+        self.rejected_status = 400  # llama.cpp's Python server says 500
+        self.in_flight = 0
+        self.max_in_flight = 0  # the most chat requests it was answering at once
         self.requests: list[Recorded] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
@@ -117,12 +123,23 @@ class FakeOpenAI:
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
+                requested = (body.get("response_format") or {}).get("type")
+                if requested in fake.rejected_formats:
+                    error = {"message": f"response_format {requested} is not supported"}
+                    body = {"error": {**error, "type": "invalid_request_error"}}
+                    self._send(fake.rejected_status, body)
+                    return
                 reply = fake._next(body)
                 if reply is None:
                     self._send(500, {"error": {"message": "script exhausted", "type": "server"}})
                     return
                 if reply.delay:
+                    with fake._lock:
+                        fake.in_flight += 1
+                        fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
                     time.sleep(reply.delay)
+                    with fake._lock:
+                        fake.in_flight -= 1
                 if reply.status != 200:
                     error = {"message": f"scripted {reply.status}", "type": "scripted"}
                     self._send(reply.status, {"error": error}, reply.headers)

@@ -1,20 +1,21 @@
-"""Starting evidence: the case's gold evidence, or messages retrieved by the question alone.
+"""Starting evidence: the case's gold evidence, or messages retrieved for question + answer.
 
-Retrieval follows MemTrace (BM25, dense, or hybrid by reciprocal rank fusion with k = 60) but,
-unlike MemTrace's default, the gold answer is only added to the query on explicit request
-(``question+answer``): otherwise the label leaks into the evidence.
+Retrieval follows MemTrace (BM25, dense, or hybrid by reciprocal rank fusion with k = 60), with
+MemTrace's query by default: question + gold answer. A case is failed relative to its gold
+answer, so the answer is an input of attribution; ``question`` ranks by the question alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final, Literal, get_args
 
 import numpy as np
 from rank_bm25 import BM25Okapi
 
 from memtrace.attribution.model import Anchor, Evidence
-from memtrace.attribution.text import content_words
+from memtrace.attribution.text import MIN_CONTENT_WORDS, content_words, holds, sentences
 
 EvidenceMode = Literal["gold", "retrieved"]
 Retriever = Literal["bm25", "dense", "hybrid"]
@@ -76,14 +77,27 @@ def retrieve(
     )
 
 
+def asked_about(question: str, speakers: set[str]) -> str | None:
+    """The one speaker the question names, if exactly one."""
+    words = set(re.findall(r"[a-z0-9]+", question.lower()))
+    named = [s for s in speakers if s.lower() in words]
+    return named[0] if len(named) == 1 else None
+
+
+def asks_only(text: str) -> bool:
+    """A message of questions only cannot hold an answer."""
+    return all(part.endswith("?") for part in sentences(text))
+
+
 def retrieved_evidence(
     anchor: Anchor,
     corpus: Sequence[tuple[str, str]],
     *,
     retriever: Retriever = "bm25",
-    query_mode: RetrievalQuery = "question",
+    query_mode: RetrievalQuery = "question+answer",
     embed: Embed | None = None,
     top_k: int = RETRIEVED_TOP_K,
+    speakers: Mapping[str, str] | None = None,
 ) -> tuple[Evidence, ...]:
     """Top-k messages for the question, filtered by the gold answer (which the query never saw).
 
@@ -104,7 +118,27 @@ def retrieved_evidence(
             return 0.0
         return len(answer_words & content_words(texts[message_id])) / len(answer_words)
 
-    covering = sorted((i for i in top if coverage(i) >= 0.5), key=lambda i: -coverage(i))
-    statements = [i for i in top if not texts[i].rstrip().endswith("?")]
+    def quoted(message_id: str) -> bool:
+        """Whether the wrong prediction repeats a sentence of the message: on a tie, the
+        message that misled the answer is less likely the evidence it lacked."""
+        return bool(anchor.prediction) and any(
+            len(words) >= MIN_CONTENT_WORDS and holds(words, [anchor.prediction or ""])
+            for words in map(content_words, sentences(texts[message_id]))
+        )
+
+    asked = asked_about(anchor.question, set((speakers or {}).values()))
+
+    def other_speaker(message_id: str) -> bool:
+        """On a tie, a message said by the person the question asks about comes first."""
+        return asked is not None and (speakers or {}).get(message_id) not in (None, asked)
+
+    statements = sorted(
+        (i for i in top if not asks_only(texts[i])),
+        key=lambda i: (other_speaker(i), -min(coverage(i), 0.5)),
+    )
+    covering = sorted(
+        (i for i in top if coverage(i) >= 0.5 and not asks_only(texts[i])),
+        key=lambda i: (-coverage(i), quoted(i), other_speaker(i)),
+    )
     chosen = covering[:MAX_RETRIEVED] or statements[:1] or top[:1]
     return tuple(Evidence(i, texts[i], rank=top.index(i) + 1) for i in chosen)

@@ -10,18 +10,18 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from memtrace.attribution.judges import CaseView
 from memtrace.attribution.model import Candidate, Check, OperationView
 from memtrace.prompts import PROMPTS, Prompt
-from memtrace.taxonomy import ErrorType
+from memtrace.taxonomy import ERROR_TYPES, ErrorType
 from memtrace.usage import Usage
 
 if TYPE_CHECKING:  # the judge is handed a client; it never opens a connection itself
     from memtrace.llm import LLMClient
 
-PROMPT_VERSION = "attribution-v1"
+PROMPT_VERSION = "attribution-v2"
 VIEW_BUDGET = 8000  # characters of the whole operation view
 CONTEXT_BUDGET = 400  # characters per evidence message
 
@@ -40,14 +40,34 @@ of the context), ResponseError (the context held the evidence, the answer is sti
 )
 
 
+# A reply missing a field with a safe default is still an answer (small models drop fields):
+# unknown type -> the op kind's default, no reason -> empty, no confidence -> 0.5, which is below
+# what the hybrid judge needs to override the offline verdict.
+DEFAULT_CONFIDENCE = 0.5
+
+
 class CandidateCheck(BaseModel):
     """Reply to CHECK_PROMPT."""
 
     faulty: bool = Field(description="the op's output is wrong or insufficient for its role")
     decisive: bool = Field(description="correcting this output alone would rescue the answer")
-    error_type: ErrorType | None = Field(description="the type, when faulty")
-    reason: str = Field(description="one or two sentences citing the evidence")
-    confidence: float = Field(ge=0.0, le=1.0)
+    error_type: ErrorType | None = Field(default=None, description="the type, when faulty")
+    reason: str = Field(default="", description="one or two sentences citing the evidence")
+    confidence: float = Field(default=DEFAULT_CONFIDENCE, ge=0.0, le=1.0)
+
+    @field_validator("error_type", mode="before")
+    @classmethod
+    def _known_type(cls, value: object) -> object:
+        return value if value in ERROR_TYPES else None
+
+    @field_validator("confidence", mode="before")
+    @classmethod
+    def _unit_interval(cls, value: object) -> object:
+        """0..1; a percentage (85) is read as 0.85; anything else is no answer."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return DEFAULT_CONFIDENCE
+        number = float(value) / 100 if 1 < value <= 100 else float(value)
+        return number if 0.0 <= number <= 1.0 else DEFAULT_CONFIDENCE
 
 
 CHECK_PROMPT = PROMPTS.add(
@@ -75,7 +95,7 @@ class IntactCheck(BaseModel):
     """Reply to INTACT_PROMPT."""
 
     intact: bool = Field(description="the evidence the answer needs survived this operation")
-    reason: str
+    reason: str = ""
 
 
 INTACT_PROMPT = PROMPTS.add(
@@ -147,8 +167,14 @@ class LLMJudge:
         prompt = CHECK_PROMPT.format(**self._fields(view, candidate))
         reply = self.client.complete_json(prompt, CandidateCheck, system=SYSTEM.text, temperature=0)
         value = reply.value
+        complete = value.model_fields_set >= set(CandidateCheck.model_fields)
         check = Check(
-            value.faulty, value.decisive, value.error_type, value.reason, value.confidence
+            value.faulty,
+            value.decisive,
+            value.error_type,
+            value.reason,
+            value.confidence,
+            complete=complete,
         )
         return check, reply.usage
 

@@ -124,6 +124,7 @@ class Check:
     error_type: ErrorType | None
     reason: str
     confidence: float
+    complete: bool = True  # every field was answered (none took its default)
 
 
 @dataclass
@@ -143,4 +144,6 @@ class Verdict:
     strategy: str = "linear"
     evidence: str = "gold"
     error: str | None = None  # set when attributing this case failed
+    overridden_from: str | None = None  # the offline proposal's op id, when the LLM moved it
+    overridden_type: ErrorType | None = None  # the offline proposal's error type, idem
     checked: list[str] = field(default_factory=list)  # candidate op ids the judge looked at

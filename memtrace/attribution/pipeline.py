@@ -27,7 +27,8 @@ from memtrace.attribution.model import Anchor, Candidate, CaseGraph, Evidence, T
 from memtrace.attribution.store import AttributionStore
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import Strategy, search
-from memtrace.errors import MemtraceError, Neo4jUnavailableError
+from memtrace.errors import JudgeError, LLMError, MemtraceError, Neo4jUnavailableError
+from memtrace.usage import Usage
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Options:
     evidence: EvidenceMode = "gold"
     strategy: Strategy = "linear"
     retriever: Retriever = "bm25"
-    retrieval_query: RetrievalQuery = "question"
+    retrieval_query: RetrievalQuery = "question+answer"
     embed: Embed | None = None
 
     def run_id(self, judge: Judge) -> str:
@@ -65,6 +66,7 @@ def starting_evidence(
         retriever=options.retriever,
         query_mode=options.retrieval_query,
         embed=options.embed,
+        speakers=store.speakers(anchor.trace_id),
     )
     seqs = store.message_seqs(anchor.trace_id)
     return tuple(replace(e, seq=seqs[e.id]) for e in found)
@@ -107,6 +109,8 @@ def analyse_case(
         strategy=options.strategy,
         evidence=options.evidence if anchor.evidence_ids else "retrieved",
         checked=found.checked,
+        overridden_from=found.overridden_from.op.id if found.overridden_from else None,
+        overridden_type=found.overridden_type if found.overridden_from else None,
     )
     return Analysis(anchor, graph, trails, found_candidates, verdict)
 
@@ -121,6 +125,8 @@ def attribute_case(
     except Neo4jUnavailableError:
         raise  # the database is gone: every further case would wait out the driver's retries
     except MemtraceError as exc:
+        # What a failed case cost is counted too (requests sent, tokens, what was checked).
+        usage = exc.usage if isinstance(exc, LLMError) and exc.usage else Usage()
         return Verdict(
             trace_id,
             case_id,
@@ -129,10 +135,14 @@ def attribute_case(
             f"attribution failed: {exc}",
             judge.name,
             judge.model,
+            llm_calls=usage.calls,
+            tokens_in=usage.tokens_in,
+            tokens_out=usage.tokens_out,
             seconds=time.perf_counter() - started,
             strategy=options.strategy,
             evidence=options.evidence,
             error=str(exc),
+            checked=exc.checked if isinstance(exc, JudgeError) else [],
         )
 
 
@@ -263,9 +273,9 @@ def evaluation_rows(
     if trace_id is not None:
         require_complete_trace(store, trace_id)
     rows = store.evaluation_rows(run_id, trace_id)
-    # Score the traces this run attributed; other loaded traces are not part of it.
-    touched = rows.loc[rows["judge"].notna(), "trace_id"].unique()
-    rows = rows[rows["trace_id"].isin(touched)].reset_index(drop=True)
+    # Score the cases this run attempted (errored ones included: they count as wrong); labeled
+    # cases it never tried (a run over some --case ids) are not part of it.
+    rows = rows[rows["judge"].notna()].reset_index(drop=True)
     sizes = store.trace_sizes(list(rows["trace_id"].unique()))
     rows["flat_tokens"] = rows["trace_id"].map(sizes).astype(float) / CHARS_PER_TOKEN
     if rows.empty:

@@ -45,4 +45,14 @@ def memtrace_record(verdict: Verdict) -> dict[str, Any]:
         "tokens_out": verdict.tokens_out,
         "seconds": round(verdict.seconds, 4),
         **({"error": verdict.error} if verdict.error else {}),
+        **(
+            {
+                "overridden_from": {
+                    "op_id": verdict.overridden_from,
+                    "error_type": verdict.overridden_type,
+                }
+            }
+            if verdict.overridden_from
+            else {}
+        ),
     }

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from memtrace.attribution.evidence import Embed, Retriever
+from memtrace.attribution.hybrid import HybridJudge
 from memtrace.attribution.judges import Judge, OfflineJudge
 from memtrace.attribution.llm_judge import LLMJudge
 from memtrace.errors import ConfigError
@@ -19,12 +20,14 @@ JudgeFactory = Callable[[Settings], Judge]
 JUDGES: dict[str, JudgeFactory] = {
     "offline": lambda _settings: OfflineJudge(),
     "llm": lambda settings: LLMJudge(LLMClient.from_settings(settings)),
+    "hybrid": lambda settings: HybridJudge(LLMJudge(LLMClient.from_settings(settings))),
 }
 
 
 def default_judge(settings: Settings) -> str:
-    """The LLM judge when an endpoint is configured, else the offline one."""
-    return "llm" if settings.llm.base_url else "offline"
+    """The hybrid judge when an LLM endpoint is configured (a weak model cannot make it worse
+    than the offline judge), else the offline one."""
+    return "hybrid" if settings.llm.base_url else "offline"
 
 
 def make_judge(name: str | None, settings: Settings) -> Judge:

@@ -23,7 +23,7 @@ from memtrace.attribution.model import (
     Verdict,
 )
 from memtrace.attribution.records import attribution_rows
-from memtrace.attribution.text import message_text
+from memtrace.attribution.text import message_speaker, message_text
 from memtrace.cypher import get_query
 from memtrace.db import Database
 
@@ -43,7 +43,7 @@ class AttributionStore:
         self.db = db
         self._lock = threading.Lock()  # readers are shared by worker threads
         self._memories: dict[str, tuple[Memory, ...]] = {}
-        self._messages: dict[str, list[tuple[str, str, int]]] = {}
+        self._messages: dict[str, list[tuple[str, str, int, str | None]]] = {}
 
     def failed_cases(self, trace_id: str | None) -> list[tuple[str, str]]:
         rows = self.db.run(get_query("attribution/failed_cases"), trace_id=trace_id)
@@ -112,17 +112,22 @@ class AttributionStore:
 
     def messages(self, trace_id: str) -> list[tuple[str, str]]:
         """(id, spoken text) of every message variable, in execution order."""
-        return [(message_id, text) for message_id, text, _ in self._message_rows(trace_id)]
+        return [(row[0], row[1]) for row in self._message_rows(trace_id)]
 
     def message_seqs(self, trace_id: str) -> dict[str, int]:
-        return {message_id: seq for message_id, _, seq in self._message_rows(trace_id)}
+        return {row[0]: row[2] for row in self._message_rows(trace_id)}
 
-    def _message_rows(self, trace_id: str) -> list[tuple[str, str, int]]:
+    def speakers(self, trace_id: str) -> dict[str, str]:
+        """Who said each message, for the messages whose value says."""
+        return {row[0]: row[3] for row in self._message_rows(trace_id) if row[3]}
+
+    def _message_rows(self, trace_id: str) -> list[tuple[str, str, int, str | None]]:
         with self._lock:
             if trace_id not in self._messages:
                 rows = self.db.run(get_query("attribution/messages"), trace_id=trace_id)
                 self._messages[trace_id] = [
-                    (r["id"], message_text(r["value"]), int(r["seq"])) for r in rows
+                    (r["id"], message_text(r["value"]), int(r["seq"]), message_speaker(r["value"]))
+                    for r in rows
                 ]
             return self._messages[trace_id]
 

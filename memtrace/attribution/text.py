@@ -80,6 +80,19 @@ def message_text(value: str | None) -> str:
     return text.strip()
 
 
+def message_speaker(value: str | None) -> str | None:
+    """Who said a message (``name`` or ``speaker`` of its JSON value), if it says."""
+    try:
+        data = json.loads(value or "")
+    except ValueError:
+        return None
+    if isinstance(data, dict):
+        for key in ("speaker", "name"):
+            if isinstance(data.get(key), str) and data[key].strip():
+                return str(data[key]).strip()
+    return None
+
+
 def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
 

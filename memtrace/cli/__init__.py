@@ -51,9 +51,19 @@ class MemtraceGroup(click.Group):
 
 @click.group(cls=MemtraceGroup)
 @click.version_option(__version__, prog_name="memtrace")
-@click.option("-v", "--verbose", is_flag=True, help="Show the driver's retries and notifications.")
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Show the driver's retries and notifications, and how the LLM endpoint is asked for JSON.",
+)
 def cli(verbose: bool) -> None:
     """Find out why an LLM memory system gave a wrong answer, and fix it."""
     # The driver logs every retried connection and server notification as a warning; our own
     # errors already say what went wrong, so keep that noise for --verbose.
     logging.getLogger("neo4j").setLevel(logging.DEBUG if verbose else logging.ERROR)
+    if verbose:
+        ours = logging.getLogger("memtrace")
+        if not ours.handlers:
+            ours.addHandler(logging.StreamHandler())
+        ours.setLevel(logging.INFO)

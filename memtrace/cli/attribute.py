@@ -26,7 +26,7 @@ from memtrace.attribution.records import memtrace_record
 from memtrace.attribution.registry import JUDGES, embedder, make_judge
 from memtrace.attribution.store import AttributionStore
 from memtrace.attribution.walk import STRATEGY_NAMES
-from memtrace.cli.options import choice, neo4j_options
+from memtrace.cli.options import choice, llm_options, neo4j_options
 from memtrace.cli.output import frame_table, make_console, strict_json
 from memtrace.cypher import get_query
 from memtrace.db import connect
@@ -40,14 +40,15 @@ judge_option = click.option(
     "--judge",
     type=click.Choice(list(JUDGES)),
     default=None,
-    help="Default: llm when an LLM endpoint is configured, else offline.",
+    help="Default: hybrid (offline proposes, the LLM checks) when an LLM endpoint is "
+    "configured, else offline.",
 )
 evidence_option = click.option(
     "--evidence",
     type=click.Choice(EVIDENCE_MODES),
     default="gold",
     show_default=True,
-    help="Starting evidence: the case's gold evidence, or messages retrieved by the question.",
+    help="Starting evidence: the case's gold evidence, or messages retrieved for the question.",
 )
 retriever_option = click.option(
     "--retriever", type=click.Choice(RETRIEVERS), default="bm25", show_default=True
@@ -55,9 +56,10 @@ retriever_option = click.option(
 retrieval_query_option = click.option(
     "--retrieval-query",
     type=click.Choice(RETRIEVAL_QUERIES),
-    default="question",
+    default="question+answer",
     show_default=True,
-    help="question+answer copies MemTrace's default, which leaks the gold answer.",
+    help="The gold answer defines the failure, so it may help find the evidence (MemTrace's "
+    "default); question alone finds less.",
 )
 
 
@@ -117,6 +119,7 @@ def _summary(run_id: str, verdicts: list[Verdict]) -> Table:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print MemTrace-compatible JSON records.")
 @neo4j_options
+@llm_options
 def attribute_command(
     settings: Settings,
     trace_id: str | None,
@@ -212,6 +215,7 @@ def eval_command(
         return
     short = {
         "attributed": "done",
+        "errored": "errors",
         "op_accuracy": "op acc",
         "type_accuracy": "type acc",
         "stage_accuracy": "stage acc",
@@ -257,6 +261,11 @@ def _explain_tree(analysis: Analysis) -> Tree:
         f"[bold]verdict[/]: {verdict.error_type} at {verdict.op_id} "
         f"(judge {verdict.judge}, confidence {verdict.confidence:.2f}) - {verdict.reason}"
     )
+    if verdict.overridden_from:
+        tree.add(
+            f"[bold]overridden[/]: the offline proposal was {verdict.overridden_type} at "
+            f"{verdict.overridden_from}"
+        )
     return tree
 
 
@@ -276,6 +285,7 @@ def browser_cypher(trace_id: str, case_id: str, max_seq: int) -> str:
 @retrieval_query_option
 @click.option("--json", "as_json", is_flag=True)
 @neo4j_options
+@llm_options
 def explain_command(
     settings: Settings,
     case_id: str,

@@ -51,3 +51,35 @@ def neo4j_options(command: F) -> F:
 
 def settings_from_cli(**neo4j: str | None) -> Settings:
     return load_settings(neo4j=neo4j)
+
+
+def llm_options(command: F) -> F:
+    """Add --llm-timeout/--llm-concurrency; they override the ``settings`` argument's [llm]."""
+
+    @click.option(
+        "--llm-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        help="Seconds an LLM request may take [env MEMTRACE_LLM_TIMEOUT; default 60]. Raise it "
+        "for a slow local server.",
+    )
+    @click.option(
+        "--llm-concurrency",
+        type=click.IntRange(min=1),
+        help="LLM requests in flight at once, over all --workers [env MEMTRACE_LLM_CONCURRENCY; "
+        "default 4]. 1 for a server that answers one request at a time.",
+    )
+    @functools.wraps(command)
+    def wrapper(
+        *args: Any,
+        settings: Settings,
+        llm_timeout: float | None,
+        llm_concurrency: int | None,
+        **kwargs: Any,
+    ) -> Any:
+        overrides = {"timeout_seconds": llm_timeout, "concurrency": llm_concurrency}
+        chosen = {key: value for key, value in overrides.items() if value is not None}
+        if chosen:
+            settings = settings.model_copy(update={"llm": settings.llm.model_copy(update=chosen)})
+        return command(*args, settings=settings, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

@@ -92,6 +92,11 @@ class SentenceTransformerRanker:
         )
         self._vectors.update(zip(todo, vectors, strict=True))
 
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Normalized embeddings of ``texts`` (what dense evidence retrieval takes)."""
+        self._embed(texts)
+        return [[float(x) for x in self._vectors[t]] for t in texts]
+
     def rank(self, query: str, docs: Sequence[str]) -> list[int]:
         if not docs:
             return []

@@ -123,6 +123,8 @@ def test_llm_failures_are_recorded_per_case_and_the_run_goes_on(
     verdicts = attribute_cases(AttributionStore(db), llm, cases, Options(), workers=1)
     assert verdicts[0].error is not None and "HTTP 500" in verdicts[0].error
     assert verdicts[0].op_id is None
+    # The failed case still records what it sent (the 429 and its retry) and what it checked.
+    assert verdicts[0].llm_calls == 2 and len(verdicts[0].checked) == 1
     assert verdicts[1].error is None and verdicts[1].error_type == "ResponseError"
 
 
@@ -134,3 +136,24 @@ def test_timeouts_become_case_errors(fake_openai: FakeOpenAI, db: Database, trac
         AttributionStore(db), llm, [(trace_id, case_id)], Options(), workers=1
     )
     assert verdict.error is not None and "timed out" in verdict.error
+
+
+def test_a_model_that_never_commits_still_gets_a_verdict_with_what_it_checked(
+    fake_openai: FakeOpenAI, db: Database, trace_id: str
+) -> None:
+    """Constant replies (faulty but never decisive; intact everywhere) end at the answer op."""
+    case_id, _, _ = retrieval_case(db, trace_id)
+    analysis = analyse_case(AttributionStore(db), OfflineJudge(), trace_id, case_id, Options())
+    answer = analysis.anchor.answer
+    assert answer is not None
+    fake_openai.responder = lambda body: Reply(
+        content=json.dumps({"intact": True, "reason": "fine"})
+        if "still intact" in json.dumps(body["messages"])
+        else json.dumps({"faulty": True, "decisive": False})
+    )
+    for strategy in ("linear", "binary"):
+        verdict = analyse_case(AttributionStore(db), judge(fake_openai, None), trace_id,
+                               case_id, Options(strategy=strategy)).verdict  # fmt: skip
+        assert (verdict.op_id, verdict.error_type) == (answer.id, "ResponseError"), strategy
+        assert verdict.confidence == 0.0 and "last step" in verdict.reason
+        assert verdict.checked and len(verdict.checked) == verdict.llm_calls

@@ -6,7 +6,12 @@ import re
 
 import pytest
 
-from memtrace.attribution.evidence import bm25_ranking, reciprocal_rank_fusion, retrieved_evidence
+from memtrace.attribution.evidence import (
+    asked_about,
+    bm25_ranking,
+    reciprocal_rank_fusion,
+    retrieved_evidence,
+)
 from memtrace.attribution.judges import CaseView, OfflineJudge
 from memtrace.attribution.model import Anchor, CaseGraph, Evidence, FlowStep, Memory, OpRef
 from memtrace.attribution.store import FLOW_DEPTH
@@ -167,7 +172,7 @@ def test_bm25_and_rrf() -> None:
     assert reciprocal_rank_fusion([["a", "b"], ["b", "c"]], k=60)[0] == "b"
 
 
-def test_retrieved_evidence_never_puts_the_answer_in_the_query() -> None:
+def test_retrieved_evidence_queries_question_and_gold_answer_by_default() -> None:
     corpus = [("m1", MESSAGE.text), ("m2", "Pixel is a phone brand I like")]
     anchor = Anchor("t", "c", "Which pet did Ann adopt?", ("Pixel",), None, True, "q", ANSWER,
                     (), ())  # fmt: skip
@@ -178,12 +183,45 @@ def test_retrieved_evidence_never_puts_the_answer_in_the_query() -> None:
         return [[float(len(t)), 1.0] for t in texts]
 
     found = retrieved_evidence(anchor, corpus, retriever="hybrid", embed=embed)  # type: ignore[arg-type]
-    assert seen == ["Which pet did Ann adopt?"]
+    assert seen == ["Which pet did Ann adopt? Pixel"]
     assert {e.id for e in found} <= {"m1", "m2"}
-    retrieved_evidence(anchor, corpus, retriever="dense", query_mode="question+answer", embed=embed)  # type: ignore[arg-type]
-    assert seen[-1] == "Which pet did Ann adopt? Pixel"
+    retrieved_evidence(anchor, corpus, retriever="dense", query_mode="question", embed=embed)  # type: ignore[arg-type]
+    assert seen[-1] == "Which pet did Ann adopt?"
     with pytest.raises(ValueError):
         retrieved_evidence(anchor, corpus, retriever="dense")
+
+
+def _anchor(question: str, gold: str, prediction: str | None) -> Anchor:
+    return Anchor("t", "c", question, (gold,), prediction, True, "q", ANSWER, (), ())
+
+
+def test_retrieved_evidence_tie_breaks_away_from_what_misled_the_answer() -> None:
+    corpus = [
+        ("quoted", "Lately I looked into counseling as a career. I want to help people."),
+        ("other", "I am thinking of counseling work with trans people, supporting them."),
+        ("asks", "What kind of counseling do you want to do?"),
+    ]
+    wrong = "Caroline: Lately I looked into counseling as a career. (27 June 2023)"
+    found = retrieved_evidence(_anchor("What career path?", "counseling", wrong), corpus)
+    assert [e.id for e in found] == ["other"]
+    # Without the misleading prediction the better-ranked message stays first.
+    found = retrieved_evidence(_anchor("What career path?", "counseling", None), corpus)
+    assert [e.id for e in found] == ["quoted"]
+
+
+def test_retrieved_evidence_prefers_the_person_the_question_names_on_a_tie() -> None:
+    corpus = [
+        ("gina", "Yeah, me too! Contemporary dance is so expressive."),
+        ("jon", "I love all dances, but contemporary is my top pick."),
+    ]
+    speakers = {"gina": "Gina", "jon": "Jon"}
+    anchor = _anchor("What is Jon's favorite style of dance?", "Contemporary", None)
+    assert [e.id for e in retrieved_evidence(anchor, corpus, speakers=speakers)] == ["jon"]
+    # A date answer covers no message: the named person's statement still comes first.
+    corpus = [("gina", "Paris?! That is great Jon!"), ("jon", "I was in Paris yesterday.")]
+    anchor = _anchor("When was Jon in Paris?", "28 January 2023", None)
+    assert [e.id for e in retrieved_evidence(anchor, corpus, speakers=speakers)] == ["jon"]
+    assert asked_about("Did Jon and Gina meet?", {"Jon", "Gina"}) is None
 
 
 def test_json_list_contexts_are_split_into_items() -> None:
@@ -206,3 +244,21 @@ def test_trail_reach_bound_matches_flow_depth(name: str) -> None:
     # FLOW_DEPTH (the reach plus the one last step make a trail).
     bounds = re.findall(r"\[:FLOWS_TO\*1\.\.(\d+)\]", get_query(name).text)
     assert bounds == [str(FLOW_DEPTH - 1)]
+
+
+def test_candidate_check_replies_take_safe_defaults() -> None:
+    from memtrace.attribution.llm_judge import DEFAULT_CONFIDENCE, CandidateCheck
+
+    bare = CandidateCheck.model_validate_json('{"faulty": true, "decisive": false}')
+    assert (bare.error_type, bare.reason, bare.confidence) == (None, "", DEFAULT_CONFIDENCE)
+    assert bare.model_fields_set == {"faulty", "decisive"}  # the hybrid judge will not trust it
+    loose = CandidateCheck.model_validate(
+        {"faulty": True, "decisive": True, "error_type": "Extraction", "confidence": 85}
+    )
+    assert (loose.error_type, loose.confidence) == (None, 0.85)
+    assert (
+        CandidateCheck.model_validate(
+            {"faulty": True, "decisive": True, "confidence": "high"}
+        ).confidence
+        == DEFAULT_CONFIDENCE
+    )

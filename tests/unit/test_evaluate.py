@@ -113,3 +113,15 @@ def test_no_rows_scores_zero_without_dividing_by_zero() -> None:
     ours = summary.iloc[0]
     assert ours["method"] == "none" and ours["cases"] == 0 and ours["op_accuracy"] == 0.0
     assert score(ROWS.iloc[0:0]).confusion.empty
+
+
+def test_errored_cases_are_their_own_column_and_their_cost_counts() -> None:
+    errored = row("c5", ("search", "retrieval", "RetrievalError"),
+                  (None, None, None, 3, 900, 0, 60.0))  # fmt: skip
+    errored.update(judge="llm", error="timed out")
+    rows = pd.DataFrame([*ROWS.to_dict(orient="records")[:3], errored], columns=COLUMNS)
+    rows.loc[:2, "judge"] = "llm"
+    ours = summary_of("llm", score(rows).summary)
+    assert (ours["cases"], ours["attributed"], ours["errored"]) == (4, 3, 1)
+    assert ours["op_accuracy"] == pytest.approx(2 / 4)  # an errored case is a wrong one
+    assert ours["tokens_per_case"] == pytest.approx((110 + 330 + 55 + 900) / 4)

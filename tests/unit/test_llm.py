@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
 from pydantic import BaseModel, SecretStr
 
+from memtrace import llm
 from memtrace.errors import LLMError
 from memtrace.llm import LLMClient, Usage, parse_json_reply, run_concurrently
 from memtrace.settings import LLMSettings
@@ -50,14 +52,110 @@ def test_text_completion_counts_tokens(fake_openai: FakeOpenAI) -> None:
     assert fake_openai.chat_requests[0].headers["authorization"] == "Bearer sk-secret-test-key"
 
 
+@pytest.fixture(autouse=True)
+def forget_output_modes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's server is a new endpoint, but ports get reused: start with no memory."""
+    monkeypatch.setattr(llm, "_known_modes", {})
+
+
 def test_structured_output_is_validated(fake_openai: FakeOpenAI) -> None:
-    fake_openai.script(Reply(content=f"```json\n{GOOD}\n```"))
+    fake_openai.script(Reply(content=f"```json\n{GOOD}\n```"), Reply(content=GOOD))
     client, _ = make_client(fake_openai)
     result = client.complete_json("judge this", Verdict)
     assert result.value == Verdict(faulty=True, reason="dropped the fact")
     body = fake_openai.chat_requests[0].body
-    assert body["response_format"] == {"type": "json_object"}
-    assert "JSON Schema" in body["messages"][0]["content"]
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["schema"] == Verdict.model_json_schema()
+    assert '"faulty": boolean, "reason": string' in body["messages"][0]["content"]
+    client.complete_json("judge that", Verdict)  # the mode is known: no second probe
+    assert [r.body["response_format"]["type"] for r in fake_openai.chat_requests] == [
+        "json_schema",
+        "json_schema",
+    ]
+    assert client.output_mode() == "json_schema"
+
+
+def test_a_server_refusing_schemas_gets_json_object_once_detected(
+    fake_openai: FakeOpenAI, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_openai.rejected_formats = {"json_schema"}
+    fake_openai.script(Reply(content=GOOD), Reply(content=GOOD))
+    client, _ = make_client(fake_openai, tmp_path)
+    with caplog.at_level(logging.INFO, logger="memtrace.llm"):
+        result = client.complete_json("judge this", Verdict)
+    assert result.value.faulty is True
+    assert result.usage.calls == 2  # the refused request was sent too
+    assert "refused response_format json_schema" in caplog.text
+    assert "structured output via json_object" in caplog.text
+    formats = [r.body["response_format"]["type"] for r in fake_openai.chat_requests]
+    assert formats == ["json_schema", "json_object"]
+    # Remembered for endpoint + model, also by a new client (a new process) on the same home.
+    llm._known_modes.clear()
+    again, _ = make_client(fake_openai, tmp_path)
+    assert again.output_mode() == "json_object"
+    again.complete_json("judge that", Verdict)
+    assert fake_openai.chat_requests[-1].body["response_format"] == {"type": "json_object"}
+    assert len(fake_openai.chat_requests) == 3
+
+
+def test_a_500_naming_response_format_is_a_refusal_not_an_outage(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.rejected_formats = {"json_schema"}
+    fake_openai.rejected_status = 500
+    fake_openai.script(Reply(content=GOOD))
+    client, sleeps = make_client(fake_openai)
+    assert client.complete_json("judge this", Verdict).usage.calls == 2
+    assert sleeps == [] and client.output_mode() == "json_object"  # no retries of the 500
+
+
+def test_concurrent_first_calls_probe_once(fake_openai: FakeOpenAI) -> None:
+    fake_openai.rejected_formats = {"json_schema"}
+    fake_openai.default = Reply(content=GOOD, delay=0.05)
+    client, _ = make_client(fake_openai)
+    results = run_concurrently(lambda i: client.complete_json(f"q{i}", Verdict), range(6), 6)
+    assert all(not isinstance(r, LLMError) for r in results)
+    formats = [r.body["response_format"]["type"] for r in fake_openai.chat_requests]
+    assert formats.count("json_schema") == 1 and formats.count("json_object") == 6
+
+
+def test_a_server_refusing_every_format_gets_plain_text_and_a_repair(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.rejected_formats = {"json_schema", "json_object"}
+    fake_openai.script(Reply(content="The op is faulty."), Reply(content=GOOD))
+    client, _ = make_client(fake_openai)
+    result = client.complete_json("judge this", Verdict)
+    assert result.value.faulty is True and result.usage.calls == 4
+    bodies = [r.body for r in fake_openai.chat_requests]
+    assert [b.get("response_format", {}).get("type") for b in bodies] == [
+        "json_schema",
+        "json_object",
+        None,
+        None,
+    ]
+    assert "invalid" in bodies[-1]["messages"][-1]["content"]
+    assert client.output_mode() == "text"
+
+
+def test_a_bad_request_in_the_last_mode_is_an_error(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply(status=400))
+    client, _ = make_client(fake_openai, output_mode="text")
+    with pytest.raises(LLMError, match="HTTP 400") as info:
+        client.complete_json("judge this", Verdict)
+    assert info.value.usage == Usage(calls=1)
+
+
+class WithDefaults(BaseModel):
+    faulty: bool
+    confidence: float = 0.5
+
+
+def test_missing_fields_with_defaults_are_not_failures(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply(content='{"faulty": false}'))
+    client, _ = make_client(fake_openai)
+    assert client.complete_json("judge", WithDefaults).value == WithDefaults(faulty=False)
+    assert "(optional)" in fake_openai.chat_requests[0].body["messages"][0]["content"]
 
 
 def test_malformed_json_is_repaired_once(fake_openai: FakeOpenAI) -> None:
@@ -74,9 +172,10 @@ def test_malformed_json_is_repaired_once(fake_openai: FakeOpenAI) -> None:
 def test_invalid_twice_raises(fake_openai: FakeOpenAI) -> None:
     fake_openai.script(Reply(content='{"faulty": "maybe"}'), Reply(content="still no"))
     client, _ = make_client(fake_openai)
-    with pytest.raises(LLMError, match="invalid JSON twice"):
+    with pytest.raises(LLMError, match="invalid JSON twice") as info:
         client.complete_json("judge this", Verdict)
     assert len(fake_openai.chat_requests) == 2
+    assert info.value.usage == Usage(calls=2, tokens_in=22, tokens_out=14)  # counted, not lost
 
 
 def test_429_then_success_backs_off(fake_openai: FakeOpenAI) -> None:
@@ -111,8 +210,10 @@ def test_client_errors_are_not_retried(fake_openai: FakeOpenAI) -> None:
 def test_timeout_is_retried_then_reported(fake_openai: FakeOpenAI) -> None:
     fake_openai.script(Reply(content="late", delay=1.0), Reply(content="late", delay=1.0))
     client, _ = make_client(fake_openai, timeout=0.2, max_retries=1)
-    with pytest.raises(LLMError, match="timed out after 1 retries"):
+    with pytest.raises(LLMError, match="timed out after 1 retries") as info:
         client.complete("x")
+    assert "MEMTRACE_LLM_TIMEOUT" in str(info.value) and "--llm-concurrency" in str(info.value)
+    assert info.value.usage == Usage(calls=2)
 
 
 def test_timeout_then_success(fake_openai: FakeOpenAI) -> None:
@@ -157,6 +258,17 @@ def test_concurrency_is_bounded_and_ordered(fake_openai: FakeOpenAI) -> None:
     results = run_concurrently(work, list(range(9)), max_workers=3)
     assert results == [f"{i}:same" for i in range(9)]
     assert peak == 3
+
+
+def test_llm_concurrency_bounds_requests_in_flight_across_threads(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.default = Reply(content="ok", delay=0.15)
+    settings = LLMSettings(base_url=fake_openai.base_url, model="m", concurrency=1)
+    client = LLMClient(settings, None)
+    results = run_concurrently(lambda i: client.complete(f"q{i}").text, list(range(4)), 4)
+    assert results == ["ok"] * 4
+    assert fake_openai.max_in_flight == 1  # four case workers, one request at a time
 
 
 def test_concurrent_failures_stay_per_item(fake_openai: FakeOpenAI) -> None:

@@ -9,6 +9,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from memtrace.attribution.hybrid import HybridJudge
 from memtrace.attribution.judges import OfflineJudge
 from memtrace.attribution.llm_judge import LLMJudge
 from memtrace.attribution.registry import JUDGES, default_judge, make_judge
@@ -93,9 +94,11 @@ def test_endpoint_factories_need_settings_passed_in() -> None:
 def test_the_default_judge_follows_the_endpoint_setting() -> None:
     assert default_judge(settings()) == "offline"
     assert isinstance(make_judge(None, settings()), OfflineJudge)
-    assert default_judge(settings("http://127.0.0.1:9/v1")) == "llm"
+    assert default_judge(settings("http://127.0.0.1:9/v1")) == "hybrid"
     judge = make_judge(None, settings("http://127.0.0.1:9/v1"))
-    assert isinstance(judge, LLMJudge) and judge.reads_operations
+    assert isinstance(judge, HybridJudge) and judge.reads_operations
+    assert isinstance(judge.llm, LLMJudge) and isinstance(judge.offline, OfflineJudge)
+    assert isinstance(make_judge("llm", settings("http://127.0.0.1:9/v1")), LLMJudge)
 
 
 def test_choice_types_a_checked_value() -> None:

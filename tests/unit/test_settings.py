@@ -17,6 +17,8 @@ ENV_NAMES = (
     "MEMTRACE_LLM_MODEL",
     "MEMTRACE_SETTINGS",
     "MEMTRACE_BOLT_PORT",
+    "MEMTRACE_LLM_TIMEOUT",
+    "MEMTRACE_LLM_CONCURRENCY",
 )
 
 
@@ -205,3 +207,19 @@ def test_neo4j_start_help_shows_the_port_the_env_sets(monkeypatch: pytest.Monkey
     assert "default: 17555" in shown
     assert "MEMTRACE_BOLT_PORT" in shown
     assert "default: 7474" in shown
+
+
+def test_llm_timeout_and_concurrency_from_file_env_and_cli(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert (load_settings().llm.timeout_seconds, load_settings().llm.concurrency) == (60.0, 4)
+    (home / "settings.toml").write_text("[llm]\ntimeout_seconds = 90\nconcurrency = 2\n")
+    assert (load_settings().llm.timeout_seconds, load_settings().llm.concurrency) == (90.0, 2)
+    monkeypatch.setenv("MEMTRACE_LLM_TIMEOUT", "300")
+    monkeypatch.setenv("MEMTRACE_LLM_CONCURRENCY", "1")
+    assert (load_settings().llm.timeout_seconds, load_settings().llm.concurrency) == (300.0, 1)
+    llm = load_settings(llm={"timeout_seconds": "600", "concurrency": None}).llm
+    assert (llm.timeout_seconds, llm.concurrency) == (600.0, 1)
+    monkeypatch.setenv("MEMTRACE_LLM_CONCURRENCY", "0")
+    with pytest.raises(ConfigError, match="concurrency"):
+        load_settings()
