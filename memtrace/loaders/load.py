@@ -330,6 +330,13 @@ def load_paths(
                     f"trace id {trace_id!r} is also the trace of {owners[trace_id]}",
                 )
             owners[trace_id] = file
+        if options.labels is not None and all(plan.format != "otlp" for plan in planned):
+            raise InputError(
+                ", ".join(patterns),
+                None,
+                "--labels joins LoCoMo questions into OTLP traces as cases, but no file here is "
+                "OTLP (native and smartcomment traces carry their own cases): drop --labels",
+            )
         summary = LoadSummary(dry_run=options.dry_run)
         if not options.dry_run:
             if db is None:

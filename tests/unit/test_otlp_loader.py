@@ -418,3 +418,10 @@ def test_mem0_search_results_on_a_retriever_are_read_not_stored(
     (context,) = search.writes
     variables = {v.id: v for v in by_type(records, VariableRecord)}
     assert variables[context].value == results and variables[context].category == "context"
+
+
+def test_labels_without_an_otlp_file_are_refused() -> None:
+    native = str(Path(__file__).parents[1] / "data" / "native" / "small.jsonl")
+    with pytest.raises(InputError, match="no file here is OTLP"):
+        load_paths(None, [native], LoadOptions(dry_run=True, labels=locomo_labels(SAMPLE_PATH)))
+    assert load_paths(None, [native], LoadOptions(dry_run=True)).files[0].format == "native"
