@@ -18,6 +18,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memtrace.errors import InputError
+from memtrace.loaders.files import read_text
 from memtrace.loaders.native import describe_validation_error
 
 _HEX_TRACE = re.compile(r"^[0-9a-fA-F]{32}$")
@@ -106,14 +107,7 @@ class Span:
 
 def read_spans(file: Path) -> list[Span]:
     path = str(file)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, None, f"not UTF-8 text ({exc.reason})") from None
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read file: {exc.strerror or exc}") from None
-    if not text.strip():
-        raise InputError(path, None, "empty file: no OTLP trace data")
+    text = read_text(file, "empty file: no OTLP trace data")
     documents: list[tuple[str, Any]] = []
     try:
         documents.append(("", json.loads(text)))

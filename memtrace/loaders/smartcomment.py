@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from memtrace.errors import InputError
+from memtrace.loaders.files import read_text
 from memtrace.loaders.kinds import derive_kind
 from memtrace.loaders.models import (
     AnyRecord,
@@ -172,14 +173,7 @@ def _score(value: str | None) -> float | None:
 def read_smartcomment(file: Path) -> list[tuple[str, AnyRecord]]:
     """Parse, validate and convert one graph file; the first record is the TraceRecord."""
     path = str(file)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, None, f"not UTF-8 text ({exc.reason})") from None
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read file: {exc.strerror or exc}") from None
-    if not text.strip():
-        raise InputError(path, None, "empty file: no graph object")
+    text = read_text(file, "empty file: no graph object")
     try:
         raw = json.loads(text)
     except RecursionError:
