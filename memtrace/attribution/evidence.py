@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from datetime import date
 from typing import Final, Literal, get_args
 
 import numpy as np
 from rank_bm25 import BM25Okapi
 
+from memtrace.attribution.dates import date_phrases, is_dated
 from memtrace.attribution.model import Anchor, Evidence
 from memtrace.attribution.text import MIN_CONTENT_WORDS, content_words, holds, sentences
 
@@ -29,12 +31,17 @@ MAX_RETRIEVED = 1
 Embed = Callable[[Sequence[str]], list[list[float]]]
 
 
-def bm25_ranking(corpus: Sequence[tuple[str, str]], query: str) -> list[str]:
+def bm25_scores(corpus: Sequence[tuple[str, str]], query: str) -> dict[str, float]:
     if not corpus:
-        return []
+        return {}
     tokens = [sorted(content_words(text)) or [""] for _, text in corpus]
     scores = BM25Okapi(tokens).get_scores(sorted(content_words(query)))
-    order = sorted(range(len(corpus)), key=lambda i: (-scores[i], i))
+    return {message_id: float(score) for (message_id, _), score in zip(corpus, scores, strict=True)}
+
+
+def bm25_ranking(corpus: Sequence[tuple[str, str]], query: str) -> list[str]:
+    scores = bm25_scores(corpus, query)
+    order = sorted(range(len(corpus)), key=lambda i: (-scores[corpus[i][0]], i))
     return [corpus[i][0] for i in order]
 
 
@@ -98,6 +105,7 @@ def retrieved_evidence(
     embed: Embed | None = None,
     top_k: int = RETRIEVED_TOP_K,
     speakers: Mapping[str, str] | None = None,
+    dates: Mapping[str, date] | None = None,
 ) -> tuple[Evidence, ...]:
     """Top-k messages for the question, filtered by the gold answer (which the query never saw).
 
@@ -105,18 +113,42 @@ def retrieved_evidence(
     words, if they cover at least half; else the best-ranked message that is not a question.
     Every retrieved message would otherwise count as needed evidence, and an irrelevant one whose
     sentence was (rightly) never stored would be blamed on extraction.
+
+    A gold answer that names a date ("The week before 9 June 2023") is matched against what each
+    message says plus the dates it refers to (``dates.py``: its day, from ``dates``, and its
+    relative dates written out); on equal coverage, a message whose own words or relative
+    dates cover more of the answer comes first (every message of a session has the day).
     """
     query = anchor.question
     if query_mode == "question+answer":
         query = f"{query} {' '.join(anchor.golden_answers)}"
     texts = dict(corpus)
-    top = retrieve(corpus, query, retriever, embed)[:top_k]
-    answer_words = content_words(" ".join(anchor.golden_answers))
+    answer = " ".join(anchor.golden_answers)
+    said = dict(texts)  # what each message says, with the dates it refers to
+    saying = dict(texts)  # the same without the day it was said
+    dated = bool(dates) and is_dated(answer)
+    if dates and dated:
+        for message_id, text in texts.items():
+            day, relative = date_phrases(text, dates.get(message_id))
+            saying[message_id] = " ".join([text, *relative])
+            said[message_id] = f"{saying[message_id]} {day}"
+    top = retrieve(list(said.items()), query, retriever, embed)[:top_k]
+    answer_words = content_words(answer)
 
-    def coverage(message_id: str) -> float:
+    def share(text: str) -> float:
         if not answer_words:
             return 0.0
-        return len(answer_words & content_words(texts[message_id])) / len(answer_words)
+        return len(answer_words & content_words(text)) / len(answer_words)
+
+    def coverage(message_id: str) -> float:
+        return share(said[message_id])
+
+    def own_coverage(message_id: str) -> float:
+        return share(saying[message_id])
+
+    # On equal coverage of a dated answer (every message of a session has the day), the message
+    # that matches the question best (BM25 of the question alone) is about what was asked.
+    topical = bm25_scores(corpus, anchor.question) if dated else {}
 
     def quoted(message_id: str) -> bool:
         """Whether the wrong prediction repeats a sentence of the message: on a tie, the
@@ -138,7 +170,13 @@ def retrieved_evidence(
     )
     covering = sorted(
         (i for i in top if coverage(i) >= 0.5 and not asks_only(texts[i])),
-        key=lambda i: (-coverage(i), quoted(i), other_speaker(i)),
+        key=lambda i: (
+            -coverage(i),
+            -own_coverage(i),
+            -topical.get(i, 0.0),
+            quoted(i),
+            other_speaker(i),
+        ),
     )
     chosen = covering[:MAX_RETRIEVED] or statements[:1] or top[:1]
     return tuple(Evidence(i, texts[i], rank=top.index(i) + 1) for i in chosen)

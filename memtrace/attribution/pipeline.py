@@ -67,6 +67,7 @@ def starting_evidence(
         query_mode=options.retrieval_query,
         embed=options.embed,
         speakers=store.speakers(anchor.trace_id),
+        dates=store.dates(anchor.trace_id),
     )
     seqs = store.message_seqs(anchor.trace_id)
     return tuple(replace(e, seq=seqs[e.id]) for e in found)

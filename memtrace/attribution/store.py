@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from datetime import date
 from typing import Any
 
 import pandas as pd
 
+from memtrace.attribution.dates import parse_date
 from memtrace.attribution.model import (
     Anchor,
     CaseGraph,
@@ -23,7 +25,7 @@ from memtrace.attribution.model import (
     Verdict,
 )
 from memtrace.attribution.records import attribution_rows
-from memtrace.attribution.text import message_speaker, message_text
+from memtrace.attribution.text import message_speaker, message_text, message_timestamp
 from memtrace.cypher import get_query
 from memtrace.db import Database
 
@@ -43,7 +45,7 @@ class AttributionStore:
         self.db = db
         self._lock = threading.Lock()  # readers are shared by worker threads
         self._memories: dict[str, tuple[Memory, ...]] = {}
-        self._messages: dict[str, list[tuple[str, str, int, str | None]]] = {}
+        self._messages: dict[str, list[tuple[str, str, int, str | None, date | None]]] = {}
 
     def failed_cases(self, trace_id: str | None) -> list[tuple[str, str]]:
         rows = self.db.run(get_query("attribution/failed_cases"), trace_id=trace_id)
@@ -121,12 +123,22 @@ class AttributionStore:
         """Who said each message, for the messages whose value says."""
         return {row[0]: row[3] for row in self._message_rows(trace_id) if row[3]}
 
-    def _message_rows(self, trace_id: str) -> list[tuple[str, str, int, str | None]]:
+    def dates(self, trace_id: str) -> dict[str, date]:
+        """The day each message was said, for the messages whose value says (``timestamp``)."""
+        return {row[0]: row[4] for row in self._message_rows(trace_id) if row[4]}
+
+    def _message_rows(self, trace_id: str) -> list[tuple[str, str, int, str | None, date | None]]:
         with self._lock:
             if trace_id not in self._messages:
                 rows = self.db.run(get_query("attribution/messages"), trace_id=trace_id)
                 self._messages[trace_id] = [
-                    (r["id"], message_text(r["value"]), int(r["seq"]), message_speaker(r["value"]))
+                    (
+                        r["id"],
+                        message_text(r["value"]),
+                        int(r["seq"]),
+                        message_speaker(r["value"]),
+                        parse_date(message_timestamp(r["value"])),
+                    )
                     for r in rows
                 ]
             return self._messages[trace_id]

@@ -93,6 +93,17 @@ def message_speaker(value: str | None) -> str | None:
     return None
 
 
+def message_timestamp(value: str | None) -> str | None:
+    """When a message was said (``timestamp`` of its JSON value), if it says."""
+    try:
+        data = json.loads(value or "")
+    except ValueError:
+        return None
+    if isinstance(data, dict) and isinstance(data.get("timestamp"), str):
+        return str(data["timestamp"])
+    return None
+
+
 def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
 
