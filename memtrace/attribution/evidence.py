@@ -17,7 +17,13 @@ from rank_bm25 import BM25Okapi
 
 from memtrace.attribution.dates import date_phrases, is_dated
 from memtrace.attribution.model import Anchor, Evidence
-from memtrace.attribution.text import MIN_CONTENT_WORDS, content_words, holds, sentences
+from memtrace.attribution.text import (
+    MIN_CONTENT_WORDS,
+    content_words,
+    holds,
+    normalize,
+    sentences,
+)
 
 EvidenceMode = Literal["gold", "retrieved"]
 Retriever = Literal["bm25", "dense", "hybrid"]
@@ -94,6 +100,16 @@ def asked_about(question: str, speakers: set[str]) -> str | None:
 def asks_only(text: str) -> bool:
     """A message of questions only cannot hold an answer."""
     return all(part.endswith("?") for part in sentences(text))
+
+
+_YES_NO = frozenset({"yes", "no"})
+
+
+def list_items(answer: str) -> list[str]:
+    """The items of an answer that lists several things ("beach, mountains, forest"); a "yes"
+    or "no" before a comma is not one."""
+    items = [part.strip() for part in answer.split(",") if part.strip()]
+    return [i for i in items if normalize(i) not in _YES_NO] if len(items) > 1 else []
 
 
 def retrieved_evidence(
@@ -179,4 +195,20 @@ def retrieved_evidence(
         ),
     )
     chosen = covering[:MAX_RETRIEVED] or statements[:1] or top[:1]
-    return tuple(Evidence(i, texts[i], rank=top.index(i) + 1) for i in chosen)
+    ranks = {i: top.index(i) + 1 for i in chosen}
+    if chosen and not dated:
+        for item in list_items(answer):
+            words = content_words(item)
+            if not words or any(words <= content_words(said[i]) for i in chosen):
+                continue
+            item_top = retrieve(list(said.items()), f"{anchor.question} {item}", retriever, embed)
+            holders = [
+                i
+                for i in item_top[:top_k]
+                if words <= content_words(said[i]) and not asks_only(texts[i])
+            ]
+            holders.sort(key=other_speaker)
+            if holders and holders[0] not in ranks:
+                chosen.append(holders[0])
+                ranks[holders[0]] = item_top.index(holders[0]) + 1
+    return tuple(Evidence(i, texts[i], rank=ranks[i]) for i in chosen)
