@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -213,6 +214,14 @@ def test_retrieved_evidence_finds_the_evidence(db: Database, traces: list[str]) 
         assert all(t.message_id.startswith("U1:") for t in analysis.trails)
         results.append(analysis.verdict.op_id == label["op_id"])
     assert sum(results) / len(results) >= 0.9
+
+
+def test_messages_carry_the_day_they_were_said(db: Database, traces: list[str]) -> None:
+    """The dates retrieved evidence resolves relative dates against, read with the messages."""
+    reader = AttributionStore(db)
+    dates = reader.dates(traces[0])
+    assert set(dates) == {message_id for message_id, _ in reader.messages(traces[0])}
+    assert dates["U1:D1:1@1"] == date(2023, 5, 8)  # session 1: 1:56 pm on 8 May, 2023
 
 
 def test_cli_attribute_eval_explain(traces: list[str], run_id: str, db: Database) -> None:
