@@ -7,8 +7,9 @@
    trace of each --bench directory (`memtrace bench make` output) under run-scoped trace ids.
 2. For every labeled case, every --judge (offline, llm, hybrid) and every --evidence source
    (gold, retrieved): the verdict, LLM calls and tokens, against the label.
-3. With retrieved evidence, names each case whose verdict is wrong and whether the retrieved
-   messages include a gold evidence message (the evidence finding missed) or not.
+3. With retrieved evidence, names each case whose verdict is wrong: label and verdict (op,
+   type), the gold and the chosen evidence ids, whether the chosen messages include a gold one,
+   and where each chosen message's trail stopped (`--misses` also prints them on stderr).
 LLM judges talk to OPENAI_BASE_URL / OPENAI_API_KEY / MEMTRACE_LLM_MODEL (a real endpoint), or,
 with --scripted, to the local scripted server of tests/fake_openai.py answering like an
 uninformative small model (every check faulty and not decisive, every op intact). Nothing is
@@ -129,7 +130,11 @@ def measure(
                 }
                 if evidence == "retrieved":
                     row["evidence"] = found
+                    row["gold_evidence"] = sorted(gold)
                     row["gold_evidence_found"] = bool(gold & set(found)) if gold else None
+                    row["why"] = "; ".join(
+                        f"{t.message_id}: {t.detail}" for t in analysis.trails
+                    )  # where each chosen message's key sentence stopped
                 rows.append(row)
         n = len(rows) or 1
         per_set[dataset] = {
@@ -149,6 +154,15 @@ def measure(
     return per_set
 
 
+def print_misses(wrong: list[dict[str, Any]]) -> None:
+    for row in wrong:
+        label, verdict = row.get("label", ["?", "?"]), row.get("verdict", ["?", "?"])
+        print(f"  miss {row['case']}: label {label[0]} {label[1]}, found {verdict[0]} "
+              f"{verdict[1]}; gold evidence {row.get('gold_evidence')}, chosen "
+              f"{row.get('evidence')} (gold among them: {row.get('gold_evidence_found')}); "
+              f"{row.get('why') or row.get('error')}", file=sys.stderr)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--shared", type=Path, default=SHARED)
@@ -161,6 +175,7 @@ def main() -> None:
                         help="dense/hybrid embed with the packaged sentence-transformers model "
                         "(the optional extra)")  # fmt: skip
     parser.add_argument("--scripted", action="store_true", help="the local scripted server")
+    parser.add_argument("--misses", action="store_true", help="print each wrong case (stderr)")
     args = parser.parse_args()
     server = scripted_server() if args.scripted else None
     if server is not None:
@@ -193,6 +208,8 @@ def main() -> None:
                               f"tokens {r['tokens_per_case']:.0f}  "
                               f"s/case {r['seconds_per_case_median']:.2f}",
                               file=sys.stderr)  # fmt: skip
+                        if args.misses:
+                            print_misses(r["wrong"])
         finally:
             for trace_id in [t for ts in traces.values() for t in ts]:
                 delete_trace(db, trace_id)
