@@ -39,8 +39,8 @@ QUERYING = {
 PURE_ATTRIBUTION = {
     f"memtrace.attribution.{name}"
     for name in (
-        "model", "text", "trails", "evidence", "judges", "llm_judge", "hybrid", "walk",
-        "evaluate", "records",
+        "model", "text", "dates", "trails", "evidence", "judges", "llm_judge", "hybrid",
+        "walk", "evaluate", "records",
     )
 }  # fmt: skip
 IO_MODULES = (
