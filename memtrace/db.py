@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +13,13 @@ from neo4j import exceptions as neo4j_errors
 from pydantic import SecretStr
 
 from memtrace.cypher import Query
-from memtrace.errors import Neo4jAuthError, Neo4jError, Neo4jUnavailableError, QueryError
+from memtrace.errors import (
+    Neo4jAuthError,
+    Neo4jError,
+    Neo4jUnavailableError,
+    QueryError,
+    TransactionTooLargeError,
+)
 from memtrace.settings import Neo4jSettings, Settings
 
 
@@ -34,6 +40,12 @@ def _text(query: Query | str) -> str:
     return query.text if isinstance(query, Query) else query
 
 
+def _is_out_of_memory(exc: neo4j_errors.Neo4jError) -> bool:
+    """A transaction over the server's memory limit (a transient error the driver retries)."""
+    code = exc.code or ""
+    return code.startswith("Neo.TransientError.General.") and "Memory" in code
+
+
 @contextmanager
 def translate_errors(where: str) -> Iterator[None]:
     """Turn driver exceptions into memtrace errors that say what to do next."""
@@ -49,6 +61,8 @@ def translate_errors(where: str) -> Iterator[None]:
             "or point NEO4J_URI at yours"
         ) from exc
     except neo4j_errors.Neo4jError as exc:
+        if _is_out_of_memory(exc):
+            raise TransactionTooLargeError(f"{exc.code}: {exc.message}") from exc
         raise QueryError(f"{exc.code}: {exc.message}") from exc
     except neo4j_errors.DriverError as exc:
         raise Neo4jError(str(exc)) from exc
@@ -78,6 +92,40 @@ class Database:
             records = [record.data() for record in result]
             counters = result.consume().counters
             return BatchResult(records, counters.nodes_created, counters.relationships_created)
+
+        with (
+            translate_errors(self.settings.uri),
+            self.driver.session(database=self.database) as session,
+        ):
+            return session.execute_write(work)
+
+    def write_together(
+        self,
+        steps: Sequence[tuple[Query | str, dict[str, Any]]],
+        check: Callable[[int, list[dict[str, Any]]], None] | None = None,
+    ) -> list[list[dict[str, Any]]]:
+        """Run several write queries in ONE retried transaction: all of them commit, or none.
+
+        ``check(step, records)`` runs after each step inside the transaction; an exception it
+        raises rolls everything back. A transient failure (a lock conflict, a deadlock) rolls
+        the whole transaction back and runs it again, as ``write_batch`` does; one over the
+        server's transaction memory raises ``TransactionTooLargeError`` at once.
+        """
+
+        def work(tx: ManagedTransaction) -> list[list[dict[str, Any]]]:
+            results = []
+            for number, (query, params) in enumerate(steps):
+                try:
+                    records = [record.data() for record in tx.run(_text(query), params)]
+                except neo4j_errors.TransientError as exc:
+                    if _is_out_of_memory(exc):
+                        # Not retried: the same transaction would only run out of memory again.
+                        raise TransactionTooLargeError(f"{exc.code}: {exc.message}") from exc
+                    raise
+                if check is not None:
+                    check(number, records)
+                results.append(records)
+            return results
 
         with (
             translate_errors(self.settings.uri),
