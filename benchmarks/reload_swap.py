@@ -56,7 +56,7 @@ class SwapTimer:
             started = time.perf_counter()
             try:
                 function(*args, **kwargs)
-                self.path = self.path or name
+                self.path += name
             except TransactionTooLargeError:
                 self.path = f"{name} refused by the server's transaction memory, then "
                 raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from memtrace.errors import (
     TransactionTooLargeError,
 )
 from memtrace.settings import Neo4jSettings, Settings
+
+TOGETHER_ATTEMPTS = 5  # tries of a write_together transaction that fails transiently
 
 
 @dataclass(frozen=True)
@@ -104,34 +107,36 @@ class Database:
         steps: Sequence[tuple[Query | str, dict[str, Any]]],
         check: Callable[[int, list[dict[str, Any]]], None] | None = None,
     ) -> list[list[dict[str, Any]]]:
-        """Run several write queries in ONE retried transaction: all of them commit, or none.
+        """Run several write queries in ONE transaction: all of them commit, or none.
 
         ``check(step, records)`` runs after each step inside the transaction; an exception it
         raises rolls everything back. A transient failure (a lock conflict, a deadlock) rolls
-        the whole transaction back and runs it again, as ``write_batch`` does; one over the
-        server's transaction memory raises ``TransactionTooLargeError`` at once.
+        the whole transaction back and runs it again, up to ``TOGETHER_ATTEMPTS`` times; one over
+        the server's transaction memory raises ``TransactionTooLargeError`` at once (the
+        driver's own retry would run it out of memory again for 30 s).
         """
-
-        def work(tx: ManagedTransaction) -> list[list[dict[str, Any]]]:
-            results = []
-            for number, (query, params) in enumerate(steps):
+        with translate_errors(self.settings.uri):
+            for attempt in range(1, TOGETHER_ATTEMPTS + 1):
                 try:
-                    records = [record.data() for record in tx.run(_text(query), params)]
-                except neo4j_errors.TransientError as exc:
-                    if _is_out_of_memory(exc):
-                        # Not retried: the same transaction would only run out of memory again.
-                        raise TransactionTooLargeError(f"{exc.code}: {exc.message}") from exc
-                    raise
-                if check is not None:
-                    check(number, records)
-                results.append(records)
-            return results
-
-        with (
-            translate_errors(self.settings.uri),
-            self.driver.session(database=self.database) as session,
-        ):
-            return session.execute_write(work)
+                    with (
+                        self.driver.session(database=self.database) as session,
+                        session.begin_transaction() as tx,
+                    ):
+                        results = []
+                        for number, (query, params) in enumerate(steps):
+                            records = [record.data() for record in tx.run(_text(query), params)]
+                            if check is not None:
+                                check(number, records)
+                            results.append(records)
+                        tx.commit()
+                        return results
+                except neo4j_errors.Neo4jError as exc:
+                    if _is_out_of_memory(exc) or not exc.is_retryable():
+                        raise
+                    if attempt == TOGETHER_ATTEMPTS:
+                        raise
+                    time.sleep(0.2 * 2**attempt)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def close(self) -> None:
         self.driver.close()

@@ -170,15 +170,20 @@ def swap_in_staged_copy(
 
 def replace_in_batches(db: Database, trace_id: str, counts: dict[str, int]) -> None:
     """The swap of a trace too big for one transaction: the trace reads as 'loading' (readers
-    refuse it) while its old copy is deleted and the staged copy moved in, batch by batch."""
+    refuse it) while its old copy is re-keyed to the retired id and the staged copy to the trace
+    id, batch by batch (re-keying is ~3x faster than deleting; the retired copy is deleted
+    afterwards, with the trace already complete)."""
     db.run(get_query("load/mark_loading"), trace_id=trace_id)
-    delete_trace_nodes(db, trace_id)  # attributions included
+    db.run(get_query("load/drop_attributions"), trace_id=trace_id)
     rekey = get_query("load/rekey_copy")
-    staged = staged_trace_id(trace_id)
-    while True:
-        moved = int(db.run(rekey, from_id=staged, to_id=trace_id, limit=DELETE_BATCH)[0]["moved"])
-        if moved < DELETE_BATCH:
-            break
+    for from_id, to_id in (
+        (trace_id, retired_trace_id(trace_id)),
+        (staged_trace_id(trace_id), trace_id),
+    ):
+        while True:
+            moved = db.run(rekey, from_id=from_id, to_id=to_id, limit=DELETE_BATCH)[0]["moved"]
+            if int(moved) < DELETE_BATCH:
+                break
     _swap_trace_nodes(db, trace_id, counts, [])
 
 
