@@ -35,6 +35,38 @@ class BatchResult:
     relationships_created: int
 
 
+# Values the driver hands back as they are. Anything else (nodes, paths, temporals, points) makes
+# the whole column go through the driver's own Record.data() mapping.
+_PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def _plain(value: Any) -> Any:
+    kind = type(value)
+    if kind in _PLAIN_TYPES:
+        return value
+    if kind is list:
+        return [_plain(item) for item in value]
+    if kind is dict:
+        return {key: _plain(item) for key, item in value.items()}
+    raise _NotPlain
+
+
+def record_dict(record: neo4j.Record) -> dict[str, Any]:
+    """``record.data()``, 3-4x faster on rows of long lists (e.g. 11,000 case ids): the
+    driver's generic mapping checks every item against abstract collection types."""
+    row = {}
+    for key, value in zip(record.keys(), record, strict=True):
+        try:
+            row[key] = _plain(value)
+        except _NotPlain:
+            row[key] = record.data(key)[key]
+    return row
+
+
 def _auth(user: str, password: SecretStr | None) -> tuple[str, str] | None:
     return (user, password.get_secret_value()) if password is not None else None
 
@@ -85,14 +117,14 @@ class Database:
             records, _, _ = self.driver.execute_query(
                 _text(query), parameters_=params, database_=self.database
             )
-        return [record.data() for record in records]
+        return [record_dict(record) for record in records]
 
     def write_batch(self, query: Query | str, **params: Any) -> BatchResult:
         """Run one write query in its own retried transaction; return records and counters."""
 
         def work(tx: ManagedTransaction) -> BatchResult:
             result = tx.run(_text(query), params)
-            records = [record.data() for record in result]
+            records = [record_dict(record) for record in result]
             counters = result.consume().counters
             return BatchResult(records, counters.nodes_created, counters.relationships_created)
 

@@ -176,9 +176,11 @@ def patterns_command(
             patterns.require_run(db, run_id)
         chosen = VIEWS[view]
         frame = chosen.compute(db, run_id, filters)
-        failed = patterns.failed_attributions(db, run_id, system=system)
+        # only the table has room for the note; CSV and JSON readers ask `--view failed`
+        footnote = fmt == "table" and view == "classes"
+        failed = patterns.failed_attributions(db, run_id, system=system) if footnote else None
     _emit(frame, fmt, chosen.columns, f"{chosen.help} - attribution run {run_id}")
-    if fmt == "table" and view == "classes" and not failed.empty:
+    if failed is not None and not failed.empty:
         console.print(
             f"{len(failed)} case(s) whose attribution failed are not in any class: "
             f"`memtrace patterns --run {run_id} --view failed`"

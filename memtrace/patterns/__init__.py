@@ -115,7 +115,8 @@ def latest_run(db: Database) -> str:
 
 def require_run(db: Database, run_id: str) -> None:
     """Fail clearly on a run id that has no attributions (a typo would look like no failures)."""
+    if PatternReader(db).run_exists(run_id):
+        return
     found = runs(db)
-    if run_id not in set(found["run_id"]):
-        known = ", ".join(map(str, found["run_id"].head(5))) or "none"
-        raise MemtraceError(f"no attribution run {run_id!r} (newest runs: {known})")
+    known = ", ".join(map(str, found["run_id"].head(5))) or "none"
+    raise MemtraceError(f"no attribution run {run_id!r} (newest runs: {known})")

@@ -69,3 +69,6 @@ class PatternReader:
 
     def runs(self) -> pd.DataFrame:
         return self._frame("runs")
+
+    def run_exists(self, run_id: str) -> bool:
+        return bool(self.db.run(pattern_query("run_exists"), run_id=run_id)[0]["found"])

@@ -4,49 +4,36 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from string import Formatter
 
 import pandas as pd
 from pydantic import BaseModel, Field
 
 from memtrace.llm import LLMClient, Usage
 from memtrace.patterns.export import records
+from memtrace.prompts import PROMPTS, Prompt
 
+SYSTEM = PROMPTS.add(
+    Prompt(
+        "report-narrative-system-prompt",
+        1,
+        "You are a careful reliability engineer analysing failures of LLM memory systems.",
+    )
+)
 
-@dataclass(frozen=True)
-class PromptTemplate:
-    """A versioned prompt whose placeholders are checked against its declared inputs."""
-
-    name: str
-    version: int
-    text: str
-    inputs: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        used = {field for _, field, _, _ in Formatter().parse(self.text) if field}
-        if used != set(self.inputs):
-            raise ValueError(f"prompt {self.name}: placeholders {used} != inputs {self.inputs}")
-
-    def render(self, **values: str) -> str:
-        if set(values) != set(self.inputs):
-            raise ValueError(f"prompt {self.name} takes {self.inputs}, got {sorted(values)}")
-        return self.text.format(**values)
-
-
-SYSTEM = "You are a careful reliability engineer analysing failures of LLM memory systems."
-
-NARRATIVE_PROMPT = PromptTemplate(
-    name="report-narrative",
-    version=1,
-    text=(
-        "An attribution run named, for each wrongly answered question, the operation of the "
-        "memory pipeline that lost the needed fact and an error type. Below are the run's "
-        "headline numbers and its largest failure classes (JSON). Write a short analysis for "
-        "the team that owns the system: what fails most, whether it is fixable by changing a "
-        "prompt or parameter ('inputs'; an empty list means no optimizable input), and what to "
-        "look at first. Use only these numbers.\n\nSummary: {summary}\n\nClasses: {classes}"
-    ),
-    inputs=("summary", "classes"),
+NARRATIVE_PROMPT = PROMPTS.add(
+    Prompt(
+        name="report-narrative",
+        version=1,
+        text=(
+            "An attribution run named, for each wrongly answered question, the operation of the "
+            "memory pipeline that lost the needed fact and an error type. Below are the run's "
+            "headline numbers and its largest failure classes (JSON). Write a short analysis for "
+            "the team that owns the system: what fails most, whether it is fixable by changing a "
+            "prompt or parameter ('inputs'; an empty list means no optimizable input), and what to "
+            "look at first. Use only these numbers.\n\nSummary: {summary}\n\nClasses: {classes}"
+        ),
+        inputs=("summary", "classes"),
+    )
 )
 
 CLASS_FIELDS = ["system", "op_name", "error_type", "stage", "inputs", "cases", "share_of_failures"]
@@ -69,9 +56,9 @@ def write_narrative(
 ) -> WrittenNarrative:
     """Ask the LLM for the analysis; raises LLMError when the endpoint fails or keeps answering
     with unusable output."""
-    prompt = NARRATIVE_PROMPT.render(
+    prompt = NARRATIVE_PROMPT.format(
         summary=json.dumps(records(summary)),
         classes=json.dumps(records(classes.head(top)[CLASS_FIELDS])),
     )
-    reply = client.complete_json(prompt, Narrative, system=SYSTEM, temperature=0)
+    reply = client.complete_json(prompt, Narrative, system=SYSTEM.text, temperature=0)
     return WrittenNarrative(reply.value.summary, reply.value.findings, reply.usage)

@@ -137,6 +137,11 @@ def _port_in_use(port: int) -> bool:
     return False
 
 
+def _quoted(argument: str) -> str:
+    """One argument of a picocli @-file: double-quoted, so spaces, quotes and "#" stay in it."""
+    return '"' + argument.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _ensure_initial_password(layout: ServerLayout, java: str) -> None:
     """Generate the password once and hand it to Neo4j before the first start with auth."""
     if layout.auth_store.exists():
@@ -152,17 +157,23 @@ def _ensure_initial_password(layout: ServerLayout, java: str) -> None:
         password = layout.read_password()
     assert password is not None  # written just above
     env = {**os.environ, "NEO4J_HOME": str(layout.root), "NEO4J_CONF": str(layout.conf_dir)}
-    result = subprocess.run(
-        [
-            *(java, "-cp", f"{layout.lib}/*", ADMIN_MAIN_CLASS),
-            # "--" ends the options: a generated password may start with "-".
-            *("dbms", "set-initial-password", "--", password.get_secret_value()),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    # The password reaches neo4j-admin in an argument file (picocli's @-file), never in argv,
+    # where `ps` would show it to every user of the machine. The file is 0600 and removed after.
+    args_file = layout.root / "set-initial-password.args"
+    fd = os.open(args_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        # "--" ends the options: a generated password may start with "-".
+        handle.write(f"dbms\nset-initial-password\n--\n{_quoted(password.get_secret_value())}\n")
+    try:
+        result = subprocess.run(
+            [java, "-cp", f"{layout.lib}/*", ADMIN_MAIN_CLASS, f"@{args_file}"],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+    finally:
+        args_file.unlink(missing_ok=True)
     if result.returncode != 0:
         raise ServerError(f"could not set the initial Neo4j password: {result.stderr.strip()}")
 

@@ -167,6 +167,8 @@ def test_cli_defaults_to_hybrid_with_an_endpoint_and_takes_llm_flags(
     monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     monkeypatch.setenv("MEMTRACE_LLM_CONCURRENCY", "9")
+    # a model name of its own: the home's LLM cache must not answer for the scripted server
+    monkeypatch.setenv("MEMTRACE_LLM_MODEL", f"scripted-{trace_id}")
     fake_openai.default = check(True, False)
     args = ["attribute", "--trace", trace_id, "--case", case_id, "--no-write", "--json",
             "--llm-timeout", "5", "--llm-concurrency", "1"]  # fmt: skip

@@ -6,9 +6,11 @@ import json
 import os
 import secrets
 import socket
+import subprocess
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -18,7 +20,7 @@ from memtrace.cli import cli
 from memtrace.db import connect
 from memtrace.errors import Neo4jAuthError, ServerError
 from memtrace.server import manager
-from memtrace.server.config import MIB, MemoryPlan, ServerOptions
+from memtrace.server.config import ADMIN_MAIN_CLASS, MIB, MemoryPlan, ServerOptions
 from memtrace.server.layout import ServerLayout
 from memtrace.settings import LLMSettings, Neo4jSettings, Settings, memtrace_home
 
@@ -60,14 +62,26 @@ def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerLayo
     manager.stop(layout)
 
 
+# Every command line the first start ran (java included), to check the password was in none.
+ADMIN_COMMANDS: list[list[str]] = []
+
+
 @pytest.fixture(scope="module")
 def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerLayout]:
     layout = throwaway_layout(tmp_path_factory.mktemp("auth"))
     # A password starting with "-" (as token_urlsafe generates now and then) must not be taken
-    # for an option by neo4j-admin.
-    layout.write_password("-" + secrets.token_urlsafe(24))
+    # for an option by neo4j-admin; one of a user's own may hold spaces, quotes, "#" and "@".
+    layout.write_password("-" + secrets.token_urlsafe(24) + " a\"b\\c #d 'e @f")
     options = ServerOptions(bolt_port=free_port(), http_port=free_port(), auth=True, memory=SMALL)
-    manager.start(layout, options)
+    run = subprocess.run
+
+    def recording_run(args: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        ADMIN_COMMANDS.append(list(args))
+        return run(args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess, "run", recording_run)
+        manager.start(layout, options)
     yield layout
     manager.stop(layout)
 
@@ -139,6 +153,15 @@ def test_auth_on_accepts_the_generated_password_only(auth_server: ServerLayout) 
     with pytest.raises(Neo4jAuthError, match="refused the credentials"), connect(wrong):
         pass
     assert "wrong-password" not in auth_server.console_log.read_text()
+
+
+def test_the_initial_password_never_travels_in_argv(auth_server: ServerLayout) -> None:
+    password = auth_server.read_password()
+    assert password is not None
+    [admin] = [args for args in ADMIN_COMMANDS if ADMIN_MAIN_CLASS in args]
+    assert not any(password.get_secret_value() in arg for arg in admin)
+    assert admin[-1].startswith("@")  # the argument file, removed once read
+    assert not Path(admin[-1][1:]).exists()
 
 
 def test_stop_then_status_says_stopped(tmp_path: Path) -> None:

@@ -6,12 +6,16 @@
 // executions: how often an op of that name ran in the run's traces of the system.
 // case_refs: [trace_id, case_id] of every case of the class (case ids repeat across traces).
 MATCH (x:Attribution {run_id: $run_id})
-MATCH (t:Trace {id: x.trace_id})
+WITH x.trace_id AS trace_id, count(x) AS attributed
+MATCH (t:Trace {id: trace_id})
 WHERE $system IS NULL OR t.system = $system
-WITH t.system AS system, count(x) AS failures, collect(DISTINCT t.id) AS run_traces
+WITH t.system AS system, sum(attributed) AS failures, collect(t.id) AS run_traces
 UNWIND run_traces AS trace_id
 MATCH (a:Attribution {run_id: $run_id, trace_id: trace_id})-[:BLAMES]->(o:Operation)
 WHERE $error_type IS NULL OR a.error_type = $error_type
+// one row per blamed operation: its prompt / parameter reads are looked up once, not per case
+WITH system, failures, run_traces, o, a.error_type AS error_type,
+     collect([a.case_id, a.trace_id, a.confidence]) AS blamed
 CALL (o) {
   OPTIONAL MATCH (o)-[:READS]->(v:Variable)
   WHERE v.category IN ['prompt', 'parameter']
@@ -20,13 +24,14 @@ CALL (o) {
          collect(CASE v.category WHEN 'prompt' THEN v.name END) AS prompts,
          collect(CASE v.category WHEN 'parameter' THEN v.name END) AS parameters
 }
-WITH system, failures, run_traces, o.name AS op_name, o.kind AS op_kind,
-     a.error_type AS error_type, inputs, prompts, parameters, a, o
-ORDER BY a.case_id, a.trace_id
+UNWIND blamed AS blamed_case
+WITH system, failures, run_traces, o.name AS op_name, o.kind AS op_kind, error_type, inputs,
+     prompts, parameters, o, blamed_case
+ORDER BY blamed_case[0], blamed_case[1]
 WITH system, failures, run_traces, op_name, op_kind, error_type, inputs, prompts, parameters,
-     count(a) AS cases, count(DISTINCT o) AS blamed_operations,
-     percentileCont(a.confidence, 0.5) AS median_confidence,
-     collect(a.case_id)[0..3] AS example_cases, collect([a.trace_id, a.case_id]) AS case_refs
+     count(blamed_case) AS cases, count(DISTINCT o) AS blamed_operations,
+     percentileCont(blamed_case[2], 0.5) AS median_confidence,
+     collect(blamed_case[0])[0..3] AS example_cases, collect([blamed_case[1], blamed_case[0]]) AS case_refs
 WHERE cases >= $min_count
 CALL (op_name, op_kind, run_traces) {
   UNWIND run_traces AS trace_id
