@@ -156,7 +156,9 @@ class Database:
                     ):
                         results = []
                         for number, (query, params) in enumerate(steps):
-                            records = [record.data() for record in tx.run(_text(query), params)]
+                            records = [
+                                record_dict(record) for record in tx.run(_text(query), params)
+                            ]
                             if check is not None:
                                 check(number, records)
                             results.append(records)
