@@ -21,7 +21,6 @@ from synthetic import write_synthetic_trace
 from memtrace.admin import delete_trace
 from memtrace.cli import cli
 from memtrace.db import Database
-from memtrace.errors import InputError
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.taxonomy import staged_trace_id
 
@@ -75,11 +74,6 @@ def test_reload_replaces_the_copy_and_drops_its_attributions(
     again = invoke("attribute", "--trace", trace, "--judge", "offline", "--run-id", trace)
     assert again.exit_code == 0, again.output
     assert db.run(ATTRIBUTIONS, t=trace)[0]["n"] == 1
-
-
-def test_reserved_trace_ids_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="reserved for the copies a re-load writes"):
-        load_paths(None, [str(SMALL)], LoadOptions(trace_id=staged_trace_id("x"), dry_run=True))
 
 
 def test_ctrl_c_during_a_reload_keeps_the_old_copy(
