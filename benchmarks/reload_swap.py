@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +31,6 @@ from memtrace.errors import TransactionTooLargeError
 from memtrace.loaders.load import ATOMIC_SWAP_NODES, LoadOptions, load_paths
 from memtrace.settings import load_settings
 
-OUT = Path(__file__).resolve().parent / "out"
 SWAP_HEAP = (
     "SHOW TRANSACTIONS YIELD estimatedUsedHeapMemory, currentQuery "
     "WHERE currentQuery CONTAINS 'SET n.trace_id' OR currentQuery CONTAINS 'new.load_state' "
@@ -100,12 +100,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, nargs="+", default=[5400])
     args = parser.parse_args()
-    OUT.mkdir(exist_ok=True)
     rows = []
-    with connect(load_settings()) as db:
+    with (
+        tempfile.TemporaryDirectory(prefix="memtrace-reload-") as tmp,
+        connect(load_settings()) as db,
+    ):
         for messages in args.messages:
             trace_id = f"bench-reload-{messages}"
-            path = OUT / f"{trace_id}.jsonl"
+            path = Path(tmp) / f"{trace_id}.jsonl"
             write_synthetic_trace(path, trace_id, messages)
             delete_trace(db, trace_id)
             started = time.perf_counter()
@@ -128,7 +130,6 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
                 rows.append(row)
             delete_trace(db, trace_id)
-            path.unlink()
     print("\n| elements | swap budget | swap | swap s | swap heap MB | re-load s | first load s |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
