@@ -22,6 +22,7 @@ from memtrace.admin import delete_trace
 from memtrace.cli import cli
 from memtrace.db import Database
 from memtrace.loaders.load import LoadOptions, load_paths
+from memtrace.loaders.writer import begin_staged_copy
 from memtrace.taxonomy import staged_trace_id
 
 pytestmark = pytest.mark.integration
@@ -166,3 +167,18 @@ def test_readers_see_one_complete_copy_throughout_a_reload(
     # old trace node by its id and then read it as already 'retired' (docs/reliability.md).
     allowed = {"retired"} if atomic_swap_nodes >= old["variables"] else {"loading", "retired"}
     assert {state for state, _ in seen} - {"complete"} <= allowed
+
+
+def test_db_delete_removes_a_leftover_copy(db: Database, trace: str) -> None:
+    """A staged copy left by an interrupted re-load (here: begun and never swapped) is removed
+    by `db delete --trace COPY` alone, or with its trace by `db delete --trace ID`."""
+    staged = staged_trace_id(trace)
+    for target, survivors in ((staged, [trace]), (trace, [])):
+        load_paths(db, [str(SMALL)], LoadOptions(trace_id=trace))
+        begin_staged_copy(db, trace, {"system": "test"})
+        assert copies_left(db, trace) == {staged: ["staging"]}
+        deleted = invoke("db", "delete", "--trace", target)
+        assert deleted.exit_code == 0, deleted.output
+        assert copies_left(db, trace) == {}
+        left = db.run("MATCH (t:Trace) WHERE t.id IN [$t, $s] RETURN t.id AS id", t=trace, s=staged)
+        assert [row["id"] for row in left] == survivors
