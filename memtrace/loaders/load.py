@@ -493,8 +493,10 @@ def _write(
         )
         writer.add_all(next_version_rows(index.next_versions()))
         writer.flush_all()
-    finally:
-        writer.close()
+    except BaseException:
+        writer.abandon()
+        raise
+    writer.close()
     if replacing:
         _swap(
             db, plan.trace_id, count_properties(counts), (old_nodes, counts.nodes), options, phase

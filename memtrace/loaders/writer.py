@@ -77,12 +77,18 @@ class BatchWriter:
             self._collect()
 
     def close(self) -> None:
-        """Wait for (or, after an error, abandon) queued batches and stop the thread."""
+        """Wait for queued batches and stop the thread."""
         try:
             while self._pending:
                 self._collect()
         finally:
             self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def abandon(self) -> None:
+        """After an error: drop the queued batches unwritten and wait only for the one being
+        written. Collecting them would retry each against a dead server for 30 s."""
+        self._pending.clear()
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
     def _flush(self, name: str) -> None:
         rows = self.buffers.pop(name, [])
