@@ -6,6 +6,7 @@ from typing import Any
 
 from memtrace.cypher import all_queries, get_query
 from memtrace.db import Database
+from memtrace.taxonomy import retired_trace_id, staged_trace_id
 
 DELETE_BATCH = 10_000
 INDEX_WAIT_SECONDS = 300
@@ -40,7 +41,20 @@ def delete_trace_nodes(db: Database, trace_id: str, batch: int = DELETE_BATCH) -
 
 
 def delete_trace(db: Database, trace_id: str) -> int:
-    """Delete one trace entirely; return the number of nodes deleted (0 if it did not exist)."""
+    """Delete one trace entirely, with any copy a re-load left (staged or retired); return the
+    number of nodes deleted (0 if none of them existed)."""
+    return sum(
+        _delete_one(db, one)
+        for one in (trace_id, staged_trace_id(trace_id), retired_trace_id(trace_id))
+    )
+
+
+def delete_reload_copies(db: Database, trace_id: str) -> int:
+    """Delete what an interrupted re-load of ``trace_id`` left: its staged and retired copies."""
+    return _delete_one(db, staged_trace_id(trace_id)) + _delete_one(db, retired_trace_id(trace_id))
+
+
+def _delete_one(db: Database, trace_id: str) -> int:
     deleted = delete_trace_nodes(db, trace_id)
     return deleted + int(db.run(get_query("db/delete_trace"), trace_id=trace_id)[0]["deleted"])
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -13,8 +14,16 @@ from neo4j import exceptions as neo4j_errors
 from pydantic import SecretStr
 
 from memtrace.cypher import Query
-from memtrace.errors import Neo4jAuthError, Neo4jError, Neo4jUnavailableError, QueryError
+from memtrace.errors import (
+    Neo4jAuthError,
+    Neo4jError,
+    Neo4jUnavailableError,
+    QueryError,
+    TransactionTooLargeError,
+)
 from memtrace.settings import Neo4jSettings, Settings
+
+TOGETHER_ATTEMPTS = 5  # tries of a write_together transaction that fails transiently
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,12 @@ def _text(query: Query | str) -> str:
     return query.text if isinstance(query, Query) else query
 
 
+def _is_out_of_memory(exc: neo4j_errors.Neo4jError) -> bool:
+    """A transaction over the server's memory limit (a transient error the driver retries)."""
+    code = exc.code or ""
+    return code.startswith("Neo.TransientError.General.") and "Memory" in code
+
+
 @contextmanager
 def translate_errors(where: str) -> Iterator[None]:
     """Turn driver exceptions into memtrace errors that say what to do next."""
@@ -81,6 +96,8 @@ def translate_errors(where: str) -> Iterator[None]:
             "or point NEO4J_URI at yours"
         ) from exc
     except neo4j_errors.Neo4jError as exc:
+        if _is_out_of_memory(exc):
+            raise TransactionTooLargeError(f"{exc.code}: {exc.message}") from exc
         raise QueryError(f"{exc.code}: {exc.message}") from exc
     except neo4j_errors.DriverError as exc:
         raise Neo4jError(str(exc)) from exc
@@ -116,6 +133,44 @@ class Database:
             self.driver.session(database=self.database) as session,
         ):
             return session.execute_write(work)
+
+    def write_together(
+        self,
+        steps: Sequence[tuple[Query | str, dict[str, Any]]],
+        check: Callable[[int, list[dict[str, Any]]], None] | None = None,
+    ) -> list[list[dict[str, Any]]]:
+        """Run several write queries in ONE transaction: all of them commit, or none.
+
+        ``check(step, records)`` runs after each step inside the transaction; an exception it
+        raises rolls everything back. A transient failure (a lock conflict, a deadlock) rolls
+        the whole transaction back and runs it again, up to ``TOGETHER_ATTEMPTS`` times; one over
+        the server's transaction memory raises ``TransactionTooLargeError`` at once (the
+        driver's own retry would run it out of memory again for 30 s).
+        """
+        with translate_errors(self.settings.uri):
+            for attempt in range(1, TOGETHER_ATTEMPTS + 1):
+                try:
+                    with (
+                        self.driver.session(database=self.database) as session,
+                        session.begin_transaction() as tx,
+                    ):
+                        results = []
+                        for number, (query, params) in enumerate(steps):
+                            records = [
+                                record_dict(record) for record in tx.run(_text(query), params)
+                            ]
+                            if check is not None:
+                                check(number, records)
+                            results.append(records)
+                        tx.commit()
+                        return results
+                except neo4j_errors.Neo4jError as exc:
+                    if _is_out_of_memory(exc) or not exc.is_retryable():
+                        raise
+                    if attempt == TOGETHER_ATTEMPTS:
+                        raise
+                    time.sleep(0.2 * 2**attempt)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def close(self) -> None:
         self.driver.close()

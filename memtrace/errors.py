@@ -36,6 +36,10 @@ class QueryError(Neo4jError):
     """Neo4j rejected or failed a query."""
 
 
+class TransactionTooLargeError(QueryError):
+    """The server refused a transaction for its memory limit (dbms.memory.transaction.*)."""
+
+
 class InputError(MemtraceError):
     """Bad user input: names the file, the place in it and what is wrong."""
 

@@ -58,3 +58,27 @@ def stage_of(kind: str) -> str:
 # Native trace format: what the tracer writes, and every version the loader reads.
 FORMAT_VERSION: Final = 2  # 2: an operation's edges inline in its record
 FORMAT_VERSIONS: Final = (1, 2)
+
+
+# Load states of a :Trace node. Readers only ever read `complete` traces. A re-load of a complete
+# trace writes its new copy beside the old one under a reserved *staged* id and swaps the two in
+# one transaction; the old copy then waits under a reserved *retired* id until it is deleted.
+LoadState = Literal["loading", "complete", "staging", "retired"]
+STAGED_PREFIX: Final = "memtrace:staged:"
+RETIRED_PREFIX: Final = "memtrace:retired:"
+RESERVED_PREFIXES: Final = (STAGED_PREFIX, RETIRED_PREFIX)
+
+
+def staged_trace_id(trace_id: str) -> str:
+    """The id a re-load of ``trace_id`` writes its new copy under until the swap."""
+    return STAGED_PREFIX + trace_id
+
+
+def retired_trace_id(trace_id: str) -> str:
+    """The id the replaced copy of ``trace_id`` has between the swap and its deletion."""
+    return RETIRED_PREFIX + trace_id
+
+
+def is_reserved_trace_id(trace_id: str) -> bool:
+    """True for ids of re-load copies, which no trace file may use."""
+    return trace_id.startswith(RESERVED_PREFIXES)

@@ -28,6 +28,7 @@ from memtrace.attribution.store import AttributionStore
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import Strategy, search
 from memtrace.errors import JudgeError, LLMError, MemtraceError, Neo4jUnavailableError
+from memtrace.taxonomy import is_reserved_trace_id
 from memtrace.usage import Usage
 
 
@@ -227,6 +228,11 @@ def require_complete_trace(store: AttributionStore, trace_id: str) -> None:
     state = store.trace_state(trace_id)
     if state is None:
         raise MemtraceError(f"no trace {trace_id!r}; `memtrace db stats` lists the loaded traces")
+    if is_reserved_trace_id(trace_id):
+        raise MemtraceError(
+            f"{trace_id!r} is a copy a re-load of another trace wrote ({state}), never read as a "
+            "trace; give that trace's own id (`memtrace db stats` lists both)"
+        )
     if state != "complete":
         raise MemtraceError(
             f"trace {trace_id!r} is {state}: its load is still running or was interrupted; "

@@ -54,7 +54,7 @@ def stats_command(as_json: bool, settings: Settings) -> None:
         style = "yellow" if row["load_state"] != "complete" else None
         traces.add_row(*("" if row[c] is None else str(row[c]) for c in columns), style=style)
     console.print(traces)
-    unfinished = [row["id"] for row in stats["traces"] if row["load_state"] != "complete"]
+    unfinished = [row["id"] for row in stats["traces"] if row["load_state"] == "loading"]
     if unfinished:
         console.print(
             f"[yellow]{len(unfinished)} trace(s) not completely loaded[/] (a load is running, or "
@@ -63,6 +63,21 @@ def stats_command(as_json: bool, settings: Settings) -> None:
             highlight=False,
             soft_wrap=True,
         )
+    copies = [row for row in stats["traces"] if row["load_state"] in ("staging", "retired")]
+    if copies:
+        console.print(
+            f"[yellow]{len(copies)} re-load copy(ies)[/], never read as traces (a re-load is "
+            "running, or was interrupted or killed; the trace each belongs to still has one "
+            f"complete copy): {', '.join(_copy_note(row) for row in copies)}. The next load of "
+            "that trace removes them, or `memtrace db delete --trace COPY_ID`.",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def _copy_note(row: dict[str, object]) -> str:
+    what = "new copy, not swapped in" if row["load_state"] == "staging" else "replaced copy"
+    return f"{row['id']} ({what} of {row['copy_of']})"
 
 
 @db_group.command("delete")

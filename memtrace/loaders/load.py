@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
-from memtrace.admin import init_schema
+from memtrace.admin import delete_reload_copies, init_schema
 from memtrace.db import Database
-from memtrace.errors import InputError, MemtraceError
+from memtrace.errors import InputError, MemtraceError, TransactionTooLargeError
 from memtrace.loaders.index import TraceIndex, build_index
 from memtrace.loaders.models import AnyRecord
 from memtrace.loaders.native import read_native
@@ -25,12 +25,31 @@ from memtrace.loaders.rows import (
     trace_properties,
 )
 from memtrace.loaders.smartcomment import read_smartcomment
-from memtrace.loaders.writer import BatchWriter, begin_trace, complete_trace
+from memtrace.loaders.writer import (
+    BatchWriter,
+    begin_staged_copy,
+    begin_trace,
+    complete_trace,
+    previous_state,
+    replace_in_batches,
+    swap_in_staged_copy,
+)
+from memtrace.taxonomy import (
+    RESERVED_PREFIXES,
+    is_reserved_trace_id,
+    retired_trace_id,
+    staged_trace_id,
+)
 
 Format = Literal["native", "smartcomment", "otlp"]
 FORMATS: tuple[Format, ...] = ("native", "smartcomment", "otlp")
 DEFAULT_BATCH_SIZE = 5_000
+ATOMIC_SWAP_NODES = 40_000
 TRACE_SUFFIXES = (".jsonl", ".json")
+# How far the write of one trace got: a first load (or one after an interrupted load) is
+# "writing"; a re-load of a complete trace goes "staging" -> "swapping" (one transaction) or
+# "replacing" (in batches, too big for one) -> "cleaning".
+WritePhase = Literal["writing", "staging", "swapping", "replacing", "cleaning"]
 
 
 class Progress(Protocol):
@@ -61,6 +80,10 @@ class LoadOptions:
     format: Format | None = None
     dry_run: bool = False
     labels: Labels | None = None  # questions joined into OTLP traces as cases
+    # A re-load swaps its new copy in with one transaction while each copy has at most this many
+    # nodes (~3 KB of server transaction memory per node moved; docs/reliability.md), else in
+    # batches while the trace reads as 'loading'.
+    atomic_swap_nodes: int = ATOMIC_SWAP_NODES
 
 
 @dataclass
@@ -142,16 +165,45 @@ def expand_paths(patterns: list[str]) -> list[Path]:
 
 
 class LoadInterrupted(MemtraceError):
-    """Ctrl-C during a write: says which trace was left half-written and how it gets cleaned."""
+    """Ctrl-C during a write: says what state the trace was left in and how it gets cleaned."""
 
-    def __init__(self, trace_id: str, done: int, total: int) -> None:
+    def __init__(self, trace_id: str, phase: WritePhase, done: int, total: int) -> None:
         self.trace_id = trace_id
-        super().__init__(
-            f"interrupted: trace {trace_id!r} was left 'loading' (half-written; "
-            f"{done} of {total} files were loaded completely before it). The next "
-            f"`memtrace load` of that file replaces it, or `memtrace db delete --trace {trace_id}` "
-            "removes it"
-        )
+        before = f"{done} of {total} files were loaded completely before it"
+        staged, retired = staged_trace_id(trace_id), retired_trace_id(trace_id)
+        if phase == "writing":
+            message = (
+                f"trace {trace_id!r} was left 'loading' (half-written; {before}). The next "
+                f"`memtrace load` of that file replaces it, or `memtrace db delete --trace "
+                f"{trace_id}` removes it"
+            )
+        elif phase == "staging":
+            message = (
+                f"the re-load of trace {trace_id!r} stopped before its new copy was complete "
+                f"({before}); the earlier complete copy is untouched and still the one read. The "
+                f"partial copy {staged!r} is removed by the next `memtrace load` of that file, or "
+                f"by `memtrace db delete --trace {staged}`"
+            )
+        elif phase == "swapping":
+            message = (
+                f"the re-load of trace {trace_id!r} was stopped during its swap ({before}): the "
+                "trace has one complete copy, the earlier or the new one (`memtrace db stats` "
+                "shows loaded_at). The next `memtrace load` of that file removes the other"
+            )
+        elif phase == "replacing":
+            message = (
+                f"trace {trace_id!r} was left 'loading' while its re-load, too big for one swap "
+                f"transaction, replaced the earlier copy in batches ({before}). The next "
+                f"`memtrace load` of that file loads it again, or `memtrace db delete --trace "
+                f"{trace_id}` removes it"
+            )
+        else:
+            message = (
+                f"trace {trace_id!r} was re-loaded completely, but deleting its replaced copy "
+                f"{retired!r} was stopped ({before}); the next `memtrace load` of that file, or "
+                f"`memtrace db delete --trace {retired}`, removes it"
+            )
+        super().__init__(f"interrupted: {message}")
 
 
 @dataclass(frozen=True)
@@ -322,6 +374,14 @@ def load_paths(
             except InputError as exc:
                 raise _explained(exc, detection) from None
             trace_id = options.trace_id or index.trace.id
+            if is_reserved_trace_id(trace_id):
+                raise InputError(
+                    str(file),
+                    None,
+                    f"trace id {trace_id!r}: ids starting with "
+                    f"{' or '.join(map(repr, RESERVED_PREFIXES))} are reserved for the copies a "
+                    "re-load writes; give the trace another id (--trace-id)",
+                )
             planned.append(_Planned(file, fmt, index, trace_id))
             if trace_id in owners:
                 raise InputError(
@@ -346,10 +406,13 @@ def load_paths(
             file_started = time.perf_counter()
             result = _result(plan)
             if db is not None and not options.dry_run:
+                phase: list[WritePhase] = ["writing"]
                 try:
-                    _write(db, plan, options, progress or _Silent(), result)
+                    _write(db, plan, options, progress or _Silent(), result, phase)
                 except KeyboardInterrupt:
-                    raise LoadInterrupted(plan.trace_id, len(summary.files), len(planned)) from None
+                    raise LoadInterrupted(
+                        plan.trace_id, phase[0], len(summary.files), len(planned)
+                    ) from None
             result.seconds = time.perf_counter() - file_started
             summary.files.append(result)
     finally:
@@ -376,8 +439,16 @@ def _result(plan: _Planned) -> FileResult:
 
 
 def _write(
-    db: Database, plan: _Planned, options: LoadOptions, progress: Progress, result: FileResult
+    db: Database,
+    plan: _Planned,
+    options: LoadOptions,
+    progress: Progress,
+    result: FileResult,
+    phase: list[WritePhase],
 ) -> None:
+    """Write one trace; ``phase[0]`` says how far it got (for the message after a Ctrl-C).
+
+    A complete earlier copy stays readable until the new copy is complete (writer.py)."""
     index = plan.index
     counts = index.counts
     expected = (
@@ -394,11 +465,21 @@ def _write(
     progress.start(plan.file.name, expected)
     overrides = {"system": options.system, "dataset": options.dataset}
     props = trace_properties(index.trace, plan.format, str(plan.file.resolve()), overrides)
-    begin_trace(db, plan.trace_id, props)
+    state, old_nodes = previous_state(db, plan.trace_id)
+    replacing = state == "complete"
+    if replacing:
+        phase[0] = "staging"
+        begin_staged_copy(db, plan.trace_id, props)
+        written_as = staged_trace_id(plan.trace_id)
+    else:
+        phase[0] = "writing"
+        begin_trace(db, plan.trace_id, props)
+        delete_reload_copies(db, plan.trace_id)
+        written_as = plan.trace_id
     progress.advance(1)
     writer = BatchWriter(
         db,
-        plan.trace_id,
+        written_as,
         options.batch_size,
         progress.advance,
         on_ids=lambda _, pairs: index.store_element_ids(pairs),
@@ -412,9 +493,40 @@ def _write(
         )
         writer.add_all(next_version_rows(index.next_versions()))
         writer.flush_all()
-    finally:
-        writer.close()
-    complete_trace(db, plan.trace_id, count_properties(counts))
+    except BaseException:
+        writer.abandon()
+        raise
+    writer.close()
+    if replacing:
+        _swap(
+            db, plan.trace_id, count_properties(counts), (old_nodes, counts.nodes), options, phase
+        )
+    else:
+        complete_trace(db, plan.trace_id, count_properties(counts))
     progress.finish()
     result.nodes_written = writer.nodes + 1
     result.relationships_written = writer.relationships
+
+
+def _swap(
+    db: Database,
+    trace_id: str,
+    counts: dict[str, int],
+    nodes: tuple[int, int],
+    options: LoadOptions,
+    phase: list[WritePhase],
+) -> None:
+    """Put the complete staged copy in the old one's place: in one transaction when both copies
+    fit ``atomic_swap_nodes`` (and the server's transaction memory), else in batches."""
+    if max(nodes) <= options.atomic_swap_nodes:
+        phase[0] = "swapping"
+        try:
+            swap_in_staged_copy(db, trace_id, counts, max_nodes=options.atomic_swap_nodes)
+        except TransactionTooLargeError:
+            phase[0] = "replacing"
+            replace_in_batches(db, trace_id, counts)
+    else:
+        phase[0] = "replacing"
+        replace_in_batches(db, trace_id, counts)
+    phase[0] = "cleaning"
+    delete_reload_copies(db, trace_id)

@@ -1,9 +1,14 @@
 """The only loader module that talks to Neo4j: batched ``UNWIND $rows`` writes per trace.
 
 Crash safety: the Trace node is marked ``load_state = 'loading'`` before anything else is
-written and ``'complete'`` after the last batch. Any earlier data of the same trace id (a
-complete older load or the remains of an interrupted one) is deleted first, so a re-run always
-ends with exactly one complete copy.
+written and ``'complete'`` after the last batch; the remains of an interrupted load of the same
+trace id are deleted first, so a re-run always ends with exactly one complete copy.
+
+A re-load of a *complete* trace keeps that copy readable until the new one is complete: the new
+copy is written under the reserved staged id (``load_state = 'staging'``), then ONE transaction
+drops the old copy's attributions and re-keys both copies (old -> retired id, staged -> trace id);
+the retired copy is deleted afterwards in batches. Readers only read ``complete`` traces, so they
+see the old copy or the new one, never neither and never half of one.
 """
 
 from __future__ import annotations
@@ -13,10 +18,12 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from memtrace.admin import delete_trace_nodes
-from memtrace.cypher import get_query
+from memtrace.admin import DELETE_BATCH, delete_reload_copies, delete_trace_nodes
+from memtrace.cypher import Query, get_query
 from memtrace.db import Database
+from memtrace.errors import MemtraceError
 from memtrace.loaders.rows import QueryRow, Row
+from memtrace.taxonomy import retired_trace_id, staged_trace_id
 
 Written = tuple[str, int, int, list[list[Any]]]  # query, nodes, relationships, returned ids
 
@@ -70,12 +77,18 @@ class BatchWriter:
             self._collect()
 
     def close(self) -> None:
-        """Wait for (or, after an error, abandon) queued batches and stop the thread."""
+        """Wait for queued batches and stop the thread."""
         try:
             while self._pending:
                 self._collect()
         finally:
             self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def abandon(self) -> None:
+        """After an error: drop the queued batches unwritten and wait only for the one being
+        written. Collecting them would retry each against a dead server for 30 s."""
+        self._pending.clear()
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
     def _flush(self, name: str) -> None:
         rows = self.buffers.pop(name, [])
@@ -105,11 +118,96 @@ class BatchWriter:
         return name, result.nodes_created, result.relationships_created, ids
 
 
+def previous_state(db: Database, trace_id: str) -> tuple[str | None, int]:
+    """The trace's load state before this load (None when it does not exist) and its nodes."""
+    rows = db.run(get_query("load/trace_state"), trace_id=trace_id)
+    if not rows:
+        return None, 0
+    return str(rows[0]["load_state"]), int(rows[0]["nodes"])
+
+
 def begin_trace(db: Database, trace_id: str, props: dict[str, Any]) -> int:
     """Mark the trace as loading and delete whatever an earlier load left; return nodes deleted."""
-    db.run(get_query("load/begin_trace"), trace_id=trace_id, props=props)
+    db.run(get_query("load/begin_trace"), trace_id=trace_id, props=props, state="loading")
     return delete_trace_nodes(db, trace_id)
+
+
+def begin_staged_copy(db: Database, trace_id: str, props: dict[str, Any]) -> int:
+    """Start the new copy of a complete trace beside it, after deleting the leftovers of an
+    interrupted re-load; return the leftover nodes deleted."""
+    deleted = delete_reload_copies(db, trace_id)
+    staged = {**props, "copy_of": trace_id}
+    db.run(
+        get_query("load/begin_trace"),
+        trace_id=staged_trace_id(trace_id),
+        props=staged,
+        state="staging",
+    )
+    return deleted
 
 
 def complete_trace(db: Database, trace_id: str, counts: dict[str, int]) -> None:
     db.run(get_query("load/complete_trace"), trace_id=trace_id, counts=counts)
+
+
+def swap_in_staged_copy(
+    db: Database, trace_id: str, counts: dict[str, int], max_nodes: int
+) -> None:
+    """In one transaction: the old copy becomes the retired copy (its attributions deleted) and
+    the staged copy becomes the complete trace. Nothing changes unless the staged copy is there.
+
+    ``max_nodes`` bounds what one re-key moves (each copy has at most that many nodes, which
+    the caller checked); a server that still refuses the transaction for its memory raises
+    ``TransactionTooLargeError`` and nothing changed."""
+    staged, retired = staged_trace_id(trace_id), retired_trace_id(trace_id)
+    rekey = get_query("load/rekey_copy")
+    limit = max_nodes + 1  # one more than a copy can have: the re-key moves the whole copy
+    _swap_trace_nodes(
+        db,
+        trace_id,
+        counts,
+        [
+            (get_query("load/drop_attributions"), {"trace_id": trace_id}),
+            (rekey, {"from_id": trace_id, "to_id": retired, "limit": limit}),
+            (rekey, {"from_id": staged, "to_id": trace_id, "limit": limit}),
+        ],
+    )
+
+
+def replace_in_batches(db: Database, trace_id: str, counts: dict[str, int]) -> None:
+    """The swap of a trace too big for one transaction: the trace reads as 'loading' (readers
+    refuse it) while its old copy is re-keyed to the retired id and the staged copy to the trace
+    id, batch by batch (re-keying is ~3x faster than deleting; the retired copy is deleted
+    afterwards, with the trace already complete)."""
+    db.run(get_query("load/mark_loading"), trace_id=trace_id)
+    db.run(get_query("load/drop_attributions"), trace_id=trace_id)
+    rekey = get_query("load/rekey_copy")
+    for from_id, to_id in (
+        (trace_id, retired_trace_id(trace_id)),
+        (staged_trace_id(trace_id), trace_id),
+    ):
+        while True:
+            moved = db.run(rekey, from_id=from_id, to_id=to_id, limit=DELETE_BATCH)[0]["moved"]
+            if int(moved) < DELETE_BATCH:
+                break
+    _swap_trace_nodes(db, trace_id, counts, [])
+
+
+def _swap_trace_nodes(
+    db: Database, trace_id: str, counts: dict[str, int], more: list[tuple[Query, dict[str, Any]]]
+) -> None:
+    """Swap the two trace nodes (the staged one becomes complete) and run ``more`` steps, all
+    in one transaction, which rolls back when the staged copy is not there."""
+
+    def staged_copy_found(step: int, records: list[dict[str, Any]]) -> None:
+        if step == 0 and records[0]["swapped"] != 1:
+            # e.g. `db delete` removed it meanwhile: re-keying now would leave no copy at all
+            raise MemtraceError(f"trace {trace_id!r}: its staged copy vanished before the swap")
+
+    params = {
+        "trace_id": trace_id,
+        "staged_id": staged_trace_id(trace_id),
+        "retired_id": retired_trace_id(trace_id),
+        "counts": counts,
+    }
+    db.write_together([(get_query("load/swap_trace"), params), *more], check=staged_copy_found)

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from reload_checks import assert_exact, copies_left, graph_of
 from synthetic import write_synthetic_trace
 from test_managed_server import free_port, throwaway_layout
 
@@ -26,6 +27,7 @@ from memtrace.server import manager
 from memtrace.server.config import MIB, MemoryPlan, ServerOptions
 from memtrace.server.layout import ServerLayout
 from memtrace.settings import LLMSettings, Neo4jSettings, Settings
+from memtrace.taxonomy import staged_trace_id
 
 pytestmark = pytest.mark.integration
 MEMTRACE = str(Path(sys.executable).parent / "memtrace")
@@ -117,8 +119,10 @@ def test_neo4j_killed_mid_load_then_a_rerun_gives_exact_counts(
     try:
         _wait_for(server.settings, trace_id, 1000, load)
         server.kill()
-        # The driver retries each queued batch for up to 30 s before giving up (77 s measured).
+        killed = time.monotonic()
+        # The driver retries the batch being written for up to 30 s before giving up.
         _, stderr = load.communicate(timeout=400)
+        print(f"load exited {time.monotonic() - killed:.1f} s after the kill")
     finally:
         if load.poll() is None:
             load.kill()
@@ -139,6 +143,49 @@ def test_neo4j_killed_mid_load_then_a_rerun_gives_exact_counts(
         assert db.run(DUPLICATE_IDS, t=trace_id)[0]["duplicates"] == 0
         state = db.run("MATCH (t:Trace {id: $id}) RETURN t.load_state AS s", id=trace_id)
         assert [row["s"] for row in state] == ["complete"]
+
+
+def test_neo4j_killed_mid_reload_keeps_the_old_copy(server: Server, tmp_path: Path) -> None:
+    trace_id = "crash-reload"
+    path = tmp_path / "big.jsonl"
+    expected = write_synthetic_trace(path, trace_id, messages=6000)
+    with connect(server.settings) as db:
+        load_paths(db, [str(path)], LoadOptions())
+        old = graph_of(db, trace_id)
+    staged = staged_trace_id(trace_id)
+    reload = subprocess.Popen(
+        [MEMTRACE, "load", str(path), "--batch-size", "200"],
+        env=server.env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _wait_for(server.settings, staged, 1000, reload)
+        server.kill()
+        _, stderr = reload.communicate(timeout=400)
+    finally:
+        if reload.poll() is None:
+            reload.kill()
+    assert reload.returncode != 0, "a re-load whose server died must not exit 0"
+    assert b"Traceback" not in stderr, stderr.decode(errors="replace")[-2000:]
+
+    server.start()
+    with connect(server.settings) as db:
+        assert graph_of(db, trace_id) == old  # the complete copy survived, exactly
+        assert copies_left(db, trace_id) == {staged: ["staging"]}
+    env = server.env()
+    attributed = subprocess.run(
+        [MEMTRACE, "attribute", "--trace", trace_id, "--judge", "offline", "--no-write"],
+        env=env,
+        capture_output=True,
+        timeout=600,
+    )
+    assert attributed.returncode == 0, attributed.stderr.decode(errors="replace")[-2000:]
+    stats = subprocess.run([MEMTRACE, "db", "stats"], env=env, capture_output=True, timeout=60)
+    assert staged.encode() in stats.stdout and b"re-load copy" in stats.stdout
+    with connect(server.settings) as db:
+        load_paths(db, [str(path)], LoadOptions())
+        assert_exact(db, trace_id, expected)
 
 
 ATTRIBUTIONS = """

@@ -15,7 +15,13 @@ import memtrace.loaders
 from memtrace.errors import InputError
 from memtrace.loaders.index import build_index
 from memtrace.loaders.kinds import derive_kind
-from memtrace.loaders.load import LoadOptions, detect_format, expand_paths, load_paths
+from memtrace.loaders.load import (
+    LoadInterrupted,
+    LoadOptions,
+    detect_format,
+    expand_paths,
+    load_paths,
+)
 from memtrace.loaders.models import (
     CaseRecord,
     EdgeRecord,
@@ -31,6 +37,11 @@ from memtrace.loaders.models import (
 from memtrace.loaders.native import read_native
 from memtrace.loaders.rows import node_rows, relationship_rows
 from memtrace.loaders.smartcomment import python_text
+from memtrace.taxonomy import (
+    is_reserved_trace_id,
+    retired_trace_id,
+    staged_trace_id,
+)
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SMALL = DATA / "native" / "small.jsonl"
@@ -424,3 +435,32 @@ def test_json_messages_have_no_doubled_at(tmp_path: Path) -> None:
     problem = _load_error(unterminated).problem
     assert "Unterminated string starting at column 10" in problem
     assert "at at" not in problem
+
+
+@pytest.mark.parametrize("copy", [staged_trace_id("x"), retired_trace_id("x")])
+def test_reserved_trace_ids_are_refused(copy: str, tmp_path: Path) -> None:
+    assert is_reserved_trace_id(copy) and not is_reserved_trace_id("memtrace:x")
+    with pytest.raises(InputError, match="reserved for the copies a re-load writes"):
+        load_paths(
+            None, [str(DATA / "native" / "small.jsonl")], LoadOptions(trace_id=copy, dry_run=True)
+        )
+    native = tmp_path / "reserved.jsonl"
+    first, *rest = (DATA / "native" / "small.jsonl").read_text(encoding="utf-8").splitlines()
+    header = {**json.loads(first), "id": copy}
+    native.write_text("\n".join([json.dumps(header), *rest]) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match="reserved"):
+        load_paths(None, [str(native)], LoadOptions(dry_run=True))
+
+
+def test_an_interrupted_reload_says_which_copy_is_read() -> None:
+    """Each phase of a write names what a Ctrl-C left and what cleans it up."""
+    messages = {
+        phase: str(LoadInterrupted("t1", phase, 0, 1))
+        for phase in ("writing", "staging", "swapping", "replacing", "cleaning")
+    }
+    assert "'t1' was left 'loading'" in messages["writing"]
+    assert "earlier complete copy is untouched" in messages["staging"]
+    assert "memtrace db delete --trace memtrace:staged:t1" in messages["staging"]
+    assert "one complete copy, the earlier or the new one" in messages["swapping"]
+    assert "left 'loading'" in messages["replacing"]
+    assert "memtrace db delete --trace memtrace:retired:t1" in messages["cleaning"]
