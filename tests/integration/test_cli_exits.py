@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from interrupt import interruptible_child
 from synthetic import write_synthetic_trace
 
 from memtrace.admin import delete_trace
@@ -132,6 +133,7 @@ def test_ctrl_c_during_a_load_names_the_trace_left_loading(
     memtrace = str(Path(sys.executable).parent / "memtrace")
     load = subprocess.Popen(
         [memtrace, "load", str(path), "--batch-size", "200"],
+        preexec_fn=interruptible_child,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

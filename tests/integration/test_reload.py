@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from interrupt import interruptible_child
 from reload_checks import assert_exact, copies_left, graph_of
 from synthetic import write_synthetic_trace
 
@@ -89,6 +90,7 @@ def test_ctrl_c_during_a_reload_keeps_the_old_copy(
     memtrace = str(Path(sys.executable).parent / "memtrace")
     reload = subprocess.Popen(
         [memtrace, "load", str(path), "--batch-size", "200"],
+        preexec_fn=interruptible_child,
         env=_env(db),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
