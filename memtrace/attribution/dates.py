@@ -44,6 +44,15 @@ def parse_date(text: str | None) -> date | None:
         return None
 
 
+_GLUED_DAY = re.compile(rf"(\d)({'|'.join(_MONTHS)})\b", re.IGNORECASE)
+
+
+def unglue_dates(text: str) -> str:
+    """ "3June, 2022" -> "3 June, 2022": LoCoMo's gold answers sometimes drop that space, and
+    "3june" would then match no message's words."""
+    return _GLUED_DAY.sub(r"\1 \2", text)
+
+
 def is_dated(answer: str) -> bool:
     """Whether an answer names a month or a year (what the date phrases can match)."""
     return _DATED_ANSWER.search(answer) is not None

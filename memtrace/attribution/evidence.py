@@ -15,7 +15,7 @@ from typing import Final, Literal, get_args
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from memtrace.attribution.dates import date_phrases, is_dated
+from memtrace.attribution.dates import date_phrases, is_dated, unglue_dates
 from memtrace.attribution.model import Anchor, Evidence
 from memtrace.attribution.text import (
     MIN_CONTENT_WORDS,
@@ -135,11 +135,11 @@ def retrieved_evidence(
     relative dates written out); on equal coverage, a message whose own words or relative
     dates cover more of the answer comes first (every message of a session has the day).
     """
+    answer = unglue_dates(" ".join(anchor.golden_answers))
     query = anchor.question
     if query_mode == "question+answer":
-        query = f"{query} {' '.join(anchor.golden_answers)}"
+        query = f"{query} {answer}"
     texts = dict(corpus)
-    answer = " ".join(anchor.golden_answers)
     said = dict(texts)  # what each message says, with the dates it refers to
     saying = dict(texts)  # the same without the day it was said
     dated = bool(dates) and is_dated(answer)

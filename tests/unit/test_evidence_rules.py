@@ -7,7 +7,13 @@ from datetime import date
 
 import pytest
 
-from memtrace.attribution.dates import date_phrases, is_dated, parse_date, relative_phrases
+from memtrace.attribution.dates import (
+    date_phrases,
+    is_dated,
+    parse_date,
+    relative_phrases,
+    unglue_dates,
+)
 from memtrace.attribution.evidence import list_items, retrieved_evidence
 from memtrace.attribution.model import Anchor, OpRef
 from memtrace.attribution.text import message_timestamp
@@ -107,6 +113,21 @@ def test_a_dated_answer_ties_are_broken_by_the_question() -> None:
     anchor = _anchor("What did Caroline give at a school?", "support last week")
     found = retrieved_evidence(anchor, corpus + FILLER, retriever="dense", embed=embed, dates=dates)
     assert [e.id for e in found] == ["met"]
+
+
+def test_a_day_glued_to_its_month_is_read_as_two_words() -> None:
+    assert unglue_dates("The week before 3June, 2022") == "The week before 3 June, 2022"
+    assert unglue_dates("10july 2022, 2nd place, 3pm") == "10 july 2022, 2nd place, 3pm"
+    corpus = [
+        ("other", "The charity event last week was a blast, we raised so much."),
+        ("talk", "I gave a talk at the event at school last week, so nervous!"),
+    ]
+    dates = {"other": date(2023, 6, 3), "talk": date(2023, 6, 9)}
+    dates |= {i: date(2023, 5, 1) for i, _ in FILLER}
+    # Glued, "9june" matches nothing: both messages' "last week" cover the rest equally and the
+    # question, about the charity event, would pick the other one.
+    anchor = _anchor("When was the charity event?", "The week before 9June, 2023")
+    assert [e.id for e in retrieved_evidence(anchor, corpus + FILLER, dates=dates)] == ["talk"]
 
 
 def test_a_message_referring_to_the_date_beats_one_only_said_then() -> None:
