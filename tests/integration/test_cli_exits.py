@@ -4,18 +4,13 @@ parses with a strict JSON parser (no NaN)."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from interrupt import interruptible_child
+from interrupt import interrupt_load
 from synthetic import write_synthetic_trace
 
 from memtrace.admin import delete_trace
@@ -127,27 +122,9 @@ def test_ctrl_c_during_a_load_names_the_trace_left_loading(
 ) -> None:
     path = tmp_path / "big.jsonl"
     write_synthetic_trace(path, run_id, messages=4000)
-    env = {**os.environ, "NEO4J_URI": db.settings.uri, "NEO4J_USER": db.settings.user}
-    if db.settings.password is not None:
-        env["NEO4J_PASSWORD"] = db.settings.password.get_secret_value()
-    memtrace = str(Path(sys.executable).parent / "memtrace")
-    load = subprocess.Popen(
-        [memtrace, "load", str(path), "--batch-size", "200"],
-        preexec_fn=interruptible_child,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
     try:
-        query = "MATCH (v:Variable {trace_id: $t}) RETURN count(v) AS n"
-        deadline = time.monotonic() + 120
-        while db.run(query, t=run_id)[0]["n"] < 200 and time.monotonic() < deadline:
-            assert load.poll() is None, "the load ended before it could be interrupted"
-            time.sleep(0.05)
-        load.send_signal(signal.SIGINT)
-        _, stderr = load.communicate(timeout=300)
-        assert load.returncode == 1
+        returncode, stderr = interrupt_load(db, path, run_id)
+        assert returncode == 1
         line = next(x for x in stderr.splitlines() if x.startswith("error:"))
         assert f"interrupted: trace '{run_id}' was left 'loading'" in line
         assert f"memtrace db delete --trace {run_id}" in line
@@ -156,6 +133,4 @@ def test_ctrl_c_during_a_load_names_the_trace_left_loading(
         assert "not completely loaded" in stats.output
         assert run_id in stats.output.split("not completely loaded")[1]
     finally:
-        if load.poll() is None:
-            load.kill()
         delete_trace(db, run_id)

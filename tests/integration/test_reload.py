@@ -4,18 +4,13 @@ and the next re-load completes with exact counts (docs/reliability.md)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from interrupt import interruptible_child
+from interrupt import interrupt_load
 from reload_checks import assert_exact, copies_left, graph_of
 from synthetic import write_synthetic_trace
 
@@ -42,13 +37,6 @@ def trace(db: Database, run_id: str) -> Iterator[str]:
     yield run_id
     delete_trace(db, run_id)
     db.run("MATCH (a:Attribution) WHERE a.run_id STARTS WITH $r DETACH DELETE a", r=run_id)
-
-
-def _env(db: Database) -> dict[str, str]:
-    env = {**os.environ, "NEO4J_URI": db.settings.uri, "NEO4J_USER": db.settings.user}
-    if db.settings.password is not None:
-        env["NEO4J_PASSWORD"] = db.settings.password.get_secret_value()
-    return env
 
 
 @pytest.mark.parametrize("atomic_swap_nodes", [40_000, 1], ids=["one-transaction", "batches"])
@@ -87,27 +75,8 @@ def test_ctrl_c_during_a_reload_keeps_the_old_copy(
     old = graph_of(db, trace)
     staged = staged_trace_id(trace)
 
-    memtrace = str(Path(sys.executable).parent / "memtrace")
-    reload = subprocess.Popen(
-        [memtrace, "load", str(path), "--batch-size", "200"],
-        preexec_fn=interruptible_child,
-        env=_env(db),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        query = "MATCH (v:Variable {trace_id: $t}) RETURN count(v) AS n"
-        deadline = time.monotonic() + 120
-        while db.run(query, t=staged)[0]["n"] < 200 and time.monotonic() < deadline:
-            assert reload.poll() is None, "the re-load ended before it could be interrupted"
-            time.sleep(0.05)
-        reload.send_signal(signal.SIGINT)
-        _, stderr = reload.communicate(timeout=300)
-    finally:
-        if reload.poll() is None:
-            reload.kill()
-    assert reload.returncode == 1
+    returncode, stderr = interrupt_load(db, path, staged)
+    assert returncode == 1
     line = next(x for x in stderr.splitlines() if x.startswith("error:"))
     assert f"the re-load of trace '{trace}' stopped before its new copy was complete" in line
     assert "the earlier complete copy is untouched" in line
