@@ -55,6 +55,11 @@ def stage_of(kind: str) -> str:
     return "update" if kind == "deletion" else kind
 
 
+# Where a case's label comes from: a planted fault, an executed counterfactual, a person.
+LabelSource = Literal["planted", "replay", "human"]
+LABEL_SOURCES: Final[tuple[LabelSource, ...]] = get_args(LabelSource)
+
+
 # Native trace format: what the tracer writes, and every version the loader reads.
 FORMAT_VERSION: Final = 2  # 2: an operation's edges inline in its record
 FORMAT_VERSIONS: Final = (1, 2)

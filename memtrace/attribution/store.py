@@ -255,12 +255,14 @@ class AttributionStore:
         rows = self.db.run(get_query("attribution/latest_run"))
         return str(rows[0]["run_id"]) if rows else None
 
-    def evaluation_rows(self, run_id: str, trace_id: str | None) -> pd.DataFrame:
-        """Labeled cases joined with a run's attributions (``eval_rows.cypher``)."""
+    def evaluation_rows(
+        self, run_id: str, trace_id: str | None, label_source: str | None = None
+    ) -> pd.DataFrame:
+        """Labeled cases (of one label source, or all) joined with a run's attributions
+        (``eval_rows.cypher``)."""
         query = get_query("attribution/eval_rows")
-        return pd.DataFrame(
-            self.db.run(query, run_id=run_id, trace_id=trace_id), columns=list(query.columns)
-        )
+        rows = self.db.run(query, run_id=run_id, trace_id=trace_id, label_source=label_source)
+        return pd.DataFrame(rows, columns=list(query.columns))
 
     def trace_sizes(self, trace_ids: Sequence[str]) -> dict[str, int]:
         """Characters of each whole flattened trace, in one query."""

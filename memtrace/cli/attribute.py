@@ -33,6 +33,7 @@ from memtrace.cypher import get_query
 from memtrace.db import connect
 from memtrace.errors import MemtraceError
 from memtrace.settings import Settings
+from memtrace.taxonomy import LABEL_SOURCES
 
 console = make_console()
 err = make_console(stderr=True)
@@ -196,14 +197,24 @@ def attribute_command(
 @click.command("eval")
 @click.option("--run-id", help="The attribution run to score [default: the latest].")
 @click.option("--trace", "trace_id", help="Only this trace.")
+@click.option(
+    "--labels",
+    "label_source",
+    type=click.Choice(LABEL_SOURCES),
+    help="Score against one label source only [default: every source].",
+)
 @click.option("--json", "as_json", is_flag=True)
 @neo4j_options
 def eval_command(
-    settings: Settings, run_id: str | None, trace_id: str | None, as_json: bool
+    settings: Settings,
+    run_id: str | None,
+    trace_id: str | None,
+    label_source: str | None,
+    as_json: bool,
 ) -> None:
     """Score a run's attributions against the labels (and two baselines)."""
     with connect(settings) as db:
-        rows = evaluation_rows(AttributionStore(db), run_id, trace_id)
+        rows = evaluation_rows(AttributionStore(db), run_id, trace_id, label_source)
     scores = score(rows)
     resolved = rows.attrs["run_id"]
     if as_json:
