@@ -164,15 +164,20 @@ class Mem0System(System):
             if fault is None:
                 continue
             targets = sorted({m for k in fault.sources for m in self.holders.get(k, ())})
+            if repairing:  # the repaired decision leaves memories holding the evidence as they are
+                kept = [m for m in targets if self.memories[m].sources & self.repair_sources()]
+                if kept:
+                    self.repaired(f"kept {', '.join(kept)} unchanged", kind)
+                targets = [m for m in targets if m not in kept]
             if not targets or (kind == "UpdateError" and not facts):
                 continue
             for memory_id in targets:
                 if kind == "UpdateError":
                     action = Action("UPDATE", memory_id, facts[0].text)
-                    self.apply(action, facts[0], overwrite=True, keep=repairing)
+                    self.apply(action, facts[0], overwrite=True)
                 else:
                     action = Action("DELETE", memory_id)
-                    self.apply(action, None, keep=repairing)
+                    self.apply(action, None)
                 decisions.append(action.as_json())
             self.applied(fault, f"{kind} on {', '.join(targets)}")
             if kind == "UpdateError":
