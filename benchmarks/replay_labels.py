@@ -1,7 +1,7 @@
 """Executed counterfactuals measured: planted labels reproduced, natural failures labelled,
 judges against the executed labels, and what a replay costs.
 
-    python benchmarks/replay_labels.py --dev 1,2 [--held-out 7,8,9,10] [--out DIR]
+    python benchmarks/replay_labels.py --planted 1,2,3 --faults 30 --dev 1,2 [--held-out 7,8,9,10]
 
 Needs the running Neo4j and LoCoMo under ../shared/data (or --data). Writes traces under ids
 prefixed ``bench-replay-`` and deletes them afterwards. Conversations in --held-out are used
@@ -38,9 +38,12 @@ PREFIX = "bench-replay-"
 WRITTEN: list[str] = []  # trace ids to delete at the end
 
 
-def planted(db: Any, settings: Any, convs: list[Any], out: Path, system: str) -> dict[str, Any]:
+def planted(
+    db: Any, settings: Any, convs: list[Any], out: Path, system: str, faults: int
+) -> dict[str, Any]:
     """bench make set -> replay judge -> executed label vs planted (injected) label."""
-    report = make_bench(convs, out, BenchOptions(system=system, faults=10, prefix=PREFIX + "p-"))
+    options = BenchOptions(system=system, faults=faults, prefix=PREFIX + "p-")
+    report = make_bench(convs, out, options)
     load_paths(db, [str(p) for p in report.files], LoadOptions())
     paths = {p.stem: p for p in report.files}
     WRITTEN.extend(paths)
@@ -52,6 +55,7 @@ def planted(db: Any, settings: Any, convs: list[Any], out: Path, system: str) ->
         cases += store.failed_cases(trace_id)
     run_attribution(store, judge, Options(), cases=cases, run_id=run_id, workers=1)
     rows = evaluation_rows(store, run_id, None)
+    rows = rows[rows["trace_id"].isin(list(paths))]
     injected = rows[rows["label_source"] == "injected"]
     same = injected[(injected["attr_op"] == injected["label_op"])
                     & (injected["error_type"] == injected["label_type"])]  # fmt: skip
@@ -76,13 +80,14 @@ def planted(db: Any, settings: Any, convs: list[Any], out: Path, system: str) ->
 
 def judged(db: Any, settings: Any, trace_ids: list[str], evidence: str) -> dict[str, Any]:
     store = AttributionStore(db)
-    run_id = f"{PREFIX}offline-{evidence}"
+    run_id = f"{PREFIX}offline-{evidence}-{trace_ids[0]}"
     cases = [c for t in trace_ids for c in store.failed_cases(t)]
     run_attribution(
         store, make_judge("offline", settings), Options(evidence=evidence),  # type: ignore[arg-type]
         cases=cases, run_id=run_id,
     )  # fmt: skip
     rows = evaluation_rows(store, run_id, None, "replay")
+    rows = rows[rows["trace_id"].isin(trace_ids)].reset_index(drop=True)
     summary = score(rows).summary.set_index("method")
     offline = summary.iloc[0].to_dict()
     base = summary.loc["baseline:answer-op"].to_dict()
@@ -139,16 +144,19 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--dev", default="1,2")
     parser.add_argument("--held-out", default="")
-    parser.add_argument("--skip-planted", action="store_true")
+    parser.add_argument("--planted", default="1,2", help="conversations of the bench make sets")
+    parser.add_argument("--faults", type=int, default=10, help="faults per bench make set")
     args = parser.parse_args()
     settings = load_settings()
     out: dict[str, Any] = {}
     with connect(settings) as db, tempfile.TemporaryDirectory() as folder:
         dev = load_locomo(args.data, Subset(conversations=tuple(args.dev.split(","))))
-        if not args.skip_planted:
+        if args.planted:
+            sets = load_locomo(args.data, Subset(conversations=tuple(args.planted.split(","))))
             out["planted"] = {}
             for system in REFERENCE_SYSTEMS:
-                out["planted"][system] = planted(db, settings, dev, Path(folder) / system, system)
+                where = Path(folder) / system
+                out["planted"][system] = planted(db, settings, sets, where, system, args.faults)
                 print(system, json.dumps(out["planted"][system])[:300], flush=True)
         out["natural_dev"] = natural(db, settings, dev, Path(folder) / "dev", "dev")
         print(json.dumps(out["natural_dev"], indent=1), flush=True)
