@@ -471,11 +471,13 @@ def stages_line(stages: list[Stages]) -> str | None:
         return None
     if len(stages) == 1:
         only = stages[0]
-        files = [Path(path).name for path in [*only.earlier, only.loaded]]
+        paths = [Path(path) for path in [*only.earlier, only.loaded]]
+        folders = {path.parent for path in paths}
+        named = [path.name if len(folders) == 1 else str(path) for path in paths]
+        where = f" of {folders.pop()}" if len(folders) == 1 else ""
         return (
-            f"{only.trace_id} is in {len(files)} cumulative stage files ({', '.join(files)}) "
-            f"of {Path(only.loaded).parent}: loaded once, from the most complete, "
-            f"{Path(only.loaded).name}"
+            f"{only.trace_id} is in {len(paths)} cumulative stage files ({', '.join(named)})"
+            f"{where}: loaded once, from the most complete, {named[-1]}"
         )
     names = Counter(Path(stage.loaded).name for stage in stages)
     count = sum(1 + len(stage.earlier) for stage in stages)

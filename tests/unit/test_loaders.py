@@ -251,6 +251,10 @@ def test_an_identical_copy_of_a_trace_is_loaded_once(tmp_path: Path) -> None:
     assert [(s.trace_id, s.loaded, s.earlier) for s in summary.stages] == [
         ("small", str(SMALL), [str(copy)])
     ]
+    assert stages_line(summary.stages) == (  # two folders: the line names whole paths
+        f"small is in 2 cumulative stage files ({copy}, {SMALL}): loaded once, from the most "
+        f"complete, {SMALL}"
+    )
 
 
 def test_same_trace_id_with_other_content_is_refused_at_the_first_difference(
