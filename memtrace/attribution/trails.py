@@ -188,30 +188,30 @@ def _trace_sentence(graph: CaseGraph, evidence: Evidence, sentence: str) -> Trai
 
 def trace_all(graph: CaseGraph) -> list[Trail]:
     """Per evidence message: its key sentence's trail, then those of its other sentences that
-    hold gold-answer words; one of those is ``needed`` unless it reached the context or every
-    gold-answer word it holds is in the context anyway."""
+    carry part of the gold answer. One of those counts as lost evidence (``needed``) only when
+    it stopped before the context and holds a gold-answer word the context does not have."""
     anchor = graph.anchor
     words = answer_words(anchor)
+    said = {w for _, value in graph.context for line in lines(value) for w in content_words(line)}
     traced: list[Trail] = []
     for evidence in graph.evidence:
         key = trace_evidence(graph, evidence)
         traced.append(replace(key, answer_words=_held(key.key_sentence, words)))
         keys = key_sentences(evidence.text, anchor.question, anchor.golden_answers)
         for sentence in answer_sentences(evidence.text, words):
-            if sentence not in keys:
-                trail = _trace_sentence(graph, evidence, sentence)
-                held = _held(sentence, words)
-                traced.append(replace(trail, role="answer part", answer_words=held))
-    in_context = {
-        w for _, value in graph.context for line in lines(value) for w in content_words(line)
-    }
-    present = {word for stem, word in words.items() if stem in in_context}
-    return [
-        replace(t, needed=t.stage == "context" or not set(t.answer_words) <= present)
-        if t.role == "answer part"
-        else t
-        for t in traced
-    ]
+            if sentence in keys:
+                continue
+            trail = _trace_sentence(graph, evidence, sentence)
+            missing = (content_words(sentence) & words.keys()) - said
+            traced.append(
+                replace(
+                    trail,
+                    role="answer part",
+                    answer_words=_held(sentence, words),
+                    needed=trail.stage == "context" or bool(missing),
+                )
+            )
+    return traced
 
 
 # Roles from candidates.cypher that make an op a suspect by themselves; `trail` and `new_version`
