@@ -53,12 +53,25 @@ def session_date(date_time: str) -> str:
     return f"{match.group(1)} {match.group(2)}" if match else date_time
 
 
+T = TypeVar("T")
+
+
+def with_evidence(top: list[T], extra: Sequence[T], holds: Callable[[T], bool]) -> list[T]:
+    """A repaired search's results: ``top`` with each of ``extra`` in the place of the
+    lowest-ranked item that holds no evidence, so the answer sees as many items as the system
+    gives it (appended when every item holds evidence)."""
+    kept = list(top)
+    for item in extra:
+        spare = [i for i, old in enumerate(kept) if not holds(old)]
+        if spare:
+            del kept[spare[-1]]
+        kept.append(item)
+    return kept
+
+
 def op_id() -> str:
     op = current_operation()
     return op.id if op else ""
-
-
-T = TypeVar("T")
 
 
 class System(ABC):

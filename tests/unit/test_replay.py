@@ -85,7 +85,7 @@ def test_replaying_without_repairs_reproduces_every_answer(tmp_path: Path, syste
     assert replayer.replays == len(original.results)
 
 
-def test_extraction_repair_adds_the_evidence_statement(tmp_path: Path) -> None:
+def test_extraction_repair_restores_the_facts_a_fault_dropped(tmp_path: Path) -> None:
     fault = Fault("fault-1", "ExtractionError", CASE, "D1:1", frozenset({"D1:1#0"}))
     replayer, _ = traced(tmp_path, "mem0", LISBON, [fault])
     assert not replayer.replay(CASE).passed  # the planted fault dropped the fact
@@ -93,7 +93,21 @@ def test_extraction_repair_adds_the_evidence_statement(tmp_path: Path) -> None:
     fixed = replayer.replay(CASE, [extract])
     assert fixed.passed
     assert [(r.op_id, r.error_type) for r in fixed.repaired] == [(extract, "ExtractionError")]
-    assert "D1:1#0" in fixed.repaired[0].detail
+    assert "restored 1 extracted fact" in fixed.repaired[0].detail
+
+
+def test_extraction_repair_adds_the_evidence_statement_the_extractor_missed(
+    tmp_path: Path,
+) -> None:
+    conv = conversation(  # the offline extractor skips questions: a natural ExtractionError
+        [("Ana", "Hi Ben. Did you know I moved to Lisbon last spring?")],
+        [Question(1, "Where did Ana move to?", "Lisbon", ("D1:1",), "single-hop")],
+    )
+    replayer, _ = traced(tmp_path, "mem0", conv)
+    assert not replayer.replay(CASE).passed
+    fixed = replayer.replay(CASE, [op_of(replayer, "extract:D1:1")])
+    assert fixed.passed
+    assert fixed.repaired[0].detail == "added evidence D1:1#1 and its message"
 
 
 def test_retrieval_repair_adds_the_live_memory_holding_the_evidence(tmp_path: Path) -> None:
@@ -233,3 +247,12 @@ def test_a_trace_that_does_not_reproduce_is_refused(tmp_path: Path) -> None:
     path.write_text("\n".join(edited) + "\n", encoding="utf-8")
     with pytest.raises(NotReplayableError, match="does not reproduce"):
         make_replayer(read_native(path)).replay(CASE)
+
+
+def test_a_repaired_search_keeps_its_size() -> None:
+    from memtrace.systems.base import with_evidence
+
+    evidence = {"e1", "e2"}
+    top = ["a", "e1", "b", "c"]
+    assert with_evidence(top, ["e2"], lambda x: x in evidence) == ["a", "e1", "b", "e2"]
+    assert with_evidence(["e1"], ["e2"], lambda x: x in evidence) == ["e1", "e2"]
