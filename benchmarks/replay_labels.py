@@ -150,7 +150,8 @@ def main() -> None:
     settings = load_settings()
     out: dict[str, Any] = {}
     with connect(settings) as db, tempfile.TemporaryDirectory() as folder:
-        dev = load_locomo(args.data, Subset(conversations=tuple(args.dev.split(","))))
+        conversations = tuple(args.dev.split(",")) if args.dev else ()
+        dev = load_locomo(args.data, Subset(conversations=conversations)) if args.dev else []
         if args.planted:
             sets = load_locomo(args.data, Subset(conversations=tuple(args.planted.split(","))))
             out["planted"] = {}
@@ -158,8 +159,9 @@ def main() -> None:
                 where = Path(folder) / system
                 out["planted"][system] = planted(db, settings, sets, where, system, args.faults)
                 print(system, json.dumps(out["planted"][system])[:300], flush=True)
-        out["natural_dev"] = natural(db, settings, dev, Path(folder) / "dev", "dev")
-        print(json.dumps(out["natural_dev"], indent=1), flush=True)
+        if args.dev:
+            out["natural_dev"] = natural(db, settings, dev, Path(folder) / "dev", "dev")
+            print(json.dumps(out["natural_dev"], indent=1), flush=True)
         if args.held_out:
             held = load_locomo(args.data, Subset(conversations=tuple(args.held_out.split(","))))
             out["natural_held_out"] = natural(db, settings, held, Path(folder) / "held", "held")

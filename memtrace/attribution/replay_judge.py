@@ -25,17 +25,21 @@ CONFIDENCE_EXECUTED = 1.0  # a replay is an observation, not an estimate
 
 
 def _rewriters(view: CaseView) -> list[OpRef]:
-    """Ops that rewrote or deleted a memory version holding a key sentence before the answer.
-    The Cypher candidates follow flows; an in-place update records no flow from the fact it
-    merged into the memory, so a later overwrite of that memory can be off every trail."""
+    """Ops that deleted a memory version holding a key sentence before the answer, or rewrote
+    it into a version that no longer holds it. The Cypher candidates follow flows; an in-place
+    update records no flow from the fact it merged into the memory, so a later overwrite of
+    that memory can be off every trail."""
     cutoff = view.graph.anchor.answer.seq if view.graph.anchor.answer else 2**62
+    by_id = {m.id: m for m in view.graph.memories}
     found: dict[str, OpRef] = {}
     for trail in view.trails:
         words = content_words(trail.key_sentence)
         for memory in view.graph.memories:
             if memory.seq >= cutoff or not holds(words, [memory.value]):
                 continue
-            for op in (memory.next_creator, memory.deleted_by):
+            successor = by_id.get(memory.next_id) if memory.next_id else None
+            lost = successor is not None and not holds(words, [successor.value])
+            for op in (memory.next_creator if lost else None, memory.deleted_by):
                 if op is not None and 0 <= op.seq < cutoff:
                     found.setdefault(op.id, op)
     return list(found.values())
