@@ -1,5 +1,6 @@
-"""The same run traced natively and as OpenInference spans (real opentelemetry-sdk, OTLP JSON
-encoding) loads and gets the same verdicts from `memtrace attribute`."""
+"""The same run traced natively and as OTel spans (real opentelemetry-sdk, OTLP JSON encoding),
+in the OpenInference and in the GenAI memory convention, loads and gets the same verdicts from
+`memtrace attribute`."""
 
 from __future__ import annotations
 
@@ -24,7 +25,12 @@ from memtrace.admin import delete_trace
 from memtrace.bench.make import BenchOptions, select_faults
 from memtrace.cli import cli
 from memtrace.db import Database
-from memtrace.integrations.otel import OpenInferenceTracer, write_otlp_json
+from memtrace.integrations.otel import (
+    GenAIMemoryTracer,
+    OpenInferenceTracer,
+    SpanMirror,
+    write_otlp_json,
+)
 from memtrace.systems.locomo import SAMPLE_PATH, Conversation, load_locomo
 from memtrace.systems.registry import make_backend, make_system
 from memtrace.tracing import SimClock, trace
@@ -46,7 +52,13 @@ class Run:
     conv: Conversation
 
 
-def traced_run(conv: Conversation, types: tuple[str, ...], out: Path, trace_id: str) -> Run:
+def traced_run(
+    conv: Conversation,
+    types: tuple[str, ...],
+    out: Path,
+    trace_id: str,
+    convention: type[SpanMirror] = OpenInferenceTracer,
+) -> Run:
     """Run the reference mem0 system with verified faults, traced both ways at once."""
     backend = make_backend("offline")
     verified = select_faults(
@@ -57,7 +69,7 @@ def traced_run(conv: Conversation, types: tuple[str, ...], out: Path, trace_id: 
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     mirror = partial(
-        OpenInferenceTracer,
+        convention,
         otel_tracer=provider.get_tracer("memtrace-test"),
         session_id=conv.sample_id,
     )
@@ -99,9 +111,11 @@ def verdicts(trace_id: str, span_to_op: dict[str, str] | None = None) -> dict[st
     return found
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(
+    scope="module", params=[OpenInferenceTracer, GenAIMemoryTracer], ids=["openinference", "genai"]
+)
 def runs(
-    db: Database, tmp_path_factory: pytest.TempPathFactory
+    db: Database, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[list[tuple[Run, str, str]]]:
     run_id = f"t{uuid.uuid4().hex[:12]}"
     tmp_path = tmp_path_factory.mktemp("otlp")
@@ -110,7 +124,7 @@ def runs(
     try:
         for number, types in PLAN.items():
             native_id = f"{run_id}-native-{number}"
-            run = traced_run(convs[number], types, tmp_path, native_id)
+            run = traced_run(convs[number], types, tmp_path, native_id, request.param)
             otlp_id = f"{run_id}-otlp-{number}"
             cli_json("load", str(run.native), "--json")
             summary = cli_json("load", str(run.otlp), "--trace-id", otlp_id, "--json")
