@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from memtrace.taxonomy import ErrorType
+from memtrace.taxonomy import ErrorType, FailureMode
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,7 @@ class Check:
     reason: str
     confidence: float
     complete: bool = True  # every field was answered (none took its default)
+    failure_mode: FailureMode | None = None
 
 
 @dataclass
@@ -147,3 +148,4 @@ class Verdict:
     overridden_from: str | None = None  # the offline proposal's op id, when the LLM moved it
     overridden_type: ErrorType | None = None  # the offline proposal's error type, idem
     checked: list[str] = field(default_factory=list)  # candidate op ids the judge looked at
+    failure_mode: FailureMode | None = None  # a named refinement of error_type (taxonomy.py)
