@@ -34,6 +34,9 @@ from memtrace.attribution.text import (
 )
 from memtrace.taxonomy import ErrorType
 
+# a stale memory is about what the question asks: it shares this many of its content words
+# (one shared word is mostly the speaker's name)
+STALE_TOPIC_WORDS = 2
 STORING_KINDS = frozenset({"extraction", "update", "embedding", "deletion", "other"})
 
 
@@ -173,8 +176,10 @@ def stale_memories(graph: CaseGraph, trails: Sequence[Trail]) -> list[Stale]:
     """Trails whose failed answer followed a stale memory.
 
     A memory is stale for an evidence message when it was stored before the message, was live
-    and in the answer's context, holds what the answer says beyond the question's words but
-    not the gold answer nor the message's key sentence, and the message flowed into memory
+    and in the answer's context, is about what the question asks (at least
+    ``STALE_TOPIC_WORDS`` of the question's content words), holds what the answer says beyond
+    the question's words but not the gold answer nor the message's key sentence, and the
+    message flowed into memory
     through an extraction with no update-kind op (an additive pipeline such as Mem0 2.x; where
     an update step exists, the classic types apply). Two shapes: the newer memory reached the
     context too (blamed: the extraction that added it) or it was never stored (the trail's
@@ -183,7 +188,8 @@ def stale_memories(graph: CaseGraph, trails: Sequence[Trail]) -> list[Stale]:
     anchor = graph.anchor
     if not anchor.prediction or anchor.failed is False:
         return []
-    said = content_words(anchor.prediction) - content_words(anchor.question)
+    asked = content_words(anchor.question)
+    said = content_words(anchor.prediction) - asked
     gold = frozenset().union(*(content_words(a) for a in anchor.golden_answers))
     if not said:
         return []
@@ -208,6 +214,7 @@ def stale_memories(graph: CaseGraph, trails: Sequence[Trail]) -> list[Stale]:
             if m.seq < seqs.get(trail.message_id, 0)
             and _live(m, cutoff)
             and holds(said, [text := _memory_text(m.value)])
+            and len(content_words(text) & asked) >= STALE_TOPIC_WORDS
             and not (gold and holds(gold, [text]))
             and not holds(words, [text])
             and holds(content_words(text), context)

@@ -53,6 +53,7 @@ class Mem0V1(Instrumented):
 
     version_range: ClassVar[str] = "mem0ai>=1.0.11,<1.1 (fact extraction, then update decision)"
     needed: ClassVar[tuple[str, ...]] = (
+        "_add_to_graph",  # shape only (not wrapped): 2.x has no graph-store step
         "llm.generate_response",
         "vector_store.search",
         "_create_memory",
