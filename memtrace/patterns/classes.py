@@ -46,6 +46,9 @@ LIST_COLUMNS = (
     "case_refs",
 )
 
+# the text columns that may be empty (an empty CSV cell is read back as "")
+TEXT_COLUMNS = ("failure_mode",)
+
 EXAMPLES = 3
 
 

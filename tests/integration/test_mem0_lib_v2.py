@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -222,3 +223,48 @@ def test_shape_and_version_checks_are_clear_errors(
     monkeypatch.setattr(importlib.metadata, "version", lambda _: "3.0.0")
     with pytest.raises(integration.Mem0InstrumentationError, match=r"mem0ai 3\.0\.0 is not"):
         integration.instrument(other)
+
+
+def test_search_records_its_semantic_and_keyword_parts(
+    endpoint: tuple[FakeOpenAI, Mem0V2Replies], tmp_path: Path
+) -> None:
+    """Qdrant's BM25 needs fastembed's model (not installed, not downloadable here), so the
+    store's keyword_search is given BM25 over the stored texts (rank-bm25): Mem0 then fuses the
+    keyword scores into the final ones, and the trace keeps both parts."""
+    from types import SimpleNamespace
+
+    from rank_bm25 import BM25Okapi
+
+    memory = import_mem0(load_settings().home).from_config(
+        memory_config(load_settings(), tmp_path, "keyword")
+    )
+    store = memory.vector_store
+
+    def words(text: str) -> list[str]:
+        return re.findall(r"[a-z0-9]+", text.lower())
+
+    def keyword_search(query: str, top_k: int = 5, filters: Any = None) -> list[Any]:
+        points, _ = store.client.scroll(store.collection_name, limit=1000, with_payload=True)
+        texts = [words(str(p.payload.get("data", ""))) for p in points]
+        scores = BM25Okapi(texts).get_scores(words(query))
+        ranked = sorted(zip(points, scores, strict=True), key=lambda pair: -pair[1])[:top_k]
+        return [SimpleNamespace(id=p.id, score=s, payload=p.payload) for p, s in ranked if s > 0]
+
+    store.keyword_search = keyword_search
+    state = integration.instrument(memory)
+    path = tmp_path / "keyword.jsonl"
+    with trace(path, "keyword"):
+        for text in ("Farid: I ran a 5k race.", "Chloe: I baked bread.", "Farid: I like tea."):
+            memory.add(text, user_id="u")
+        found = state.search("race Farid", user_id="u", top_k=3)
+    (search,) = [
+        json.loads(line)
+        for line in path.read_text().splitlines()
+        if '"memory_system.search_vector_store"' in line
+    ]
+    metadata = search["metadata"]
+    assert metadata["keyword"] and set(metadata["keyword"]) <= set(metadata["semantic"])
+    best = found["results"][0]
+    assert "5k race" in best["memory"]
+    assert metadata["scores"][best["id"]] != metadata["semantic"][best["id"]]  # fused
+    assert metadata["entity"] is None and metadata["reranked"] is False
