@@ -268,3 +268,26 @@ def test_search_records_its_semantic_and_keyword_parts(
     assert "5k race" in best["memory"]
     assert metadata["scores"][best["id"]] != metadata["semantic"][best["id"]]  # fused
     assert metadata["entity"] is None and metadata["reranked"] is False
+
+
+def test_public_update_and_delete_are_traced(
+    endpoint: tuple[FakeOpenAI, Mem0V2Replies], tmp_path: Path
+) -> None:
+    memory = import_mem0(load_settings().home).from_config(
+        memory_config(load_settings(), tmp_path, "changes")
+    )
+    state = integration.instrument(memory)
+    path = tmp_path / "changes.jsonl"
+    with trace(path, "changes"):
+        first = memory.add("Farid: I live in Berlin.", user_id="u")["results"][0]["id"]
+        second = memory.add("Farid: I like tea.", user_id="u")["results"][0]["id"]
+        memory.update(first, text="Farid: I live in Paris.")
+        memory.delete(second)
+    assert memory.get(first)["memory"] == "Farid: I live in Paris."
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    ops = {r["name"]: r for r in records if r["type"] == "operation"}
+    update, removal = ops["memory_system.update_memory"], ops["memory_system.delete_memory"]
+    assert update["category"] == "update" and removal["category"] == "deletion"
+    assert update["reads"] == [f"{first}@1"] and update["writes"] == [f"{first}@2"]
+    assert removal["reads"] == [f"{second}@1"]
+    assert state.memories.keys() == {first}

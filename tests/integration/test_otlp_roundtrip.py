@@ -197,3 +197,30 @@ def test_a_bad_otlp_file_beside_a_good_one_writes_nothing(
     assert "spans[3].endTimeUnixNano: ends before it starts" in result.output
     found = db.run("MATCH (t:Trace) WHERE t.id IN $ids RETURN t.id", ids=[f"otlp-{good.stem}"])
     assert found == []
+
+
+def test_a_bad_memory_attribute_names_span_and_attribute_and_writes_nothing(
+    db: Database, runs: list[tuple[Run, str, str]], tmp_path: Path, run_id: str
+) -> None:
+    data = json.loads(runs[0][0].otlp.read_text())
+    spans = data["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    number, span = next(
+        (i, s) for i, s in enumerate(spans) if s["name"] == "memory_system.add_to_vector_store"
+    )
+    attributes = span["attributes"]
+    if not any(a["key"] == "gen_ai.memory.records" for a in attributes):
+        # the OpenInference file: its store span becomes a GenAI memory span
+        for key in ("gen_ai.operation.name", "gen_ai.memory.records"):
+            attributes.append({"key": key, "value": {"stringValue": "create_memory"}})
+    index = next(i for i, a in enumerate(attributes) if a["key"] == "gen_ai.memory.records")
+    attributes[index]["value"] = {"stringValue": json.dumps([{"id": 7, "content": "x"}])}
+    bad = tmp_path / f"{run_id}-bad-memory.json"
+    bad.write_text(json.dumps(data))
+    good = tmp_path / f"{run_id}-good-memory.json"
+    good.write_text(runs[0][0].otlp.read_text())
+    result = CliRunner().invoke(cli, ["load", str(good), str(bad)])
+    assert result.exit_code == 1
+    where = f"spans[{number}].attributes[{index}]: span '{span['name']}': "
+    assert where + "gen_ai.memory.records[0].id: expected a string, got int 7" in result.output
+    ids = [f"otlp-{good.stem}", f"otlp-{bad.stem}"]
+    assert db.run("MATCH (t:Trace) WHERE t.id IN $ids RETURN t.id", ids=ids) == []
