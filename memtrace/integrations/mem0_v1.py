@@ -133,7 +133,8 @@ class Mem0V1(Instrumented):
                     events = self._events
                 finally:
                     self._events = None
-                if kwargs.get("infer", True) and tracing():
+                # infer=False adds and procedural memories (memory_type) are not traced
+                if kwargs.get("infer", True) and kwargs.get("memory_type") is None and tracing():
                     self._write_add(messages, events, result)
                 return result
 

@@ -228,7 +228,8 @@ class Mem0V2(Instrumented):
                     result = original(messages, *args, **kwargs)
                 finally:
                     self._events = None
-                if kwargs.get("infer", True) and tracing():
+                # infer=False adds and procedural memories (memory_type) are not traced
+                if kwargs.get("infer", True) and kwargs.get("memory_type") is None and tracing():
                     self._write_add(messages, events, result)
                 return result
 
