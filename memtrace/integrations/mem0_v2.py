@@ -173,9 +173,9 @@ class Mem0V2(Instrumented):
                 ids = kwargs.get("ids", args[1] if len(args) > 1 else None) or []
                 payloads = kwargs.get("payloads", args[2] if len(args) > 2 else None) or []
                 for memory_id, payload in zip(ids, payloads, strict=True):
-                    data = payload.get("data") if isinstance(payload, dict) else None
+                    fields = payload if isinstance(payload, dict) else {}
                     self._events.inserted.append(
-                        _Found(str(memory_id), str(data), None, payload.get("hash"))
+                        _Found(str(memory_id), str(fields.get("data")), None, fields.get("hash"))
                     )
             return result
 
