@@ -11,6 +11,7 @@ import importlib.metadata
 import json
 import re
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -291,3 +292,73 @@ def test_public_update_and_delete_are_traced(
     assert update["reads"] == [f"{first}@1"] and update["writes"] == [f"{first}@2"]
     assert removal["reads"] == [f"{second}@1"]
     assert state.memories.keys() == {first}
+
+
+def test_the_genai_export_of_a_2x_run_gets_the_native_verdicts(
+    db: Database, endpoint: tuple[FakeOpenAI, Mem0V2Replies], run_id: str, tmp_path: Path
+) -> None:
+    """The planted 2.x run traced natively and as GenAI memory spans at once: both loaded, the
+    same verdicts (type, operation, failure mode) for every failed case."""
+    pytest.importorskip("opentelemetry.sdk.trace", reason="needs the otel extra")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from memtrace.integrations.otel import GenAIMemoryTracer, write_otlp_json
+    from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
+    from memtrace.systems.params import Params
+    from memtrace.systems.registry import make_backend, make_system
+    from memtrace.tracing import SimClock
+
+    fake, replies = endpoint
+    replies.drop.add("5k race")
+    fake.hidden.add("Kyoto")
+    replies.stale["pottery class"] = STALE
+    conv = load_locomo(SAMPLE_PATH)[0]
+    system = make_system(
+        "mem0-lib", make_backend("offline"), params=Params(answer_items=1), settings=load_settings()
+    )
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    mirror = partial(
+        GenAIMemoryTracer, otel_tracer=provider.get_tracer("t"), session_id=conv.sample_id
+    )
+    native_id, otlp_id = f"{run_id}-v2-native", f"{run_id}-v2-genai"
+    native = tmp_path / f"{native_id}.jsonl"
+    try:
+        with trace(native, native_id, system="mem0-lib", clock=SimClock(), tracer_class=mirror):
+            system.run(conv)
+        provider.shutdown()
+        otlp = write_otlp_json(exporter.get_finished_spans(), tmp_path / "v2.otlp.json")
+        cli_json("load", str(native), "--json")
+        cli_json("load", str(otlp), "--trace-id", otlp_id, "--json")
+        span_to_op = {
+            span["spanId"]: attribute["value"]["stringValue"]
+            for resource in json.loads(otlp.read_text())["resourceSpans"]
+            for scope in resource["scopeSpans"]
+            for span in scope["spans"]
+            for attribute in span.get("attributes", [])
+            if attribute["key"] == "memtrace.op_id"
+        }
+
+        def verdicts(trace_id: str, ops: dict[str, str]) -> dict[str, tuple[Any, ...]]:
+            return {
+                case: (
+                    r["error_attribution_result"]["error_type"],
+                    ops.get(r["error_attribution_result"]["op_id"], "?"),
+                    r.get("failure_mode"),
+                )
+                for case, r in attribute(trace_id, "--no-write").items()
+            }
+
+        expected = {
+            case: (r["error_attribution_result"]["error_type"],
+                   r["error_attribution_result"]["op_id"], r.get("failure_mode"))
+            for case, r in attribute(native_id, "--no-write").items()
+        }  # fmt: skip
+        assert expected and verdicts(otlp_id, span_to_op) == expected
+        assert expected["locomo-qa-1-10"][0::2] == ("UpdateError", "stale-memory")
+    finally:
+        delete_trace(db, native_id)
+        delete_trace(db, otlp_id)
