@@ -33,6 +33,7 @@ from memtrace.attribution.store import AttributionStore
 from memtrace.cli import cli
 from memtrace.db import Database
 from memtrace.errors import ReviewError
+from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.review.app import create_app
 from memtrace.review.model import ReviewInput
 from memtrace.review.serve import serving_in_thread
@@ -260,6 +261,9 @@ def test_two_reviewers_are_both_kept_and_the_latest_review_counts(
     run1 = figures.judges[(figures.judges["run_id"] == seeded.run1)]
     overall = run1[run1["label_type"] == "(all)"].iloc[0]
     assert (overall["labels"], overall["op_agreement"]) == (2, 0.5)  # bob agrees, alice not
+    shown = _invoke("review", "agreement", "--trace", seeded.mem0, "--json").output
+    strict = json.loads(shown, parse_constant=lambda name: pytest.fail(f"{name} in JSON"))
+    assert strict["labels"] == 2 and strict["reviewers"][0]["type_kappa"] == 0.0
     # the annotation-only labels sit on the answer op and are left out of eval
     alice.record(seeded.mem0, "q1", ReviewInput("correct", None, "AnnotationError", "gold wrong"))
     assert {"source": "human", "reviewer": "alice", "op": "qa1", "type": "AnnotationError"} in (
@@ -345,3 +349,24 @@ def test_the_app_binds_loopback_only_unless_allowed(db: Database, seeded: Seed) 
     finally:
         code, _, err = _stop(allowed)
     assert code == 0 and "warning:" in err and "reachable from other machines" in err
+
+
+def test_a_reload_keeps_reviews_and_human_labels(
+    db: Database, seeded: Seed, tmp_path: Path
+) -> None:
+    alice = Review(db, seeded.run1, "alice")
+    alice.record(seeded.mem0, "q2", ReviewInput("correct", "s2", "RetrievalError", "first"))
+    alice.record(seeded.mem0, "q2", ReviewInput("correct", "qa2", "ResponseError", "second"))
+    Review(db, seeded.run1, "bob").record(seeded.mem0, "q2", ReviewInput("skip", None, None))
+    # the seed wrote the trace file into its tmp_path: the same file again is a re-load
+    (path,) = tmp_path.glob(f"{seeded.mem0}.jsonl")
+    load_paths(db, [str(path)], LoadOptions())
+    assert _labels(db, seeded, "q2") == [
+        {"source": "human", "reviewer": "alice", "op": "qa2", "type": "ResponseError"}
+    ]
+    linked = db.run(
+        "MATCH (c:Case {trace_id: $t, id: 'q2'})-[:HAS_REVIEW]->(r:Review) RETURN count(r) AS n",
+        t=seeded.mem0,
+    )
+    assert linked[0]["n"] == 3 and db.run(REVIEWS, t=seeded.mem0)[0]["n"] == 3
+    assert export_labels(db, seeded.mem0)[0]["reason"] == "second"

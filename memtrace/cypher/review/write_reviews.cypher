@@ -13,7 +13,7 @@ WHERE o IS NOT NULL OR row.review.decision = 'skip'
 OPTIONAL MATCH (c)-[:HAS_ATTRIBUTION]->(a:Attribution {run_id: row.run_id})
 CREATE (c)-[:HAS_REVIEW]->(r:Review)
 SET r = row.review, r.trace_id = row.trace_id, r.case_id = row.case_id, r.run_id = row.run_id,
-    r.at = coalesce(datetime(row.at), datetime())
+    r.reason = row.reason, r.at = coalesce(datetime(row.at), datetime())
 FOREACH (_ IN CASE WHEN a IS NULL THEN [] ELSE [1] END | CREATE (r)-[:REVIEWS]->(a))
 WITH row, c, o, r
 CALL (row, c, o, r) {
