@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, Literal
 
 from memtrace.taxonomy import ErrorType
@@ -56,6 +58,16 @@ class FlowStep:
     source_id: str
     target_id: str
     target_value: str | None
+
+
+@dataclass(frozen=True)
+class Messages:
+    """A trace's message variables, read and parsed once: the corpus of retrieved evidence."""
+
+    corpus: tuple[tuple[str, str], ...]  # (id, spoken text), in execution order
+    seqs: Mapping[str, int]
+    speakers: Mapping[str, str]  # who said each message, where its value says
+    dates: Mapping[str, date]  # the day each message was said, where its value says
 
 
 @dataclass(frozen=True)

@@ -61,17 +61,17 @@ def starting_evidence(
 ) -> tuple[Evidence, ...]:
     if options.evidence == "gold" and anchor.evidence_ids:
         return store.evidence(anchor.trace_id, list(anchor.evidence_ids))
+    messages = store.messages(anchor.trace_id)
     found = retrieved_evidence(
         anchor,
-        store.messages(anchor.trace_id),
+        messages.corpus,
         retriever=options.retriever,
         query_mode=options.retrieval_query,
         embed=options.embed,
-        speakers=store.speakers(anchor.trace_id),
-        dates=store.dates(anchor.trace_id),
+        speakers=messages.speakers,
+        dates=messages.dates,
     )
-    seqs = store.message_seqs(anchor.trace_id)
-    return tuple(replace(e, seq=seqs[e.id]) for e in found)
+    return tuple(replace(e, seq=messages.seqs[e.id]) for e in found)
 
 
 def case_candidates(
