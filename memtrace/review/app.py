@@ -111,7 +111,7 @@ def create_app(
         return next((q for q in queues if q.key == key), None)
 
     def index(request: Request) -> Response:
-        cases, queues = review.queues()
+        cases, queues = review.queues(fresh=True)
         return templates.TemplateResponse(
             request, "index.html", {"queues": queues, "cases": len(cases)}
         )

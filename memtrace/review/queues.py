@@ -35,11 +35,12 @@ def build_queues(
     threshold: float = LOW_CONFIDENCE,
 ) -> list[Queue]:
     """The queues in the order the app lists them; ``classes``: (title, case refs) per failure
-    class, most cases first."""
+    class, most cases first. Every queue holds its cases in the order of ``cases``."""
     by_ref = {case.ref: case for case in cases}
+    order = {case.ref: n for n, case in enumerate(cases)}
 
     def queue(key: str, title: str, refs: Sequence[tuple[str, str]]) -> Queue:
-        known = tuple(ref for ref in refs if ref in by_ref)
+        known = tuple(sorted((ref for ref in refs if ref in by_ref), key=order.__getitem__))
         return Queue(key, title, known, sum(decided(by_ref[ref]) for ref in known))
 
     queues = [
@@ -61,12 +62,13 @@ def build_queues(
 def next_case(
     queue: Queue, cases: Sequence[QueueCase], after: tuple[str, str]
 ) -> tuple[str, str] | None:
-    """The case to show after ``after`` in ``queue``: the next one the reviewer has not decided,
-    wrapping around; None when every case of the queue is decided."""
+    """The case to show after ``after``: the next one of ``queue`` (in the order of ``cases``)
+    the reviewer has not decided, wrapping around; None when every case of it is decided.
+    ``after`` may have left the queue (a decided case leaves 'not yet reviewed')."""
     by_ref = {case.ref: case for case in cases}
-    refs = list(queue.cases)
-    start = refs.index(after) + 1 if after in refs else 0
-    for ref in refs[start:] + refs[:start]:
-        if ref != after and not decided(by_ref[ref]):
-            return ref
-    return None
+    order = {case.ref: n for n, case in enumerate(cases)}
+    position = order.get(after, -1)
+    open_refs = [ref for ref in queue.cases if ref != after and not decided(by_ref[ref])]
+    later = [ref for ref in open_refs if order[ref] > position]
+    chosen = later or open_refs
+    return chosen[0] if chosen else None

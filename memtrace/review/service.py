@@ -7,9 +7,10 @@ The only review module that combines the stores (I/O) with the pure modules, as
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -53,11 +54,23 @@ class Review:
         self.threshold = threshold
         self.store = ReviewStore(db)
         self.attribution = AttributionStore(db)
+        # The queue rows and classes of the run, read afresh by the start page and kept for the
+        # case pages in between (1-2 s at 11,000 cases; docs/performance.md): this reviewer's
+        # decisions are applied to them as they are written; the run's verdicts do not change.
+        self._lock = threading.Lock()
+        self._rows: tuple[list[QueueCase], list[tuple[str, list[tuple[str, str]]]]] | None = None
 
-    def queues(self) -> tuple[list[QueueCase], list[Queue]]:
-        cases = self.store.queue_cases(self.run_id, self.reviewer)
+    def queues(self, fresh: bool = False) -> tuple[list[QueueCase], list[Queue]]:
+        """Every queue with its progress; ``fresh``: re-read the run (else the kept rows)."""
+        with self._lock:
+            if fresh or self._rows is None:
+                self._rows = (self.store.queue_cases(self.run_id, self.reviewer), self._classes())
+            cases, titled = self._rows
+        return cases, build_queues(cases, titled, self.threshold)
+
+    def _classes(self) -> list[tuple[str, list[tuple[str, str]]]]:
         classes = patterns.failure_classes(self.db, self.run_id)
-        titled = [
+        return [
             (
                 f"{row['system']}: {row['op_name']} → {row['error_type']}"
                 + (f" (reads {', '.join(row['inputs'])})" if len(row["inputs"]) else ""),
@@ -65,7 +78,6 @@ class Review:
             )
             for row in classes.to_dict(orient="records")
         ]
-        return cases, build_queues(cases, titled, self.threshold)
 
     def _case(self, trace_id: str, case_id: str, budget: int) -> _Case:
         """The case with the operations a reviewer may pick: its candidates, plus whatever a
@@ -139,6 +151,13 @@ class Review:
         written = self.store.write_reviews([row])
         if not written:  # the case or op vanished between the check and the write
             raise ReviewError(f"case {case_id!r} of trace {trace_id!r} no longer resolves")
+        with self._lock:
+            if self._rows is not None:
+                cases, titled = self._rows
+                ref = (trace_id, case_id)
+                decided = [replace(c, my_decision=given.decision) if c.ref == ref else c
+                           for c in cases]  # fmt: skip
+                self._rows = (decided, titled)
         return written[0]
 
 

@@ -153,7 +153,7 @@ def test_keyboard_review_in_chromium_lands_in_neo4j_and_eval(db: Database, seede
                 page.keyboard.press("Escape")
                 page.screenshot(path=str(ARTIFACTS / "review-case.png"), full_page=True)
                 page.keyboard.press("Enter")  # save the correction
-                page.wait_for_url("**/case?*case=q1*")  # q1 was skipped: still undecided
+                page.wait_for_url("**/case?*case=q3*")  # on to the next undecided case
                 page.goto(url)
                 progress = page.locator("tr.queue-row").first.inner_text()
             finally:
