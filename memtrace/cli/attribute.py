@@ -250,13 +250,15 @@ def _explain_tree(analysis: Analysis) -> Tree:
     tree.add(f"prediction: {anchor.prediction}")
     trails = tree.add("[bold]evidence trails[/]")
     for trail in analysis.trails:
-        node = trails.add(f"{trail.message_id}: [italic]{trail.key_sentence}[/]")
+        role = "key sentence" if trail.role == "key" else f"holds {', '.join(trail.answer_words)}"
+        node = trails.add(f"{trail.message_id} ({role}): [italic]{trail.key_sentence}[/]")
         stop = (
             f" at {trail.stop.name or trail.stop.kind} {trail.stop.id} (#{trail.stop.seq})"
             if trail.stop
             else ""
         )
-        node.add(f"{trail.stage}{stop}: {trail.detail}")
+        spared = "" if trail.needed else " (its gold-answer words reached the context anyway)"
+        node.add(f"{trail.stage}{stop}: {trail.detail}{spared}")
         if trail.holders:
             node.add(f"held by {', '.join(trail.holders[:4])}")
     checked = set(verdict.checked)
@@ -317,6 +319,9 @@ def explain_command(
             {
                 "message_id": t.message_id,
                 "key_sentence": t.key_sentence,
+                "role": t.role,
+                "answer_words": list(t.answer_words),
+                "needed": t.needed,
                 "stage": t.stage,
                 "stop_op": t.stop.id if t.stop else None,
                 "error_type": t.error_type,
