@@ -30,6 +30,7 @@ from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
 
 from memtrace.attribution.pipeline import evaluation_rows
 from memtrace.attribution.store import AttributionStore
+from memtrace.browser import target
 from memtrace.cli import cli
 from memtrace.db import Database
 from memtrace.errors import ReviewError
@@ -38,6 +39,7 @@ from memtrace.review.app import create_app
 from memtrace.review.model import ReviewInput
 from memtrace.review.serve import serving_in_thread
 from memtrace.review.service import Review, agreement_figures, export_labels
+from memtrace.settings import load_settings
 
 pytestmark = pytest.mark.integration
 
@@ -139,6 +141,9 @@ def test_keyboard_review_in_chromium_lands_in_neo4j_and_eval(db: Database, seede
                 page.keyboard.press("s")  # skip q1: the queue moves on
                 page.wait_for_url("**/case?*case=q2*")
                 assert "ExtractionError" in page.locator("#verdict").inner_text()
+                if target(load_settings()) is not None:  # a managed server: its Browser
+                    link = page.locator("#browser-link").get_attribute("href") or ""
+                    assert "/browser/?" in link and "cmd=edit" in link and "q2" in link
                 picked = ""
                 for _ in range(10):  # j until the retrieval op s2 is picked
                     page.keyboard.press("j")
