@@ -83,7 +83,7 @@ def review_group(
     token = new_token()
     with connect(settings) as db:
         review = Review(db, run_id or patterns.latest_run(db), reviewer, low_confidence)
-        app = create_app(review, token, target(settings, browser_url), allow_remote)
+        app = create_app(review, token, target(settings, browser_url), allow_remote, host)
         running = prepare(app, host, port)
         url = url_of(running.sock, token)
         console.print(

@@ -103,7 +103,10 @@ def create_app(
     token: str,
     browser: BrowserTarget | None = None,
     allow_remote: bool = False,
+    bound_host: str = "127.0.0.1",
 ) -> Starlette:
+    """The app over one reviewer's session; Host headers other than the loopback names and
+    ``bound_host`` are refused unless ``allow_remote``."""
     templates = Jinja2Templates(directory=str(_PACKAGE / "templates"))
     templates.env.globals |= {"token": token, "run_id": review.run_id, "reviewer": review.reviewer}
 
@@ -208,7 +211,8 @@ def create_app(
         ],
         middleware=[
             Middleware(
-                TrustedHostMiddleware, allowed_hosts=["*"] if allow_remote else LOOPBACK_HOSTS
+                TrustedHostMiddleware,
+                allowed_hosts=["*"] if allow_remote else [*LOOPBACK_HOSTS, bound_host],
             ),
             Middleware(TokenGuard, token=token),
         ],
