@@ -19,6 +19,12 @@ ERROR_TYPES: Final[tuple[ErrorType, ...]] = get_args(ErrorType)
 AnnotationOnlyType = Literal["AnnotationError", "LLMAsAJudgeError"]
 LabelType = Literal[ErrorType, AnnotationOnlyType]  # one flat Literal: one clear message
 
+# Where a LABELED edge comes from (its `source`): faults planted by `bench make`, replays that
+# confirmed a blame, people in `memtrace review`. `memtrace eval --labels` picks one.
+LabelSource = Literal["planted", "replay", "human"]
+LABEL_SOURCES: Final[tuple[LabelSource, ...]] = get_args(LabelSource)
+ANNOTATION_ONLY_TYPES: Final[tuple[AnnotationOnlyType, ...]] = get_args(AnnotationOnlyType)
+
 # Normalized operation kinds (loaders/kinds.py derives them from names and categories).
 Kind = Literal[
     "extraction", "update", "deletion", "embedding", "retrieval", "generation", "judge", "other"
