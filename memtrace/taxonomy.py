@@ -19,6 +19,12 @@ ERROR_TYPES: Final[tuple[ErrorType, ...]] = get_args(ErrorType)
 AnnotationOnlyType = Literal["AnnotationError", "LLMAsAJudgeError"]
 LabelType = Literal[ErrorType, AnnotationOnlyType]  # one flat Literal: one clear message
 
+# Where a LABELED edge comes from (its `source`): faults planted by `bench make`, replays that
+# confirmed a blame, people in `memtrace review`. `memtrace eval --labels` picks one.
+LabelSource = Literal["planted", "replay", "human"]
+LABEL_SOURCES: Final[tuple[LabelSource, ...]] = get_args(LabelSource)
+ANNOTATION_ONLY_TYPES: Final[tuple[AnnotationOnlyType, ...]] = get_args(AnnotationOnlyType)
+
 # Failure modes: named refinements of an error type, kept beside it on a verdict so that
 # failure classes show them apart. ``stale-memory``: the answer followed an older memory that
 # the evidence (a newer message) contradicts, in a pipeline with no update step that could have

@@ -69,6 +69,7 @@ def sample_params(db: Database, trace_id: str, run_id: str) -> dict[str, Any]:
         "op_ids": [anchor.answer.id],
         "trace_ids": [trace_id],
         "budget": 200,
+        "label_source": None,
     }
 
 
