@@ -25,6 +25,16 @@ LabelSource = Literal["planted", "replay", "human"]
 LABEL_SOURCES: Final[tuple[LabelSource, ...]] = get_args(LabelSource)
 ANNOTATION_ONLY_TYPES: Final[tuple[AnnotationOnlyType, ...]] = get_args(AnnotationOnlyType)
 
+# Failure modes: named refinements of an error type, kept beside it on a verdict so that
+# failure classes show them apart. ``stale-memory``: the answer followed an older memory that
+# the evidence (a newer message) contradicts, in a pipeline with no update step that could have
+# superseded it (Mem0 2.x's additive extraction only adds). With both memories in the context
+# it is an UpdateError at the extraction of the newer message (it added the new memory beside
+# the old one instead of superseding it); when the newer one was never stored it stays the
+# ExtractionError where it was lost, with this mode.
+FailureMode = Literal["stale-memory"]
+FAILURE_MODES: Final[tuple[FailureMode, ...]] = get_args(FailureMode)
+
 # Normalized operation kinds (loaders/kinds.py derives them from names and categories).
 Kind = Literal[
     "extraction", "update", "deletion", "embedding", "retrieval", "generation", "judge", "other"

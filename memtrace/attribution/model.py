@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
 
-from memtrace.taxonomy import ErrorType
+from memtrace.taxonomy import ErrorType, FailureMode
 
 
 @dataclass(frozen=True)
@@ -145,6 +145,7 @@ class Check:
     reason: str
     confidence: float
     complete: bool = True  # every field was answered (none took its default)
+    failure_mode: FailureMode | None = None
 
 
 @dataclass
@@ -167,3 +168,4 @@ class Verdict:
     overridden_from: str | None = None  # the offline proposal's op id, when the LLM moved it
     overridden_type: ErrorType | None = None  # the offline proposal's error type, idem
     checked: list[str] = field(default_factory=list)  # candidate op ids the judge looked at
+    failure_mode: FailureMode | None = None  # a named refinement of error_type (taxonomy.py)

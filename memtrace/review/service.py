@@ -73,6 +73,7 @@ class Review:
         return [
             (
                 f"{row['system']}: {row['op_name']} → {row['error_type']}"
+                + (f" [{row['failure_mode']}]" if row.get("failure_mode") else "")
                 + (f" (reads {', '.join(row['inputs'])})" if len(row["inputs"]) else ""),
                 [(str(t), str(c)) for t, c in row["case_refs"]],
             )
