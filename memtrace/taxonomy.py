@@ -19,6 +19,22 @@ ERROR_TYPES: Final[tuple[ErrorType, ...]] = get_args(ErrorType)
 AnnotationOnlyType = Literal["AnnotationError", "LLMAsAJudgeError"]
 LabelType = Literal[ErrorType, AnnotationOnlyType]  # one flat Literal: one clear message
 
+# Where a LABELED edge comes from (its `source`): faults planted by `bench make`, replays that
+# confirmed a blame, people in `memtrace review`. `memtrace eval --labels` picks one.
+LabelSource = Literal["planted", "replay", "human"]
+LABEL_SOURCES: Final[tuple[LabelSource, ...]] = get_args(LabelSource)
+ANNOTATION_ONLY_TYPES: Final[tuple[AnnotationOnlyType, ...]] = get_args(AnnotationOnlyType)
+
+# Failure modes: named refinements of an error type, kept beside it on a verdict so that
+# failure classes show them apart. ``stale-memory``: the answer followed an older memory that
+# the evidence (a newer message) contradicts, in a pipeline with no update step that could have
+# superseded it (Mem0 2.x's additive extraction only adds). With both memories in the context
+# it is an UpdateError at the extraction of the newer message (it added the new memory beside
+# the old one instead of superseding it); when the newer one was never stored it stays the
+# ExtractionError where it was lost, with this mode.
+FailureMode = Literal["stale-memory"]
+FAILURE_MODES: Final[tuple[FailureMode, ...]] = get_args(FailureMode)
+
 # Normalized operation kinds (loaders/kinds.py derives them from names and categories).
 Kind = Literal[
     "extraction", "update", "deletion", "embedding", "retrieval", "generation", "judge", "other"
@@ -53,11 +69,6 @@ ERROR_TYPE_KIND: Final[dict[ErrorType, Kind]] = {
 def stage_of(kind: str) -> str:
     """The pipeline stage an op kind belongs to for stage accuracy: a deletion is an update."""
     return "update" if kind == "deletion" else kind
-
-
-# Where a case's label comes from: a planted fault, an executed counterfactual, a person.
-LabelSource = Literal["planted", "replay", "human"]
-LABEL_SOURCES: Final[tuple[LabelSource, ...]] = get_args(LabelSource)
 
 
 # Native trace format: what the tracer writes, and every version the loader reads.

@@ -13,10 +13,13 @@ pipeline hands them everything they look at.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Protocol
 
 from memtrace.attribution.model import Candidate, CaseGraph, Check, OperationView, Trail
+from memtrace.attribution.trails import Stale, stale_memories
+from memtrace.taxonomy import ErrorType
 from memtrace.usage import Usage
 
 # Offline confidence: a trail that ends at an op is direct lexical evidence; blaming the answer
@@ -39,6 +42,11 @@ class CaseView:
     def lost(self) -> list[Trail]:
         """Trails of needed evidence that stopped before the answer's context."""
         return [t for t in self.trails if t.needed and t.stop is not None and t.stage != "context"]
+
+    @cached_property
+    def stale(self) -> list[Stale]:
+        """Trails whose answer followed a stale memory (failure mode ``stale-memory``)."""
+        return stale_memories(self.graph, self.trails)
 
     def is_answer(self, candidate: Candidate) -> bool:
         answer = self.graph.anchor.answer
@@ -81,6 +89,18 @@ class OfflineJudge:
     reads_operations = False
 
     def check(self, view: CaseView, candidate: Candidate) -> tuple[Check, Usage]:
+        for stale in view.stale:
+            if stale.superseding.id == candidate.op.id:
+                trail = stale.trail
+                error_type: ErrorType
+                if trail.stage == "context":
+                    error_type, reason = "UpdateError", stale.reason
+                else:
+                    error_type = "ExtractionError"
+                    reason = f"key sentence {trail.key_sentence!r} of {trail.message_id}: "
+                    reason += f"{trail.detail}; {stale.reason}"
+                check = Check(True, True, error_type, reason, CONFIDENCE_TRAIL_END)
+                return replace(check, failure_mode="stale-memory"), Usage()
         if view.is_answer(candidate):
             if view.lost:
                 reason = (
@@ -104,4 +124,5 @@ class OfflineJudge:
         if view.is_answer(candidate):
             return False, Usage()  # a failed case: the answer op's output is wrong
         seq = candidate.op.seq
-        return all(t.stop is None or t.stop.seq > seq for t in view.lost), Usage()
+        intact = all(t.stop is None or t.stop.seq > seq for t in view.lost)
+        return intact and all(s.superseding.seq > seq for s in view.stale), Usage()

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
 
-from memtrace.taxonomy import ErrorType
+from memtrace.taxonomy import ErrorType, FailureMode
 
 
 @dataclass(frozen=True)
@@ -145,6 +145,7 @@ class Check:
     reason: str
     confidence: float
     complete: bool = True  # every field was answered (none took its default)
+    failure_mode: FailureMode | None = None
 
 
 @dataclass
@@ -169,3 +170,4 @@ class Verdict:
     replays: int = 0  # executed counterfactuals the judge ran
     replay_outcomes: str | None = None  # JSON: per candidate decisive / fix-alone outcomes
     checked: list[str] = field(default_factory=list)  # candidate op ids the judge looked at
+    failure_mode: FailureMode | None = None  # a named refinement of error_type (taxonomy.py)

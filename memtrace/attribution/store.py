@@ -6,6 +6,7 @@ plain data it returns.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -28,9 +29,17 @@ from memtrace.attribution.records import attribution_rows
 from memtrace.attribution.text import message_speaker, message_text, message_timestamp
 from memtrace.cypher import get_query
 from memtrace.db import Database
+from memtrace.taxonomy import LabelSource
 
 FLOW_DEPTH = 12  # FLOWS_TO steps followed from an evidence message (enough for extract->store)
 VALUE_BUDGET = 600  # characters per input/output value in a judge's operation view
+
+
+def explain_cypher(trace_id: str, case_id: str, max_seq: int) -> str:
+    """The explain view (``explain_view.cypher``) with :param lines, ready for Neo4j Browser."""
+    params = {"trace_id": trace_id, "case_id": case_id, "max_seq": max_seq}
+    lines = [f":param {key} => {json.dumps(value)};" for key, value in params.items()]
+    return "\n".join([*lines, get_query("attribution/explain_view").text])
 
 
 def _ref(op_id: str | None, seq: int | None, kind: str | None) -> OpRef | None:
@@ -242,9 +251,9 @@ class AttributionStore:
         return str(rows[0]["run_id"]) if rows else None
 
     def evaluation_rows(
-        self, run_id: str, trace_id: str | None, label_source: str | None = None
+        self, run_id: str, trace_id: str | None, label_source: LabelSource | None = None
     ) -> pd.DataFrame:
-        """Labeled cases (of one label source, or all) joined with a run's attributions
+        """Labels (of one source, or of every source) joined with a run's attributions
         (``eval_rows.cypher``)."""
         query = get_query("attribution/eval_rows")
         rows = self.db.run(query, run_id=run_id, trace_id=trace_id, label_source=label_source)

@@ -9,7 +9,7 @@ from typing import Final, Literal, Protocol, get_args, runtime_checkable
 from memtrace.attribution.judges import CaseView, Judge
 from memtrace.attribution.model import Candidate, Check
 from memtrace.errors import JudgeError, LLMError
-from memtrace.taxonomy import ErrorType, default_error_type
+from memtrace.taxonomy import ErrorType, FailureMode, default_error_type
 from memtrace.usage import Usage
 
 Strategy = Literal["linear", "binary"]
@@ -28,6 +28,7 @@ class Found:
     overridden_type: ErrorType | None = None
     replays: int = 0  # executed counterfactuals run (the replay judge)
     outcomes: str | None = None  # the replay judge's per-candidate outcomes, JSON
+    failure_mode: FailureMode | None = None
 
 
 @runtime_checkable
@@ -95,6 +96,7 @@ def linear(judge: Judge, view: CaseView, candidates: Sequence[Candidate]) -> Fou
                 check.confidence,
                 spending.usage,
                 spending.checked,
+                failure_mode=check.failure_mode,
             )
     return _answer_fallback(
         view, candidates, spending, "no candidate was judged faulty and decisive"
@@ -125,7 +127,13 @@ def binary(judge: Judge, view: CaseView, candidates: Sequence[Candidate]) -> Fou
     check = spending.check(judge, view, candidate)
     error_type = check.error_type or default_error_type(candidate.op.kind)
     return Found(
-        candidate, error_type, check.reason, check.confidence, spending.usage, spending.checked
+        candidate,
+        error_type,
+        check.reason,
+        check.confidence,
+        spending.usage,
+        spending.checked,
+        failure_mode=check.failure_mode,
     )
 
 

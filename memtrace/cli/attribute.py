@@ -25,11 +25,10 @@ from memtrace.attribution.pipeline import (
 )
 from memtrace.attribution.records import memtrace_record
 from memtrace.attribution.registry import JUDGES, embedder, make_judge
-from memtrace.attribution.store import AttributionStore
+from memtrace.attribution.store import AttributionStore, explain_cypher
 from memtrace.attribution.walk import STRATEGY_NAMES
 from memtrace.cli.options import choice, llm_options, neo4j_options
 from memtrace.cli.output import frame_table, make_console, strict_json
-from memtrace.cypher import get_query
 from memtrace.db import connect
 from memtrace.errors import MemtraceError
 from memtrace.settings import Settings
@@ -201,7 +200,9 @@ def attribute_command(
     "--labels",
     "label_source",
     type=click.Choice(LABEL_SOURCES),
-    help="Score against one label source only [default: every source].",
+    default=None,
+    help="Score against the labels of one source only [default: every source; a case labelled "
+    "by several sources or reviewers counts once per label].",
 )
 @click.option("--json", "as_json", is_flag=True)
 @neo4j_options
@@ -213,13 +214,15 @@ def eval_command(
     as_json: bool,
 ) -> None:
     """Score a run's attributions against the labels (and two baselines)."""
+    source = choice(label_source, LABEL_SOURCES) if label_source else None
     with connect(settings) as db:
-        rows = evaluation_rows(AttributionStore(db), run_id, trace_id, label_source)
+        rows = evaluation_rows(AttributionStore(db), run_id, trace_id, source)
     scores = score(rows)
     resolved = rows.attrs["run_id"]
     if as_json:
         payload = {
             "run_id": resolved,
+            "labels": source or "every source",
             "summary": scores.summary.to_dict(orient="records"),
             "by_type": scores.by_type.to_dict(orient="records"),
             "confusion": scores.confusion.to_dict(orient="index"),
@@ -237,7 +240,8 @@ def eval_command(
         "seconds_per_case": "latency s",  # mean per case, cases run in parallel: not 1/throughput
     }
     summary = scores.summary.rename(columns=short)
-    console.print(frame_table(summary, f"run {resolved}: accuracy and cost per case"))
+    labels = f"{source} labels" if source else "labels of every source"
+    console.print(frame_table(summary, f"run {resolved} vs {labels}: accuracy and cost per case"))
     console.print(frame_table(scores.by_type, "by labeled error type"))
     console.print(frame_table(scores.confusion.reset_index(), "confusion (label x predicted)"))
 
@@ -300,13 +304,6 @@ def _replay_tree(outcomes: dict[str, Any]) -> Tree:
     return node
 
 
-def browser_cypher(trace_id: str, case_id: str, max_seq: int) -> str:
-    """The explain view with :param lines, ready to paste into Neo4j Browser."""
-    params = {"trace_id": trace_id, "case_id": case_id, "max_seq": max_seq}
-    lines = [f":param {key} => {json.dumps(value)};" for key, value in params.items()]
-    return "\n".join([*lines, get_query("attribution/explain_view").text])
-
-
 @click.command("explain")
 @click.argument("case_id")
 @click.option("--trace", "trace_id", help="The case's trace (needed when the id is ambiguous).")
@@ -335,7 +332,7 @@ def explain_command(
         resolved = resolve_case(store, case_id, trace_id)
         analysis = analyse_case(store, chosen, resolved, case_id, options)
     answer_seq = analysis.anchor.answer.seq if analysis.anchor.answer else 0
-    cypher = browser_cypher(resolved, case_id, answer_seq)
+    cypher = explain_cypher(resolved, case_id, answer_seq)
     if as_json:
         record = memtrace_record(analysis.verdict)
         record["trails"] = [

@@ -34,8 +34,8 @@ QUERYING = {
     "memtrace.loaders.writer",
     "memtrace.patterns.reader",
     "memtrace.optimize.store",
+    "memtrace.review.store",
     "memtrace.replay.store",
-    "memtrace.cli.attribute",  # prints explain_view for Neo4j Browser, does not run it
 }
 PURE_ATTRIBUTION = {
     f"memtrace.attribution.{name}"

@@ -356,3 +356,65 @@ def test_one_shared_word_does_not_make_a_sentence_part_of_the_answer() -> None:
     case = CaseGraph(ANCHOR, (message,), flow(FACT), (memory("mem@1", 4, FACT),),
                      (("ctx", f"Memory: {FACT}"),))  # fmt: skip
     assert [t.role for t in trace_all(case)] == ["key"]  # "Pixel" has one word: all of it
+
+
+# -- failure mode stale-memory: an additive pipeline kept an older, contradicted memory -------
+
+NEWER = Evidence("m2", "I started working as a baker at a workshop last week.", seq=10)
+EXTRACT_NEWER = OpRef("extract-2", 11, "extraction", "memory_system.extract_memories")
+ADD_NEWER = OpRef("add-2", 12, "embedding", "memory_system.add_to_vector_store")
+STALE = '{"id": "old", "memory": "Chloe: I started a new job as a cashier at the mall."}'
+FRESH = '{"id": "new", "memory": "Chloe: I started working as a baker at a workshop last week."}'
+JOB = Anchor(
+    "t", "c2", "What job did Chloe start?", ("baker",),
+    "Chloe: I started a new job as a cashier at the mall.", True, "q",
+    OpRef("answer", 20, "generation", "answer"),
+    (OpRef("search", 19, "retrieval", "search"),), ("m2",),
+)  # fmt: skip
+
+
+def job_case(*, stored: bool, via: OpRef = EXTRACT_NEWER) -> CaseGraph:
+    fresh = "Chloe: I started working as a baker at a workshop last week."
+    steps: tuple[FlowStep, ...] = (
+        FlowStep("m2", 1, via, "m2", "extracted", fresh if stored else "[]"),
+    )
+    if stored:
+        steps += (FlowStep("m2", 2, ADD_NEWER, "extracted", "new@1", FRESH),)
+    memories: tuple[Memory, ...] = (Memory("old@1", 4, STALE, ADD, None, None, None, None),)
+    context = ["Chloe: I started a new job as a cashier at the mall."]
+    if stored:
+        memories += (Memory("new@1", 13, FRESH, ADD_NEWER, None, None, None, None),)
+        context.append(fresh)
+    ctx = tuple((f"ctx{i}", value) for i, value in enumerate(context))
+    return CaseGraph(JOB, (NEWER,), steps, memories, ctx)
+
+
+def stale_verdict(case: CaseGraph) -> list[tuple[str | None, str | None, str | None]]:
+    trails = tuple(trace_all(case))
+    view = CaseView(case, trails)
+    cands = candidates(case, trails)
+    found = [walk(OfflineJudge(), view, cands) for walk in (linear, binary)]
+    return [
+        (f.candidate.op.id if f.candidate else None, f.error_type, f.failure_mode) for f in found
+    ]
+
+
+def test_stale_memory_beside_the_newer_one_is_an_update_error_at_the_extraction() -> None:
+    assert (
+        stale_verdict(job_case(stored=True)) == [("extract-2", "UpdateError", "stale-memory")] * 2
+    )
+
+
+def test_stale_memory_when_the_newer_one_was_never_stored_stays_an_extraction_error() -> None:
+    assert (
+        stale_verdict(job_case(stored=False))
+        == [("extract-2", "ExtractionError", "stale-memory")] * 2
+    )
+
+
+def test_with_an_update_step_on_the_way_the_classic_types_apply() -> None:
+    decision = OpRef("extract-2", 11, "update", "memory_system.update_memory_decision")
+    assert (
+        stale_verdict(job_case(stored=True, via=decision))
+        == [("answer", "ResponseError", None)] * 2
+    )

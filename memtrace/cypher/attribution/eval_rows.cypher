@@ -1,4 +1,4 @@
-// Labeled cases with one run's attribution (if any), for evaluation.
+// Labeled cases with one run's attribution (if any), for evaluation: one row per label ($label_source null: every source).
 // params: $run_id, $trace_id, $label_source
 // returns: trace_id, case_id, answer_op, label_op, label_kind, label_type, label_source, attr_op, attr_kind, error_type, judge, llm_calls, tokens_in, tokens_out, seconds, error
 MATCH (t:Trace)-[:HAS_CASE]->(c:Case)-[l:LABELED]->(lo:Operation)
