@@ -15,10 +15,17 @@ Public API (kept stable; changes are noted here):
   the oracle (``systems/`` says per operation kind what a repair restores); every other
   operation runs as it did; the answer and the judge always run for real.
   ``CaseReplay.passed`` (judged correct), ``.prediction``, ``.repaired`` (``Repaired(step,
-  op_id, detail)``: what each repair added or kept). ``replay(case_id)`` with no repair
+  op_id, detail, error_type)``: what each repair added or kept, and the error type restoring
+  it undoes; ``error_type`` was added after the first commit of this API). ``replay(case_id)`` with no repair
   reproduces the original answer exactly (a test checks it).
 * ``replayer.replays``: how many replays ran (the cost the replay judge reports);
   ``replayer.steps()``: original op id -> step key; ``replayer.evidence_sources(case_id)``.
+
+* ``memtrace.replay.graph.GraphReplayers(settings).for_trace(trace_id)``: a replayer of a
+  loaded trace, its inputs read from the graph (what ``attribute --judge replay`` uses).
+* ``memtrace.replay.hook``: ``SystemReplayer(trace_path, system)`` for a user's own traced
+  system (operations name their step in metadata ``replay_step``; the system implements
+  ``replay(case_id, steps) -> (passed, prediction)``), with the same ``replay`` interface.
 
 Replays never write the trace they replay. The executed label (earliest decisive op, fix-alone
 outcomes) is ``memtrace.attribution.counterfactual.executed_label`` over a replay function.
