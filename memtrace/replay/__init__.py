@@ -16,8 +16,8 @@ Public API (kept stable; changes are noted here):
   operation runs as it did; the answer and the judge always run for real.
   ``CaseReplay.passed`` (judged correct), ``.prediction``, ``.repaired`` (``Repaired(step,
   op_id, detail, error_type)``: what each repair added or kept, and the error type restoring
-  it undoes; ``error_type`` was added after the first commit of this API). ``replay(case_id)`` with no repair
-  reproduces the original answer exactly (a test checks it).
+  it undoes; ``error_type`` was added after the first commit of this API).
+  ``replay(case_id)`` with no repair reproduces the original answer exactly (a test checks it).
 * ``replayer.replays``: how many replays ran (the cost the replay judge reports);
   ``replayer.steps()``: original op id -> step key; ``replayer.evidence_sources(case_id)``.
 
