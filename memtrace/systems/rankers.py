@@ -1,18 +1,22 @@
-"""Search backends: rank stored texts for a query by BM25 (default, no model) or by cosine
-similarity of embeddings from an OpenAI-compatible endpoint."""
+"""Search backends: rank stored texts for a query by BM25 (default, no model), by cosine
+similarity of embeddings from an OpenAI-compatible endpoint, or by the offline stand-in for
+embeddings (hashed character trigrams: deterministic, no model, no download)."""
 
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Sequence
 from typing import Protocol
 
+import numpy as np
 from rank_bm25 import BM25Okapi
 
 from memtrace.llm import LLMClient
 from memtrace.systems.text import content
 
 EMBED_BATCH = 256
+TRIGRAM_DIMENSIONS = 2048
 
 
 class Ranker(Protocol):
@@ -60,6 +64,43 @@ class EmbeddingRanker:
         q = self._vectors[query]
         scores = [sum(a * b for a, b in zip(q, self._vectors[d], strict=True)) for d in docs]
         return sorted(range(len(docs)), key=lambda i: (-scores[i], i))
+
+
+class TrigramRanker:
+    """A lexical stand-in for dense embeddings: each text is a vector of its character-trigram
+    counts, hashed (CRC-32, stable across processes) into ``TRIGRAM_DIMENSIONS`` buckets, and
+    ranked by cosine. It matches word pieces BM25 misses ("paint" / "painting", "adopt" /
+    "adoption") but knows no synonyms: it is not a semantic model, only a second, differently
+    failing ranking to fuse with BM25 when no embedding model is available."""
+
+    name = "trigrams"
+
+    def __init__(self) -> None:
+        self._vectors: dict[str, np.ndarray] = {}
+        self._matrix: tuple[tuple[str, ...], np.ndarray] | None = None
+
+    def vector(self, text: str) -> np.ndarray:
+        cached = self._vectors.get(text)
+        if cached is None:
+            cached = np.zeros(TRIGRAM_DIMENSIONS)
+            for word in content(text):
+                padded = f" {word} "
+                for i in range(len(padded) - 2):
+                    cached[zlib.crc32(padded[i : i + 3].encode()) % TRIGRAM_DIMENSIONS] += 1.0
+            norm = float(np.linalg.norm(cached))
+            if norm:
+                cached /= norm
+            self._vectors[text] = cached
+        return cached
+
+    def rank(self, query: str, docs: Sequence[str]) -> list[int]:
+        if not docs:
+            return []
+        key = tuple(docs)
+        if self._matrix is None or self._matrix[0] != key:  # rebuilt only when the store changed
+            self._matrix = (key, np.stack([self.vector(d) for d in docs]))
+        scores = self._matrix[1] @ self.vector(query)
+        return sorted(range(len(docs)), key=lambda i: (-float(scores[i]), i))
 
 
 def _unit(vector: list[float]) -> list[float]:
