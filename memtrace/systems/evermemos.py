@@ -70,6 +70,8 @@ class Unit:
     time: str
     var: Var
     sources: frozenset[str] = frozenset()
+    index_text: str = ""
+    dense_texts: list[str] = field(default_factory=list)
 
     def value(self) -> dict[str, Any]:
         return {
@@ -82,12 +84,16 @@ class Unit:
     def line(self) -> str:
         return f"[{self.time}] {self.title}: {' '.join(p.text for p in self.parts)}"
 
-    def index_text(self) -> str:
-        """BM25 indexes the atomic facts (EverMemOS: else subject, summary and episode)."""
-        if self.facts:
-            return " ".join(f.text for f in self.facts)
+    def __post_init__(self) -> None:
         episode = " ".join(p.text for p in self.parts)
-        return " ".join([self.title] * 3 + [episode[:200]] * 2 + [episode])
+        # BM25 indexes the atomic facts (EverMemOS: else subject x3, summary x2 and episode);
+        # embeddings score each atomic fact (else the episode)
+        self.index_text = (
+            " ".join(f.text for f in self.facts)
+            if self.facts
+            else " ".join([self.title] * 3 + [episode[:200]] * 2 + [episode])
+        )
+        self.dense_texts = [f.text for f in self.facts] or [episode]
 
 
 @dataclass(slots=True)
@@ -279,13 +285,9 @@ class EverMemOSSystem(System):
         """BM25 over each unit's atomic facts and embeddings by max similarity over them,
         each cut to ``hybrid_candidates``, fused by reciprocal rank."""
         depth = max(self.params.hybrid_candidates, self.params.top_k)
-        by_keyword = keyword.rank(query, [u.index_text() for u in units])[:depth]
-        owners = [i for i, u in enumerate(units) for _ in (u.facts or (None,))]
-        texts = [
-            text
-            for u in units
-            for text in ([f.text for f in u.facts] or [" ".join(p.text for p in u.parts)])
-        ]
+        by_keyword = keyword.rank(query, [u.index_text for u in units])[:depth]
+        owners = [i for i, u in enumerate(units) for _ in u.dense_texts]
+        texts = [text for u in units for text in u.dense_texts]
         by_dense = list(dict.fromkeys(owners[i] for i in self.dense.rank(query, texts)))[:depth]
         return [units[i] for i in _fuse([by_keyword, by_dense], self.params.rrf_k)]
 

@@ -115,6 +115,13 @@ class OfflineEpisodeSteps:
 
     def __init__(self) -> None:
         self._statements = OfflineBackend()
+        self._words: dict[str, frozenset[str]] = {}  # unit text -> its content words
+
+    def words(self, text: str) -> frozenset[str]:
+        found = self._words.get(text)
+        if found is None:
+            found = self._words[text] = frozenset(content(text))
+        return found
 
     def boundary(
         self, prompt: str, history: Sequence[Said], new: Said, gap: str, params: Params
@@ -160,7 +167,7 @@ class OfflineEpisodeSteps:
         wanted = list(dict.fromkeys(content(question)))
         if not wanted:
             return Sufficiency(True, "the question has no content words to look for")
-        found = {w for unit in units for w in content(unit)}
+        found = frozenset().union(*(self.words(unit) for unit in units))
         missing = tuple(w for w in wanted if w not in found)
         share = 1 - len(missing) / len(wanted)
         sufficient = share >= params.sufficiency_threshold

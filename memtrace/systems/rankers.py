@@ -100,7 +100,7 @@ class TrigramRanker:
         if self._matrix is None or self._matrix[0] != key:  # rebuilt only when the store changed
             self._matrix = (key, np.stack([self.vector(d) for d in docs]))
         scores = self._matrix[1] @ self.vector(query)
-        return sorted(range(len(docs)), key=lambda i: (-float(scores[i]), i))
+        return [int(i) for i in np.argsort(-scores, kind="stable")]  # ties: earlier first
 
 
 def _unit(vector: list[float]) -> list[float]:
