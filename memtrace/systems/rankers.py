@@ -16,7 +16,7 @@ from memtrace.llm import LLMClient
 from memtrace.systems.text import content
 
 EMBED_BATCH = 256
-TRIGRAM_DIMENSIONS = 2048
+TRIGRAM_DIMENSIONS = 1024
 
 
 class Ranker(Protocol):
@@ -71,35 +71,51 @@ class TrigramRanker:
     counts, hashed (CRC-32, stable across processes) into ``TRIGRAM_DIMENSIONS`` buckets, and
     ranked by cosine. It matches word pieces BM25 misses ("paint" / "painting", "adopt" /
     "adoption") but knows no synonyms: it is not a semantic model, only a second, differently
-    failing ranking to fuse with BM25 when no embedding model is available."""
+    failing ranking to fuse with BM25 when no embedding model is available.
+
+    Vectors are sparse (bucket ids and weights; a dense matrix product over thousands of texts
+    spent most of a run in BLAS threads)."""
 
     name = "trigrams"
 
     def __init__(self) -> None:
-        self._vectors: dict[str, np.ndarray] = {}
-        self._matrix: tuple[tuple[str, ...], np.ndarray] | None = None
+        self._vectors: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._index: tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray] | None = None
 
-    def vector(self, text: str) -> np.ndarray:
+    def vector(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """Bucket ids and unit-length weights of ``text`` (one zero-weight bucket if empty)."""
         cached = self._vectors.get(text)
         if cached is None:
-            cached = np.zeros(TRIGRAM_DIMENSIONS)
+            counts: dict[int, float] = {}
             for word in content(text):
                 padded = f" {word} "
                 for i in range(len(padded) - 2):
-                    cached[zlib.crc32(padded[i : i + 3].encode()) % TRIGRAM_DIMENSIONS] += 1.0
-            norm = float(np.linalg.norm(cached))
-            if norm:
-                cached /= norm
-            self._vectors[text] = cached
+                    bucket = zlib.crc32(padded[i : i + 3].encode()) % TRIGRAM_DIMENSIONS
+                    counts[bucket] = counts.get(bucket, 0.0) + 1.0
+            buckets = np.array(sorted(counts) or [0], dtype=np.int64)
+            weights = np.array([counts.get(int(b), 0.0) for b in buckets])
+            norm = float(np.sqrt(weights @ weights))
+            cached = self._vectors[text] = (buckets, weights / norm if norm else weights)
         return cached
 
     def rank(self, query: str, docs: Sequence[str]) -> list[int]:
         if not docs:
             return []
         key = tuple(docs)
-        if self._matrix is None or self._matrix[0] != key:  # rebuilt only when the store changed
-            self._matrix = (key, np.stack([self.vector(d) for d in docs]))
-        scores = self._matrix[1] @ self.vector(query)
+        if self._index is None or self._index[0] != key:  # rebuilt only when the store changed
+            vectors = [self.vector(d) for d in docs]
+            starts = np.cumsum([0] + [len(b) for b, _ in vectors[:-1]])
+            self._index = (
+                key,
+                np.concatenate([b for b, _ in vectors]),
+                np.concatenate([w for _, w in vectors]),
+                starts,
+            )
+        _, buckets, weights, starts = self._index
+        dense = np.zeros(TRIGRAM_DIMENSIONS)
+        query_buckets, query_weights = self.vector(query)
+        dense[query_buckets] = query_weights
+        scores = np.add.reduceat(weights * dense[buckets], starts)
         return [int(i) for i in np.argsort(-scores, kind="stable")]  # ties: earlier first
 
 

@@ -20,6 +20,7 @@ from memtrace.systems.evermemos_steps import OfflineEpisodeSteps, Said, Sufficie
 from memtrace.systems.locomo import SAMPLE_PATH, Conversation, Subset, load_locomo
 from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.params import RANGES, Params
+from memtrace.systems.rankers import BM25Ranker, TrigramRanker
 from memtrace.systems.runner import run_conversation
 from memtrace.tracing import SimClock
 
@@ -248,3 +249,10 @@ def test_sufficiency_as_json_names_its_fields() -> None:
         "reasoning": "r",
         "missing_information": ["x"],
     }
+
+
+def test_the_trigram_stand_in_matches_word_pieces_bm25_misses() -> None:
+    docs = ["Ben: I moved to Oslo last year.", "Ana: We looked at an adoption agency."]
+    assert TrigramRanker().rank("Who wants to adopt?", docs) == [1, 0]
+    assert BM25Ranker().rank("Who wants to adopt?", docs) == [0, 1]  # no shared word: a tie
+    assert TrigramRanker().rank("anything", []) == []
