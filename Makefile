@@ -13,9 +13,10 @@ $(BIN)/memtrace: pyproject.toml
 
 venv: $(BIN)/memtrace
 
-## Set up, start the local Neo4j and run the demo.
+## Set up, start the local Neo4j and run the demo (SYSTEM=mem0|rag|long-context|evermemos).
+SYSTEM ?= mem0
 demo: venv
-	bash scripts/demo.sh
+	bash scripts/demo.sh --system $(SYSTEM)
 
 ## Set up, start Neo4j, run lint, types and the whole test suite, stop Neo4j if we started it.
 test: venv
