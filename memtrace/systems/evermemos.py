@@ -73,15 +73,22 @@ class Unit:
     index_text: str = ""
     dense_texts: list[str] = field(default_factory=list)
 
-    def value(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "subject": self.title,
-            "episode": " ".join(p.text for p in self.parts),
-            "event_log": {"time": self.time, "atomic_fact": [f.text for f in self.facts]},
-        }
+    def value(self) -> list[str]:
+        """The unit as stored and as retrieval results list it: a header, the episode and the
+        event log, one sentence per line (attribution matches evidence line by line; a whole
+        episode on one line would contain almost any sentence's words)."""
+        return [
+            f"{self.id}: {self.title} ({self.time})",
+            *(p.text for p in self.parts),
+            *(f"event log: {f.text}" for f in self.facts),
+        ]
+
+    def context(self) -> list[str]:
+        """What the answer sees of the unit: its title and episode (not the event log)."""
+        return [f"[{self.time}] {self.title}:", *(p.text for p in self.parts)]
 
     def line(self) -> str:
+        """Title and episode in one text (what the sufficiency check and refinement read)."""
         return f"[{self.time}] {self.title}: {' '.join(p.text for p in self.parts)}"
 
     def __post_init__(self) -> None:
@@ -403,7 +410,7 @@ class EverMemOSSystem(System):
         self, name: str, units: Sequence[Unit], category: str, *inputs: Var, context: bool = False
     ) -> Var:
         """A list of retrieved units (the answer context when ``context``)."""
-        value: list[Any] = [u.line() for u in units] if context else [u.value() for u in units]
+        value = [line for u in units for line in (u.context() if context else u.value())]
         sources = inputs if inputs else tuple(u.var for u in units)
         return variable(
             name,

@@ -84,8 +84,8 @@ def test_message_memcell_episode_event_log_unit_chain(tmp_path: Path) -> None:
         (unit,) = [w for w in extract["writes"] if w.startswith("memory-unit-")]
         sources = {s for s, t in extract["edges"] if t == unit}
         assert {found[s]["class_name"] for s in sources} == {"episode", "event_log"}
-        value = json.loads(found[unit]["value"])
-        assert set(value) == {"id", "subject", "episode", "event_log"}
+        value = json.loads(found[unit]["value"])  # header, episode, event log: a line each
+        assert value[0].startswith(f"{unit.split('@')[0]}: ") and len(value) > 2
     units = [v for v in found.values() if v["name"].startswith("memory-unit-")]
     assert all(u["version"] == 1 for u in units)  # never updated
     assert not any(
