@@ -237,16 +237,17 @@ class EverMemOSSystem(System):
             episode = self.steps.episode(self.prompt(EVERMEMOS_EPISODE), cell, self.params)
             log = self.steps.event_log(self.prompt(EVERMEMOS_EVENT_LOG), cell, self.params)
             parts, facts = self._planted_extraction(cell, episode.parts, log.facts)
+            # one sentence per line, like the unit (see Unit.value)
             episode_var = variable(
                 f"episode:{cell_id}",
-                {"title": episode.title, "content": " ".join(p.text for p in parts)},
+                [f"title: {episode.title}", *(p.text for p in parts)],
                 category="llm_response",
                 class_name="episode",
                 sources=(cell_var,),
             )
             log_var = variable(
                 f"event_log:{cell_id}",
-                {"time": log.time, "atomic_fact": [f.text for f in facts]},
+                [f"time: {log.time}", *(f.text for f in facts)],
                 category="llm_response",
                 class_name="event_log",
                 sources=(cell_var,),
