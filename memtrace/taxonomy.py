@@ -104,7 +104,7 @@ def is_reserved_trace_id(trace_id: str) -> bool:
 # systems/locomo.py). Traces of other tools name the same ones in their own spelling (MemBase:
 # project_id "Mem0", "NaiveRAG", "Long-Context"; metadata.dataset_cls "LoCoMo"); the loader stores
 # the registry's name so that failure classes and comparisons by system are not split by case.
-SYSTEM_NAMES: Final = ("mem0", "rag", "long-context", "mem0-lib")
+SYSTEM_NAMES: Final = ("mem0", "rag", "long-context", "evermemos", "mem0-lib")
 SYSTEM_ALIASES: Final = {"naiverag": "rag"}  # MemBase's name of naive RAG
 DATASET_NAMES: Final = ("locomo",)
 

@@ -35,7 +35,8 @@ def bench_group() -> None:
 @click.option(
     "--types",
     help="Comma-separated fault types [every type the system can have: mem0 all five, rag "
-    "RetrievalError,ResponseError, long-context UpdateError,ResponseError].",
+    "RetrievalError,ResponseError, long-context UpdateError,ResponseError, evermemos "
+    "ExtractionError,RetrievalError,ResponseError].",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False))

@@ -60,6 +60,7 @@ T = TypeVar("T")
 
 class System(ABC):
     name: str
+    answer_prompt = QUESTION_ANSWERING  # the prompt of the question-answering op
 
     def __init__(
         self,
@@ -232,7 +233,7 @@ class System(ABC):
     ) -> tuple[str, Var, str]:
         with operation("question-answering", category="evaluation", kind="generation"):
             read(query, context_var)
-            prompt = self.prompt(QUESTION_ANSWERING)
+            prompt = self.prompt(self.answer_prompt)
             # the offline stand-in's knob: how much of the context its answer quotes
             use(self.params, "answer_items")
             usable = context
