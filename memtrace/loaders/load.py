@@ -6,6 +6,7 @@ import glob
 import json
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -112,14 +113,27 @@ class LoadSummary:
     files: list[FileResult] = field(default_factory=list)
     seconds: float = 0.0
     dry_run: bool = False
+    mode: Literal["bolt", "bulk"] = "bolt"
+    # bulk only: seconds per step, whether the files were imported, and the import command
+    phases: dict[str, float] = field(default_factory=dict)
+    imported: bool = False
+    import_command: list[str] = field(default_factory=list)
 
     def total(self, name: str) -> int:
         return sum(int(getattr(result, name)) for result in self.files)
 
     def as_dict(self) -> dict[str, object]:
         keys = ("operations", "variables", "edges", "cases", "failed_cases", "labels")
+        bulk: dict[str, object] = {}
+        if self.mode == "bulk":
+            bulk = {
+                "imported": self.imported,
+                "phases": {name: round(seconds, 3) for name, seconds in self.phases.items()},
+                "import_command": self.import_command,
+            }
         return {
             "dry_run": self.dry_run,
+            "mode": self.mode,
             "traces": len(self.files),
             **{key: self.total(key) for key in keys},
             "nodes_written": self.total("nodes_written"),
@@ -128,6 +142,7 @@ class LoadSummary:
             "elements_per_second": round(self.total("elements_written") / self.seconds)
             if self.seconds > 0 and not self.dry_run
             else None,
+            **bulk,
             "files": [
                 {
                     "path": r.path,
@@ -340,30 +355,25 @@ def record_source(
 
 
 @dataclass
-class _Planned:
+class PlannedTrace:
+    """A validated file: its format, its index (closed by ``validated``) and its trace id."""
+
     file: Path
     format: Format
     index: TraceIndex
     trace_id: str
 
 
-def load_paths(
-    db: Database | None,
-    patterns: list[str],
-    options: LoadOptions,
-    progress: Progress | None = None,
-) -> LoadSummary:
-    """Validate every file, then (unless ``dry_run``) write them one trace at a time.
-
-    A file that fails validation raises InputError before anything at all is written.
-    """
-    started = time.perf_counter()
+@contextmanager
+def validated(patterns: list[str], options: LoadOptions) -> Iterator[list[PlannedTrace]]:
+    """Validate every file (raising InputError on the first problem, before anything is
+    written); the indexes of the write passes stay open until the block ends."""
     files = expand_paths(patterns)
     if options.trace_id and len(files) > 1:
         raise InputError(
             ", ".join(patterns), None, f"--trace-id needs exactly one file, got {len(files)}"
         )
-    planned: list[_Planned] = []
+    planned: list[PlannedTrace] = []
     try:
         owners: dict[str, Path] = {}
         for file in files:
@@ -382,7 +392,7 @@ def load_paths(
                     f"{' or '.join(map(repr, RESERVED_PREFIXES))} are reserved for the copies a "
                     "re-load writes; give the trace another id (--trace-id)",
                 )
-            planned.append(_Planned(file, fmt, index, trace_id))
+            planned.append(PlannedTrace(file, fmt, index, trace_id))
             if trace_id in owners:
                 raise InputError(
                     str(file),
@@ -397,6 +407,24 @@ def load_paths(
                 "--labels joins LoCoMo questions into OTLP traces as cases, but no file here is "
                 "OTLP (native and smartcomment traces carry their own cases): drop --labels",
             )
+        yield planned
+    finally:
+        for plan in planned:
+            plan.index.close()
+
+
+def load_paths(
+    db: Database | None,
+    patterns: list[str],
+    options: LoadOptions,
+    progress: Progress | None = None,
+) -> LoadSummary:
+    """Validate every file, then (unless ``dry_run``) write them one trace at a time.
+
+    A file that fails validation raises InputError before anything at all is written.
+    """
+    started = time.perf_counter()
+    with validated(patterns, options) as planned:
         summary = LoadSummary(dry_run=options.dry_run)
         if not options.dry_run:
             if db is None:
@@ -404,7 +432,7 @@ def load_paths(
             init_schema(db)
         for plan in planned:
             file_started = time.perf_counter()
-            result = _result(plan)
+            result = file_result(plan)
             if db is not None and not options.dry_run:
                 phase: list[WritePhase] = ["writing"]
                 try:
@@ -415,14 +443,11 @@ def load_paths(
                     ) from None
             result.seconds = time.perf_counter() - file_started
             summary.files.append(result)
-    finally:
-        for plan in planned:
-            plan.index.close()
     summary.seconds = time.perf_counter() - started
     return summary
 
 
-def _result(plan: _Planned) -> FileResult:
+def file_result(plan: PlannedTrace) -> FileResult:
     counts = plan.index.counts
     return FileResult(
         path=str(plan.file),
@@ -440,7 +465,7 @@ def _result(plan: _Planned) -> FileResult:
 
 def _write(
     db: Database,
-    plan: _Planned,
+    plan: PlannedTrace,
     options: LoadOptions,
     progress: Progress,
     result: FileResult,
