@@ -46,7 +46,6 @@ from memtrace.server import manager
 from memtrace.server.layout import ServerLayout
 
 Connect = Callable[[], AbstractContextManager[Database]]
-_ID_BATCH = 20_000  # [n, id] pairs stored in the validation index per transaction
 
 
 class NotEmptyError(MemtraceError):
@@ -122,24 +121,19 @@ def _write_trace(
             **count_properties(index.counts),
         },
     )
+    next_free = index.number_nodes(offset)
     source = record_source(plan.file, plan.format, options.labels)
-    rows = (row for node in index.nodes(source()) for row in node_rows(node))
-    last = 0
-    pairs: list[list[object]] = []
-    for pair in files.node_rows(plan.trace_id, offset, offset, rows):
-        pairs.append(pair)
-        if len(pairs) >= _ID_BATCH:
-            last = max(last, int(str(pairs[-1][0])))
-            index.store_element_ids(pairs)
-            pairs = []
-    if pairs:
-        last = max(last, int(str(pairs[-1][0])))
-        index.store_element_ids(pairs)
+    files.node_rows(
+        plan.trace_id,
+        offset,
+        offset,
+        (row for node in index.nodes(source()) for row in node_rows(node)),
+    )
     files.relationship_rows(
         row for linked in index.linked(source()) for row in relationship_rows(linked)
     )
     files.relationship_rows(next_version_rows(index.next_versions()))
-    return offset + last + 1
+    return next_free
 
 
 def _refuse_unless_empty(db: Database, where: str) -> None:

@@ -36,26 +36,19 @@ class UnrepresentableValue(ValueError):
     """A value the CSV import would read back differently than Bolt stores it."""
 
 
+_SCALAR_TYPES = {str: "string", bool: "boolean", int: "long", float: "double"}
+
+
 def _csv_type(value: Any) -> str | None:
     """The import header type of a property value; None for no value or an empty list (not
     in CSV: the property is left out, as Bolt leaves out a null)."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "long"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, str):
-        return "string"
+    kind = _SCALAR_TYPES.get(type(value))
+    if kind is not None or value is None:
+        return kind
     if isinstance(value, datetime):
         return "datetime{timezone:UTC}"
     if isinstance(value, list):
-        if not value:
-            return None
-        item = _csv_type(value[0])
-        return f"{item}[]"
+        return f"{_csv_type(value[0])}[]" if value else None
     raise TypeError(f"no CSV type for {type(value).__name__}")
 
 
@@ -80,13 +73,14 @@ def _item(value: Any, key: str) -> str:
 
 
 def _field(value: Any, key: str) -> str:
-    if isinstance(value, str):
-        return '"' + value.replace('"', '""') + '"'
-    if isinstance(value, bool):
+    kind = type(value)
+    if kind is str:
+        return '"' + str.replace(value, '"', '""') + '"'
+    if kind is bool:
         return "true" if value else "false"
-    if isinstance(value, int):
+    if kind is int:
         return str(value)
-    if isinstance(value, float):
+    if kind is float:
         return _double(value)
     if isinstance(value, datetime):
         return value.isoformat()
@@ -107,24 +101,25 @@ class CsvFile:
     multiline: bool = False
     rows: int = 0
 
-    def fits(self, props: dict[str, Any]) -> bool:
+    def write(self, ids: tuple[int, ...], props: dict[str, Any]) -> bool:
+        """Write one row, adding the columns it brings; False (nothing written) when one of
+        its values has another type than the column of that name."""
         columns = self.columns
+        new: list[tuple[str, str]] = []
         for key, value in props.items():
-            kind = columns.get(key)
-            if kind is not None and value is not None and kind != _csv_type(value):
+            kind = _csv_type(value)
+            if kind is None:
+                continue
+            known = columns.get(key)
+            if known is None:
+                new.append((key, kind))
+            elif known != kind:
                 return False
-        return True
-
-    def write(self, ids: tuple[int, ...], props: dict[str, Any]) -> None:
-        columns = self.columns
-        for key, value in props.items():
-            if key not in columns:
-                kind = _csv_type(value)
-                if kind is not None:
-                    columns[key] = kind
+        columns.update(new)
         fields = [str(part) for part in ids]
+        get = props.get
         fields.extend(
-            "" if (value := props.get(key)) is None or value == [] else _field(value, key)
+            "" if (value := get(key)) is None or value == [] else _field(value, key)
             for key in columns
         )
         # A row may be shorter than the header (columns added after it was written), but the
@@ -136,9 +131,9 @@ class CsvFile:
             self.multiline = True
         if self.handle is None:
             self.handle = self.data.open("w", encoding="utf-8", newline="")
-        self.handle.write(line)
-        self.handle.write("\n")
+        self.handle.write(line + "\n")
         self.rows += 1
+        return True
 
     @property
     def header(self) -> Path:
@@ -185,32 +180,30 @@ class BulkFiles:
         self.nodes = 0
         self.relationships = 0
 
-    def _file(self, option: str, name: str, props: dict[str, Any]) -> CsvFile:
+    def _write(self, option: str, name: str, ids: tuple[int, ...], props: dict[str, Any]) -> None:
         shards = self.files.setdefault((option, name), [])
         for shard in shards:
-            if shard.fits(props):
-                return shard
+            if shard.write(ids, props):
+                return
         fixed = (":ID",) if option == "nodes" else (":START_ID", ":END_ID")
         shard = CsvFile(self.folder / f"{option}-{name}-{len(shards)}.csv", fixed)
         shards.append(shard)
-        return shard
+        shard.write(ids, props)  # a new file takes any row
 
     def node(self, label: str, node_id: int, props: dict[str, Any]) -> None:
-        self._file("nodes", label, props).write((node_id,), props)
+        self._write("nodes", label, (node_id,), props)
         self.nodes += 1
 
     def relationship(
         self, kind: str, start: int, end: int, props: dict[str, Any] | None = None
     ) -> None:
-        values = props or {}
-        self._file("relationships", kind, values).write((start, end), values)
+        self._write("relationships", kind, (start, end), props or {})
         self.relationships += 1
 
     def node_rows(
         self, trace_id: str, trace_node: int, offset: int, rows: Iterable[QueryRow]
-    ) -> Iterable[list[Any]]:
-        """Write the node rows of one trace; yield ``[n, id]`` pairs (the Bolt queries return
-        ``[n, elementId]``) for the relationship pass."""
+    ) -> None:
+        """Write the node rows of one trace (node id: ``offset`` + the row's record number)."""
         for name, row in rows:
             node_id = offset + row["n"]
             props = {"trace_id": trace_id, "id": row["id"], **row["props"]}
@@ -218,7 +211,6 @@ class BulkFiles:
             link = _TRACE_LINKS.get(name)
             if link is not None:
                 self.relationship(link, trace_node, node_id)
-            yield [row["n"], str(node_id)]
 
     def relationship_rows(self, rows: Iterable[QueryRow]) -> None:
         """Write what each relationship query creates (endpoints are node ids as text)."""
