@@ -319,19 +319,33 @@ def import_full(layout: ServerLayout, database: str, arguments: list[str]) -> Im
     memory = restart_options(layout).memory or plan_memory(available_memory())
     log = layout.logs / "import.log"
     started = time.perf_counter()
-    code = _run_import(layout, memory, java, [database, "--overwrite-destination", *arguments], log)
+    full = [database, "--overwrite-destination", *arguments]
+    try:
+        code = _run_import(layout, memory, java, full, log)
+    except KeyboardInterrupt:  # the importer got the SIGINT too: its store is half-built
+        _import_nothing(layout, memory, java, database, log)
+        raise
     if code != 0:
         tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-25:])
-        empty = layout.import_dir / "empty-header.csv"
-        empty.write_text(":ID\n", encoding="utf-8")
-        reset = [database, "--overwrite-destination", f"--nodes={empty}"]
-        restored = _run_import(layout, memory, java, reset, log.with_suffix(".reset.log")) == 0
-        empty.unlink()
+        restored = _import_nothing(layout, memory, java, database, log)
         state = "left empty" if restored else "NOT restored (see the reset log)"
         raise ServerError(
             f"neo4j-admin import failed (exit {code}); the database was {state}. {log}:\n{tail}"
         )
     return ImportResult(time.perf_counter() - started, log)
+
+
+def _import_nothing(
+    layout: ServerLayout, memory: MemoryPlan, java: str, database: str, log: Path
+) -> bool:
+    """Replace unusable store files by an empty database (an import of no data)."""
+    empty = layout.import_dir / "empty-header.csv"
+    empty.write_text(":ID\n", encoding="utf-8")
+    reset = [database, "--overwrite-destination", f"--nodes={empty}"]
+    try:
+        return _run_import(layout, memory, java, reset, log.with_suffix(".reset.log")) == 0
+    finally:
+        empty.unlink()
 
 
 def _run_import(

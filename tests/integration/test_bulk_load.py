@@ -19,7 +19,7 @@ from memtrace.attribution.pipeline import Options, attribute_cases
 from memtrace.attribution.store import AttributionStore
 from memtrace.cli import cli
 from memtrace.db import Database, connect
-from memtrace.errors import InputError, MemtraceError
+from memtrace.errors import InputError, MemtraceError, ServerError
 from memtrace.loaders.bulk import BulkTarget, NotEmptyError, bulk_load
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.server import manager
@@ -117,6 +117,23 @@ def test_bad_file_imports_nothing_and_keeps_the_server_up(server: ServerLayout) 
     assert manager.running_pid(server) == pid
     with connect(settings_of(server)) as db:
         assert node_count(db) == 0
+
+
+def test_a_failed_import_leaves_an_empty_usable_database(server: ServerLayout) -> None:
+    options = manager.restart_options(server)
+    manager.stop(server)
+    header, data = server.import_dir / "bad-header.csv", server.import_dir / "bad.csv"
+    header.write_text(":ID,n:long\n", encoding="utf-8")
+    data.write_text("1,not-a-number\n", encoding="utf-8")
+    try:
+        with pytest.raises(ServerError, match="left empty"):
+            manager.import_full(server, "neo4j", [f"--nodes=Bad={header},{data}"])
+    finally:
+        manager.start(server, options)
+    with connect(settings_of(server)) as db:
+        assert node_count(db) == 0
+        assert db.run("CREATE (n:Probe) RETURN count(n) AS n") == [{"n": 1}]
+        delete_everything(db)
 
 
 def test_an_external_server_is_refused(server: ServerLayout) -> None:
