@@ -49,8 +49,8 @@ import sys, tempfile
 from pathlib import Path
 from memtrace.loaders.bulk import write_files
 from memtrace.loaders.load import LoadOptions, LoadSummary, validated
-with tempfile.TemporaryDirectory() as folder, validated([sys.argv[1]], LoadOptions()) as plans:
-    write_files(plans, LoadOptions(), Path(folder), LoadSummary())
+with tempfile.TemporaryDirectory() as folder, validated([sys.argv[1]], LoadOptions()) as found:
+    write_files(found[0], LoadOptions(), Path(folder), LoadSummary())
 """
 NODES = "UNWIND $rows AS row CREATE (v:Variable) SET v = row RETURN collect(elementId(v)) AS ids"
 RELATIONSHIPS = (

@@ -1,19 +1,22 @@
 """Tracing overhead of the Mem0 integration: the same real-Mem0 run, untraced and traced.
 
-    .venv/bin/python benchmarks/mem0_overhead.py --latency-ms 50 --repeat 3
+    .venv/bin/python benchmarks/mem0_overhead.py --latency-ms 50 --repeat 3    # mem0ai 1.0.x
+    .venv-mem0v2/bin/python benchmarks/mem0_overhead.py --latency-ms 50 --repeat 3  # 2.x
 
 One conversation of the shipped LoCoMo sample (32 messages, 11 questions): every message is one
-``Memory.add()`` (two chat calls: fact extraction and update decision, plus embeddings) and
-every question one ``Memory.search()``. The model is tests/fake_openai.py's local HTTP server
-with valid replies for Mem0's prompts, answering each chat call after --latency-ms (embeddings
-answer at once). Variants, alternated --repeat times, each on a fresh Memory (Qdrant in-memory):
+``Memory.add()`` (1.0.x: two chat calls, fact extraction and update decision; 2.x: one additive
+extraction call; plus embeddings) and every question one ``Memory.search()``. The model is
+tests/fake_openai.py's local HTTP server with valid replies for the installed version's prompts,
+answering each chat call after --latency-ms (embeddings answer at once). Variants, alternated
+--repeat times, each on a fresh Memory (Qdrant in-memory):
 
 - ``plain``: mem0 as shipped;
 - ``traced``: ``instrument(memory)`` and a native trace written (wall clock).
 
 Besides wall and CPU time, the time spent in the tracer's own work (turning each add()'s and
 search()'s recorded events into records) is summed per run: on a loaded machine the difference
-of two noisy totals says less than that direct sum.
+of two noisy totals says less than that direct sum. Per ``add()``: the median untraced call, the
+median traced call, and the tracer's own work per call as a share of the untraced call.
 
 Prints JSON and a Markdown table: median wall and CPU seconds per variant (CPU: this process,
 so Mem0, the tracer and the local server; steadier than wall time on a shared machine) and
@@ -35,26 +38,37 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from fake_openai import FakeOpenAI, Mem0Replies, Reply
+from fake_openai import FakeOpenAI, Mem0Replies, Mem0V2Replies, Reply
 
-from memtrace.integrations.mem0 import instrument
+from memtrace.integrations.mem0 import instrument, mem0_version
 from memtrace.settings import load_settings
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.mem0_lib import import_mem0, memory_config
 from memtrace.tracing import session, trace, variable
 
 TRACING_SECONDS: list[float] = []
+ADD_WORK_SECONDS: list[float] = []  # the tracer's own work inside each traced add()
+ADD_SECONDS: dict[str, list[float]] = {"plain": [], "traced": []}
+V2 = mem0_version() >= (2,)
 
 
-def timed(method: Callable[..., None]) -> Callable[..., None]:
+def timed(method: Callable[..., None], *into: list[float]) -> Callable[..., None]:
     def run(*args: Any) -> None:
         started = time.perf_counter()
         try:
             method(*args)
         finally:
-            TRACING_SECONDS.append(time.perf_counter() - started)
+            for found in (TRACING_SECONDS, *into):
+                found.append(time.perf_counter() - started)
 
     return run
+
+
+def search(memory: Any, text: str) -> None:
+    if V2:
+        memory.search(text, filters={"user_id": "bench"}, top_k=10)
+    else:
+        memory.search(text, user_id="bench", limit=10)
 
 
 def one_run(traced: bool, number: int) -> tuple[float, float]:
@@ -66,8 +80,9 @@ def one_run(traced: bool, number: int) -> tuple[float, float]:
         )
         state = instrument(memory) if traced else None
         if state is not None:  # time the tracer's own work: turning events into records
-            for name in ("_write_add", "_write_search"):
-                setattr(state, name, timed(getattr(state, name)))
+            state._write_add = timed(state._write_add, ADD_WORK_SECONDS)  # type: ignore[attr-defined]
+            state._write_search = timed(state._write_search)  # type: ignore[method-assign]
+        variant = "traced" if traced else "plain"
         out = Path(folder) / "trace.jsonl"
         started, cpu = time.perf_counter(), time.process_time()
         with trace(out, f"mem0-bench-{number}", system="mem0-lib", enabled=traced):
@@ -76,14 +91,16 @@ def one_run(traced: bool, number: int) -> tuple[float, float]:
                     for turn in sess.turns:
                         message = variable(turn.dia_id, turn.text, category="message")
                         content = [{"role": "user", "content": f"{turn.speaker}: {turn.text}"}]
+                        began = time.perf_counter()
                         if state is not None:
                             with state.inputs(message):
                                 memory.add(content, user_id="bench")
                         else:
                             memory.add(content, user_id="bench")
+                        ADD_SECONDS[variant].append(time.perf_counter() - began)
             with session("search"):
                 for question in conv.questions:
-                    memory.search(question.text, user_id="bench", limit=10)
+                    search(memory, question.text)
         return time.perf_counter() - started, time.process_time() - cpu
 
 
@@ -94,7 +111,7 @@ def main() -> None:
     args = parser.parse_args()
     fake = FakeOpenAI()
     fake.start()
-    replies = Mem0Replies()
+    replies = Mem0V2Replies() if V2 else Mem0Replies()
     delay = args.latency_ms / 1000
 
     def slow(body: dict[str, Any]) -> Reply | None:
@@ -112,6 +129,7 @@ def main() -> None:
     seconds: dict[str, list[float]] = {"plain": [], "traced": []}
     cpu: dict[str, list[float]] = {"plain": [], "traced": []}
     one_run(False, 0)  # warm-up: imports, first Qdrant collection
+    ADD_SECONDS["plain"].clear()
     for i in range(args.repeat):
         for name in ("plain", "traced"):
             wall, used = one_run(name == "traced", i + 1)
@@ -132,6 +150,17 @@ def main() -> None:
         "tracing_seconds_per_run": round(sum(TRACING_SECONDS) / args.repeat, 4),
         "tracing_share_of_plain": round(sum(TRACING_SECONDS) / args.repeat / median["plain"], 5),
         "load_average": round(os.getloadavg()[0], 2),
+        "mem0ai": ".".join(map(str, mem0_version())),
+    }
+    plain_add = statistics.median(ADD_SECONDS["plain"])
+    work_add = statistics.median(ADD_WORK_SECONDS)
+    report["per_add"] = {
+        "calls": len(ADD_SECONDS["plain"]),
+        "median_plain_ms": round(plain_add * 1000, 3),
+        "median_traced_ms": round(statistics.median(ADD_SECONDS["traced"]) * 1000, 3),
+        "median_tracer_work_ms": round(work_add * 1000, 4),
+        "tracer_work_share_of_plain": round(work_add / plain_add, 5),
+        "traced_over_plain": round(statistics.median(ADD_SECONDS["traced"]) / plain_add, 4),
     }
     print(json.dumps(report, indent=2))
     print("\n| variant | median wall s | median CPU s |\n|---|---|---|")
@@ -142,6 +171,12 @@ def main() -> None:
     share = report["tracing_share_of_plain"]
     print(
         f"tracer's own work: {report['tracing_seconds_per_run']} s per run ({share:.3%} of plain)"
+    )
+    per_add = report["per_add"]
+    print(
+        f"per add(): plain {per_add['median_plain_ms']} ms, traced {per_add['median_traced_ms']}"
+        f" ms, tracer's own work {per_add['median_tracer_work_ms']} ms "
+        f"({per_add['tracer_work_share_of_plain']:.3%} of the untraced call)"
     )
 
 

@@ -69,3 +69,8 @@ class JudgeError(LLMError):
     def __init__(self, message: str, *, usage: Usage | None, checked: list[str]) -> None:
         super().__init__(message, usage=usage)
         self.checked = checked
+
+
+class ReviewError(MemtraceError):
+    """A review names a case, operation, error type or decision that does not fit (nothing is
+    written)."""

@@ -19,6 +19,22 @@ ERROR_TYPES: Final[tuple[ErrorType, ...]] = get_args(ErrorType)
 AnnotationOnlyType = Literal["AnnotationError", "LLMAsAJudgeError"]
 LabelType = Literal[ErrorType, AnnotationOnlyType]  # one flat Literal: one clear message
 
+# Where a LABELED edge comes from (its `source`): faults planted by `bench make`, replays that
+# confirmed a blame, people in `memtrace review`. `memtrace eval --labels` picks one.
+LabelSource = Literal["planted", "replay", "human"]
+LABEL_SOURCES: Final[tuple[LabelSource, ...]] = get_args(LabelSource)
+ANNOTATION_ONLY_TYPES: Final[tuple[AnnotationOnlyType, ...]] = get_args(AnnotationOnlyType)
+
+# Failure modes: named refinements of an error type, kept beside it on a verdict so that
+# failure classes show them apart. ``stale-memory``: the answer followed an older memory that
+# the evidence (a newer message) contradicts, in a pipeline with no update step that could have
+# superseded it (Mem0 2.x's additive extraction only adds). With both memories in the context
+# it is an UpdateError at the extraction of the newer message (it added the new memory beside
+# the old one instead of superseding it); when the newer one was never stored it stays the
+# ExtractionError where it was lost, with this mode.
+FailureMode = Literal["stale-memory"]
+FAILURE_MODES: Final[tuple[FailureMode, ...]] = get_args(FailureMode)
+
 # Normalized operation kinds (loaders/kinds.py derives them from names and categories).
 Kind = Literal[
     "extraction", "update", "deletion", "embedding", "retrieval", "generation", "judge", "other"
@@ -82,3 +98,29 @@ def retired_trace_id(trace_id: str) -> str:
 def is_reserved_trace_id(trace_id: str) -> bool:
     """True for ids of re-load copies, which no trace file may use."""
     return trace_id.startswith(RESERVED_PREFIXES)
+
+
+# Memory systems and datasets as memtrace's registries name them (systems/registry.py: SYSTEMS;
+# systems/locomo.py). Traces of other tools name the same ones in their own spelling (MemBase:
+# project_id "Mem0", "NaiveRAG", "Long-Context"; metadata.dataset_cls "LoCoMo"); the loader stores
+# the registry's name so that failure classes and comparisons by system are not split by case.
+SYSTEM_NAMES: Final = ("mem0", "rag", "long-context", "mem0-lib")
+SYSTEM_ALIASES: Final = {"naiverag": "rag"}  # MemBase's name of naive RAG
+DATASET_NAMES: Final = ("locomo",)
+
+
+def system_name(name: str | None) -> str | None:
+    """The registry's name of a known memory system (any case), else ``name`` unchanged."""
+    return _registered(name, SYSTEM_NAMES, SYSTEM_ALIASES)
+
+
+def dataset_name(name: str | None) -> str | None:
+    """The registry's name of a known dataset (any case), else ``name`` unchanged."""
+    return _registered(name, DATASET_NAMES, {})
+
+
+def _registered(name: str | None, names: tuple[str, ...], aliases: dict[str, str]) -> str | None:
+    if name is None:
+        return None
+    folded = name.strip().casefold()
+    return next((known for known in names if known == folded), aliases.get(folded, name))

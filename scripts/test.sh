@@ -25,3 +25,12 @@ trap stop_server EXIT
 
 # Integration tests must run, not skip, here: a missing server is a failure.
 MEMTRACE_REQUIRE_NEO4J=1 "$BIN/pytest" "$@"
+# mem0ai 2.x lives in a second virtualenv (`make venv-mem0v2`): its tests run there; under CI a
+# missing one is a failure, not a skip.
+MEM0V2=.venv-mem0v2/bin
+if [ -x "$MEM0V2/pytest" ]; then
+  MEMTRACE_REQUIRE_NEO4J=1 "$MEM0V2/pytest" tests/integration/test_mem0_lib_v2.py
+elif [ "${CI:-}" = true ]; then
+  echo "no $MEM0V2/pytest: run 'make venv-mem0v2' (the mem0ai 2.x tests)" >&2
+  exit 1
+fi

@@ -16,7 +16,9 @@ vectors derived from each input's hash, or with ``bag_of_words`` set, word-count
 many dimensions (cosine similarity then follows shared words, as a real embedder roughly does).
 Every request is recorded (header names lower-cased).
 ``rejected_formats`` names ``response_format`` types answered with ``rejected_status`` (400; as
-an endpoint that does not support them; no reply is consumed).
+an endpoint that does not support them; no reply is consumed). An input containing one of
+``hidden`` gets a vector of -1s, whose cosine with any word-count vector is negative (a planted
+retrieval miss: below any search threshold).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class FakeOpenAI:
         self.default: Reply | None = None
         self.responder: Callable[[dict[str, Any]], Reply | None] | None = None
         self.bag_of_words: int | None = None
+        self.hidden: set[str] = set()
         self.rejected_formats: set[str] = set()
         self.rejected_status = 400  # llama.cpp's Python server says 500
         self.in_flight = 0
@@ -118,7 +121,7 @@ class FakeOpenAI:
                     Recorded(self.path, body, {k.lower(): v for k, v in self.headers.items()})
                 )
                 if self.path.endswith("/embeddings"):
-                    self._send(200, _embeddings(body, fake.bag_of_words))
+                    self._send(200, _embeddings(body, fake.bag_of_words, fake.hidden))
                     return
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
@@ -185,12 +188,16 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     }
 
 
-def _embeddings(body: dict[str, Any], bag_of_words: int | None = None) -> dict[str, Any]:
+def _embeddings(
+    body: dict[str, Any], bag_of_words: int | None = None, hidden: set[str] | None = None
+) -> dict[str, Any]:
     inputs = body.get("input", [])
     texts = [inputs] if isinstance(inputs, str) else list(inputs)
     data = []
     for index, text in enumerate(texts):
-        if bag_of_words:
+        if bag_of_words and any(h in str(text) for h in hidden or ()):
+            vector = [-1.0] * bag_of_words
+        elif bag_of_words:
             vector = [0.0] * bag_of_words
             for word in re.findall(r"[a-z0-9]+", str(text).lower()):
                 slot = int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "big")
@@ -287,3 +294,35 @@ def _block(text: str, which: int) -> str:
     """The first (0) or last (-1) triple-backtick block of ``text``."""
     blocks = re.findall(r"```\s*(.*?)\s*```", text, flags=re.DOTALL)
     return str(blocks[which]) if blocks else "[]"
+
+
+class Mem0V2Replies:
+    """Valid replies to the real Mem0's additive extraction (mem0ai 2.x), with faults to plant.
+
+    Each ``user: <speaker>: <text>`` line of the prompt's ``## New Messages`` section becomes one
+    new memory (that text), unless it contains one of ``drop`` (an extraction fault); when it
+    contains a key of ``stale``, the reply also adds that key's text (an earlier statement that a
+    later message contradicts: Mem0 2.x keeps both). ``calls`` counts the extraction calls.
+    """
+
+    def __init__(self) -> None:
+        self.drop: set[str] = set()
+        self.stale: dict[str, str] = {}
+        self.calls = 0
+
+    def __call__(self, body: dict[str, Any]) -> Reply | None:
+        messages = body.get("messages", [])
+        system = next((m["content"] for m in messages if m.get("role") == "system"), "")
+        user = next((m["content"] for m in messages if m.get("role") == "user"), "")
+        if "Memory Extractor" not in system or "## New Messages" not in user:
+            return None
+        self.calls += 1
+        new = user.split("## New Messages", 1)[1].split("\n## ", 1)[0]
+        texts: list[str] = []
+        for line in new.splitlines():
+            if not line.startswith("user: ") or any(d in line for d in self.drop):
+                continue
+            texts.append(line.removeprefix("user: ").strip())
+            texts += [text for trigger, text in self.stale.items() if trigger in line]
+        memories = [{"id": str(i), "text": t, "attributed_to": "user"} for i, t in enumerate(texts)]
+        return Reply(json.dumps({"memory": memories}))

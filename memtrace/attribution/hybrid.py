@@ -138,4 +138,5 @@ class HybridJudge:
             proposal.confidence,
             usage,
             checked,
+            failure_mode=proposal.failure_mode,
         )

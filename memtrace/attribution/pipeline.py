@@ -28,7 +28,7 @@ from memtrace.attribution.store import AttributionStore
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import Strategy, search
 from memtrace.errors import JudgeError, LLMError, MemtraceError, Neo4jUnavailableError
-from memtrace.taxonomy import is_reserved_trace_id
+from memtrace.taxonomy import ANNOTATION_ONLY_TYPES, LabelSource, is_reserved_trace_id
 from memtrace.usage import Usage
 
 
@@ -61,23 +61,23 @@ def starting_evidence(
 ) -> tuple[Evidence, ...]:
     if options.evidence == "gold" and anchor.evidence_ids:
         return store.evidence(anchor.trace_id, list(anchor.evidence_ids))
+    messages = store.messages(anchor.trace_id)
     found = retrieved_evidence(
         anchor,
-        store.messages(anchor.trace_id),
+        messages.corpus,
         retriever=options.retriever,
         query_mode=options.retrieval_query,
         embed=options.embed,
-        speakers=store.speakers(anchor.trace_id),
-        dates=store.dates(anchor.trace_id),
+        speakers=messages.speakers,
+        dates=messages.dates,
     )
-    seqs = store.message_seqs(anchor.trace_id)
-    return tuple(replace(e, seq=seqs[e.id]) for e in found)
+    return tuple(replace(e, seq=messages.seqs[e.id]) for e in found)
 
 
-def analyse_case(
-    store: AttributionStore, judge: Judge, trace_id: str, case_id: str, options: Options
-) -> Analysis:
-    started = time.perf_counter()
+def case_candidates(
+    store: AttributionStore, trace_id: str, case_id: str, options: Options
+) -> tuple[CaseGraph, tuple[Trail, ...], tuple[Candidate, ...]]:
+    """A case's subgraph, its evidence trails and its candidate operations (no judge yet)."""
     anchor = store.anchor(trace_id, case_id)
     if anchor is None:
         raise MemtraceError(f"no case {case_id!r} in a complete trace {trace_id!r}")
@@ -86,7 +86,15 @@ def analyse_case(
     evidence = starting_evidence(store, anchor, options)
     graph = store.case_graph(anchor, evidence)
     trails = tuple(trace_all(graph))
-    found_candidates = tuple(candidates(graph, trails))
+    return graph, trails, tuple(candidates(graph, trails))
+
+
+def analyse_case(
+    store: AttributionStore, judge: Judge, trace_id: str, case_id: str, options: Options
+) -> Analysis:
+    started = time.perf_counter()
+    graph, trails, found_candidates = case_candidates(store, trace_id, case_id, options)
+    anchor = graph.anchor
     # One query for every candidate's view, and only for judges that read them.
     operations = (
         store.operation_views(trace_id, [c.op.id for c in found_candidates])
@@ -113,6 +121,7 @@ def analyse_case(
         checked=found.checked,
         overridden_from=found.overridden_from.op.id if found.overridden_from else None,
         overridden_type=found.overridden_type if found.overridden_from else None,
+        failure_mode=found.failure_mode,
     )
     return Analysis(anchor, graph, trails, found_candidates, verdict)
 
@@ -266,9 +275,17 @@ def resolve_case(store: AttributionStore, case_id: str, trace_id: str | None) ->
 
 
 def evaluation_rows(
-    store: AttributionStore, run_id: str | None, trace_id: str | None
+    store: AttributionStore,
+    run_id: str | None,
+    trace_id: str | None,
+    label_source: LabelSource | None = None,
 ) -> pd.DataFrame:
-    """Labeled cases joined with a run's attributions, plus the whole-trace token estimate."""
+    """Labels joined with a run's attributions, plus the whole-trace token estimate.
+
+    One row per label: a case with labels of several sources, or of several human reviewers
+    (each reviewer's latest review), is scored once against each. Labels of the annotation-only
+    types (AnnotationError, LLMAsAJudgeError: not a memory failure) are left out.
+    """
     if run_id is None:
         run_id = store.latest_run()
         if run_id is None:
@@ -279,17 +296,24 @@ def evaluation_rows(
         raise MemtraceError(f"no attribution run {run_id!r}{hint}")
     if trace_id is not None:
         require_complete_trace(store, trace_id)
-    rows = store.evaluation_rows(run_id, trace_id)
+    rows = store.evaluation_rows(run_id, trace_id, label_source)
     # Score the cases this run attempted (errored ones included: they count as wrong); labeled
     # cases it never tried (a run over some --case ids) are not part of it.
-    rows = rows[rows["judge"].notna()].reset_index(drop=True)
+    attempted = rows["judge"].notna() & ~rows["label_type"].isin(ANNOTATION_ONLY_TYPES)
+    rows = rows[attempted].reset_index(drop=True)
     sizes = store.trace_sizes(list(rows["trace_id"].unique()))
     rows["flat_tokens"] = rows["trace_id"].map(sizes).astype(float) / CHARS_PER_TOKEN
     if rows.empty:
         where = f" in trace {trace_id!r}" if trace_id else ""
+        labels = f"{label_source} " if label_source else ""
+        hint = (
+            "confirm or correct its verdicts with `memtrace review`"
+            if label_source == "human"
+            else "labels come with the trace, e.g. from `memtrace bench make`"
+        )
         raise MemtraceError(
-            f"run {run_id!r} attributed no labelled case{where}: nothing to score against "
-            "(labels come with the trace, e.g. from `memtrace bench make`)"
+            f"run {run_id!r} attributed no case with a {labels}label{where}: nothing to score "
+            f"against ({hint})"
         )
     rows.attrs["run_id"] = run_id
     return rows

@@ -45,6 +45,7 @@ def memtrace_record(verdict: Verdict) -> dict[str, Any]:
         "tokens_out": verdict.tokens_out,
         "seconds": round(verdict.seconds, 4),
         **({"error": verdict.error} if verdict.error else {}),
+        **({"failure_mode": verdict.failure_mode} if verdict.failure_mode else {}),
         **(
             {
                 "overridden_from": {

@@ -8,13 +8,22 @@ Stages, in execution order (the error type follows from where the trail ends):
    or rewritten without it (or a verbatim copy      -> UpdateError at the op writing the new version
    into a mere resemblance), after the message existed
 4. never held by any memory                         -> ExtractionError where the flow lost it
+
+Each message's key sentence is followed, and so is every other sentence of it that holds a word
+of the gold answer (an answer can take its parts from several sentences). Such a sentence counts
+as lost evidence only when a gold-answer word it holds is nowhere in the answer's context: then
+the answer step had no way to say it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
+from memtrace.attribution.dates import unglue_dates
 from memtrace.attribution.model import (
+    Anchor,
     Candidate,
     CaseGraph,
     Evidence,
@@ -24,14 +33,22 @@ from memtrace.attribution.model import (
     Trail,
 )
 from memtrace.attribution.text import (
+    MIN_CONTENT_WORDS,
     containment,
     content_words,
     hold_threshold,
     holds,
     key_sentences,
+    lines,
+    sentences,
+    word_forms,
 )
 from memtrace.taxonomy import ErrorType
 
+# a stale memory is about what the question asks: it shares this many of its content words
+# (one shared word is mostly the speaker's name)
+STALE_TOPIC_WORDS = 2
+ANSWER_PART_WORDS = 2  # gold-answer words a sentence must hold to carry part of the answer
 STORING_KINDS = frozenset({"extraction", "update", "embedding", "deletion", "other"})
 
 
@@ -116,6 +133,34 @@ def trace_evidence(graph: CaseGraph, evidence: Evidence) -> Trail:
     return max((_trace_sentence(graph, evidence, s) for s in options), key=_reach)
 
 
+def answer_words(anchor: Anchor) -> dict[str, str]:
+    """The gold answer's content words the question does not already say (all of them when it
+    says every one), stem -> the word as the answer writes it."""
+    forms = word_forms(unglue_dates(" ".join(anchor.golden_answers)))
+    asked = content_words(anchor.question)
+    return {stem: word for stem, word in forms.items() if stem not in asked} or forms
+
+
+def answer_sentences(text: str, words: dict[str, str]) -> list[str]:
+    """The sentences of a message that carry part of the gold answer: at least
+    ``ANSWER_PART_WORDS`` of its words (all of them when it has fewer). Questions are left out:
+    they ask, they do not tell (and one shared word, "want", "week", matches by accident)."""
+    needed = min(ANSWER_PART_WORDS, len(words))
+    found = []
+    for sentence in sentences(text):
+        own = content_words(sentence)
+        if sentence.endswith("?") or len(own) < MIN_CONTENT_WORDS:
+            continue
+        if needed and len(own & words.keys()) >= needed:
+            found.append(sentence)
+    return found
+
+
+def _held(sentence: str, words: dict[str, str]) -> tuple[str, ...]:
+    own = content_words(sentence)
+    return tuple(word for stem, word in words.items() if stem in own)
+
+
 def _trace_sentence(graph: CaseGraph, evidence: Evidence, sentence: str) -> Trail:
     anchor = graph.anchor
     words = content_words(sentence)
@@ -146,7 +191,109 @@ def _trace_sentence(graph: CaseGraph, evidence: Evidence, sentence: str) -> Trai
 
 
 def trace_all(graph: CaseGraph) -> list[Trail]:
-    return [trace_evidence(graph, evidence) for evidence in graph.evidence]
+    """Per evidence message: its key sentence's trail, then those of its other sentences that
+    carry part of the gold answer. One of those counts as lost evidence (``needed``) only when
+    it stopped before the context and holds a gold-answer word the context does not have."""
+    anchor = graph.anchor
+    words = answer_words(anchor)
+    said = {w for _, value in graph.context for line in lines(value) for w in content_words(line)}
+    traced: list[Trail] = []
+    for evidence in graph.evidence:
+        key = trace_evidence(graph, evidence)
+        traced.append(replace(key, answer_words=_held(key.key_sentence, words)))
+        keys = key_sentences(evidence.text, anchor.question, anchor.golden_answers)
+        for sentence in answer_sentences(evidence.text, words):
+            if sentence in keys:
+                continue
+            trail = _trace_sentence(graph, evidence, sentence)
+            missing = (content_words(sentence) & words.keys()) - said
+            traced.append(
+                replace(
+                    trail,
+                    role="answer part",
+                    answer_words=_held(sentence, words),
+                    needed=trail.stage == "context" or bool(missing),
+                )
+            )
+    return traced
+
+
+@dataclass(frozen=True)
+class Stale:
+    """An evidence trail whose case's answer followed an older memory that the evidence
+    contradicts (taxonomy.py, failure mode ``stale-memory``)."""
+
+    trail: Trail
+    memory: Memory  # the stale memory the answer followed
+    superseding: OpRef  # the op that added the newer memory beside it (or lost it)
+
+    @property
+    def reason(self) -> str:
+        return (
+            f"the answer followed {self.memory.id}, stored before {self.trail.message_id} and "
+            f"contradicted by it; {self.superseding.name or self.superseding.kind} only added "
+            "the newer memory beside it (no update step could supersede it)"
+        )
+
+
+def stale_memories(graph: CaseGraph, trails: Sequence[Trail]) -> list[Stale]:
+    """Trails whose failed answer followed a stale memory.
+
+    A memory is stale for an evidence message when it was stored before the message, was live
+    and in the answer's context, is about what the question asks (at least
+    ``STALE_TOPIC_WORDS`` of the question's content words), holds what the answer says beyond
+    the question's words but not the gold answer nor the message's key sentence, and the
+    message flowed into memory
+    through an extraction with no update-kind op (an additive pipeline such as Mem0 2.x; where
+    an update step exists, the classic types apply). Two shapes: the newer memory reached the
+    context too (blamed: the extraction that added it) or it was never stored (the trail's
+    ExtractionError, unchanged).
+    """
+    anchor = graph.anchor
+    if not anchor.prediction or anchor.failed is False:
+        return []
+    asked = content_words(anchor.question)
+    said = content_words(anchor.prediction) - asked
+    gold = frozenset().union(*(content_words(a) for a in anchor.golden_answers))
+    if not said:
+        return []
+    context = [value for _, value in graph.context]
+    cutoff = question_cutoff(graph)
+    seqs = {e.id: e.seq for e in graph.evidence}
+    found: list[Stale] = []
+    for trail in trails:
+        additive = _additive_extraction(graph, trail.message_id)
+        if additive is None or trail.role != "key":
+            continue
+        if trail.stage == "context":
+            superseding = additive
+        elif trail.stage == "lost" and trail.error_type == "ExtractionError" and trail.stop:
+            superseding = trail.stop
+        else:
+            continue
+        words = content_words(trail.key_sentence)
+        stale = [
+            m
+            for m in graph.memories
+            if m.seq < seqs.get(trail.message_id, 0)
+            and _live(m, cutoff)
+            and holds(said, [text := _memory_text(m.value)])
+            and len(content_words(text) & asked) >= STALE_TOPIC_WORDS
+            and not (gold and holds(gold, [text]))
+            and not holds(words, [text])
+            and holds(content_words(text), context)
+        ]
+        if stale:
+            found.append(Stale(trail, stale[0], superseding))
+    return found
+
+
+def _additive_extraction(graph: CaseGraph, message_id: str) -> OpRef | None:
+    """The first extraction op the message flowed into, when no update-kind op is on its way."""
+    steps = sorted((s for s in graph.flow if s.message_id == message_id), key=lambda s: s.op.seq)
+    if any(s.op.kind == "update" for s in steps):
+        return None
+    return next((s.op for s in steps if s.op.kind == "extraction"), None)
 
 
 # Roles from candidates.cypher that make an op a suspect by themselves; `trail` and `new_version`
@@ -159,7 +306,8 @@ def candidates(graph: CaseGraph, trails: Sequence[Trail]) -> list[Candidate]:
 
     From ``candidates.cypher``: the ops that read an evidence message (the extraction ones, when
     there are any), ops deleting a trail variable, the case's retrieval op(s) and the answer op;
-    plus every op where a lexical trail stops. Ops that only passed the evidence on are left out.
+    plus every op where a lexical trail stops and every op that left a stale memory beside the
+    newer one. Ops that only passed the evidence on are left out.
     """
     found: dict[str, tuple[OpRef, str, set[str]]] = {}
 
@@ -176,9 +324,25 @@ def candidates(graph: CaseGraph, trails: Sequence[Trail]) -> list[Candidate]:
         if role in SUSPECT_ROLES and (role != "reads_evidence" or op in extractors):
             add(op, role)
     for trail in trails:
-        add(trail.stop, "trail end", trail.message_id)
+        if trail.needed:
+            add(trail.stop, "trail end", trail.message_id)
+    for stale in stale_memories(graph, trails):
+        add(stale.superseding, "stale memory", stale.trail.message_id)
     for op in graph.anchor.retrievals:
         add(op, "retrieval")
     add(graph.anchor.answer, "answer")
     ordered = sorted(found.values(), key=lambda entry: entry[0].seq)
     return [Candidate(op, role, tuple(sorted(ids))) for op, role, ids in ordered]
+
+
+def _memory_text(value: str) -> str:
+    """What a memory says: the ``memory`` / ``text`` of its JSON value, else the value."""
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return value
+    if isinstance(data, dict):
+        for key in ("memory", "text", "content"):
+            if isinstance(data.get(key), str):
+                return str(data[key])
+    return value

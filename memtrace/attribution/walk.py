@@ -9,7 +9,7 @@ from typing import Final, Literal, Protocol, get_args, runtime_checkable
 from memtrace.attribution.judges import CaseView, Judge
 from memtrace.attribution.model import Candidate, Check
 from memtrace.errors import JudgeError, LLMError
-from memtrace.taxonomy import ErrorType, default_error_type
+from memtrace.taxonomy import ErrorType, FailureMode, default_error_type
 from memtrace.usage import Usage
 
 Strategy = Literal["linear", "binary"]
@@ -26,6 +26,7 @@ class Found:
     checked: list[str] = field(default_factory=list)
     overridden_from: Candidate | None = None  # set by the hybrid judge when the LLM moved it
     overridden_type: ErrorType | None = None
+    failure_mode: FailureMode | None = None
 
 
 @runtime_checkable
@@ -93,6 +94,7 @@ def linear(judge: Judge, view: CaseView, candidates: Sequence[Candidate]) -> Fou
                 check.confidence,
                 spending.usage,
                 spending.checked,
+                failure_mode=check.failure_mode,
             )
     return _answer_fallback(
         view, candidates, spending, "no candidate was judged faulty and decisive"
@@ -123,7 +125,13 @@ def binary(judge: Judge, view: CaseView, candidates: Sequence[Candidate]) -> Fou
     check = spending.check(judge, view, candidate)
     error_type = check.error_type or default_error_type(candidate.op.kind)
     return Found(
-        candidate, error_type, check.reason, check.confidence, spending.usage, spending.checked
+        candidate,
+        error_type,
+        check.reason,
+        check.confidence,
+        spending.usage,
+        spending.checked,
+        failure_mode=check.failure_mode,
     )
 
 

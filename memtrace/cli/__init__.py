@@ -26,6 +26,7 @@ COMMANDS = {
     "patterns": "memtrace.cli.patterns:patterns_command",
     "report": "memtrace.cli.report:report_command",
     "browser": "memtrace.cli.browser:browser_command",
+    "review": "memtrace.cli.review:review_group",
 }
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -24,14 +22,14 @@ from memtrace.attribution.pipeline import (
 )
 from memtrace.attribution.records import memtrace_record
 from memtrace.attribution.registry import JUDGES, embedder, make_judge
-from memtrace.attribution.store import AttributionStore
+from memtrace.attribution.store import AttributionStore, explain_cypher
 from memtrace.attribution.walk import STRATEGY_NAMES
 from memtrace.cli.options import choice, llm_options, neo4j_options
 from memtrace.cli.output import frame_table, make_console, strict_json
-from memtrace.cypher import get_query
 from memtrace.db import connect
 from memtrace.errors import MemtraceError
 from memtrace.settings import Settings
+from memtrace.taxonomy import LABEL_SOURCES
 
 console = make_console()
 err = make_console(stderr=True)
@@ -194,19 +192,33 @@ def attribute_command(
 @click.command("eval")
 @click.option("--run-id", help="The attribution run to score [default: the latest].")
 @click.option("--trace", "trace_id", help="Only this trace.")
+@click.option(
+    "--labels",
+    "label_source",
+    type=click.Choice(LABEL_SOURCES),
+    default=None,
+    help="Score against the labels of one source only [default: every source; a case labelled "
+    "by several sources or reviewers counts once per label].",
+)
 @click.option("--json", "as_json", is_flag=True)
 @neo4j_options
 def eval_command(
-    settings: Settings, run_id: str | None, trace_id: str | None, as_json: bool
+    settings: Settings,
+    run_id: str | None,
+    trace_id: str | None,
+    label_source: str | None,
+    as_json: bool,
 ) -> None:
     """Score a run's attributions against the labels (and two baselines)."""
+    source = choice(label_source, LABEL_SOURCES) if label_source else None
     with connect(settings) as db:
-        rows = evaluation_rows(AttributionStore(db), run_id, trace_id)
+        rows = evaluation_rows(AttributionStore(db), run_id, trace_id, source)
     scores = score(rows)
     resolved = rows.attrs["run_id"]
     if as_json:
         payload = {
             "run_id": resolved,
+            "labels": source or "every source",
             "summary": scores.summary.to_dict(orient="records"),
             "by_type": scores.by_type.to_dict(orient="records"),
             "confusion": scores.confusion.to_dict(orient="index"),
@@ -224,7 +236,8 @@ def eval_command(
         "seconds_per_case": "latency s",  # mean per case, cases run in parallel: not 1/throughput
     }
     summary = scores.summary.rename(columns=short)
-    console.print(frame_table(summary, f"run {resolved}: accuracy and cost per case"))
+    labels = f"{source} labels" if source else "labels of every source"
+    console.print(frame_table(summary, f"run {resolved} vs {labels}: accuracy and cost per case"))
     console.print(frame_table(scores.by_type, "by labeled error type"))
     console.print(frame_table(scores.confusion.reset_index(), "confusion (label x predicted)"))
 
@@ -237,13 +250,15 @@ def _explain_tree(analysis: Analysis) -> Tree:
     tree.add(f"prediction: {anchor.prediction}")
     trails = tree.add("[bold]evidence trails[/]")
     for trail in analysis.trails:
-        node = trails.add(f"{trail.message_id}: [italic]{trail.key_sentence}[/]")
+        role = "key sentence" if trail.role == "key" else f"holds {', '.join(trail.answer_words)}"
+        node = trails.add(f"{trail.message_id} ({role}): [italic]{trail.key_sentence}[/]")
         stop = (
             f" at {trail.stop.name or trail.stop.kind} {trail.stop.id} (#{trail.stop.seq})"
             if trail.stop
             else ""
         )
-        node.add(f"{trail.stage}{stop}: {trail.detail}")
+        spared = "" if trail.needed else " (its gold-answer words reached the context anyway)"
+        node.add(f"{trail.stage}{stop}: {trail.detail}{spared}")
         if trail.holders:
             node.add(f"held by {', '.join(trail.holders[:4])}")
     checked = set(verdict.checked)
@@ -267,13 +282,6 @@ def _explain_tree(analysis: Analysis) -> Tree:
             f"{verdict.overridden_from}"
         )
     return tree
-
-
-def browser_cypher(trace_id: str, case_id: str, max_seq: int) -> str:
-    """The explain view with :param lines, ready to paste into Neo4j Browser."""
-    params = {"trace_id": trace_id, "case_id": case_id, "max_seq": max_seq}
-    lines = [f":param {key} => {json.dumps(value)};" for key, value in params.items()]
-    return "\n".join([*lines, get_query("attribution/explain_view").text])
 
 
 @click.command("explain")
@@ -304,13 +312,16 @@ def explain_command(
         resolved = resolve_case(store, case_id, trace_id)
         analysis = analyse_case(store, chosen, resolved, case_id, options)
     answer_seq = analysis.anchor.answer.seq if analysis.anchor.answer else 0
-    cypher = browser_cypher(resolved, case_id, answer_seq)
+    cypher = explain_cypher(resolved, case_id, answer_seq)
     if as_json:
         record = memtrace_record(analysis.verdict)
         record["trails"] = [
             {
                 "message_id": t.message_id,
                 "key_sentence": t.key_sentence,
+                "role": t.role,
+                "answer_words": list(t.answer_words),
+                "needed": t.needed,
                 "stage": t.stage,
                 "stop_op": t.stop.id if t.stop else None,
                 "error_type": t.error_type,

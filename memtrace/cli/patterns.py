@@ -50,6 +50,7 @@ VIEWS: dict[str, View] = {
             "op_name",
             "stage",
             "error_type",
+            "failure_mode",
             "inputs",
             "cases",
             "share_of_failures",

@@ -1,56 +1,49 @@
-"""Trace the real Mem0 library (``mem0ai``, extra ``memtrace[mem0]``): one call instruments a
-``mem0.Memory`` so that ``add()`` and ``search()`` record a native memtrace trace.
+"""Trace the real Mem0 library (``mem0ai``): one call instruments a ``mem0.Memory`` so that
+``add()`` and ``search()`` record a native memtrace trace.
 
     from memtrace.integrations.mem0 import instrument
     traced = instrument(memory)            # checks the mem0ai version and the hooks it needs
     with trace("run.jsonl", "run-1", system="mem0-lib"):
         with traced.inputs(message_var):   # optional: the variables add() consumes
             memory.add(messages, user_id="u1")
-        memory.search("question", user_id="u1")
+        traced.search("question", user_id="u1", top_k=10)  # memory.search, either version's API
 
-Mem0 has no hooks, so the instance's collaborators are wrapped (never the classes): the LLM's
-``generate_response``, the vector store's ``search`` and the memory's ``_create_memory`` /
-``_update_memory`` / ``_delete_memory``. Mem0 runs its add pipeline in a worker thread, so the
-wrappers only *record events*; when ``add()`` returns, the events are checked against the
-pipeline of the pinned range (one fact-extraction call answering ``{"facts": [...]}``, then,
-if there were facts, one update-decision call answering ``{"memory": [...]}``, then one
-create / update / delete per ADD / UPDATE / DELETE) and written as operations in that order:
+Two pipelines are supported, told apart by the installed version and checked against the
+instance's shape (a clear error for anything else):
 
-- ``memory_system.extract_facts`` reads the input messages and the extraction prompt, writes
-  ``facts:<n>`` (the facts Mem0 parsed);
-- ``memory_system.update_memory_decision`` reads the facts, the memories the similarity search
-  found and the update prompt, writes ``update_actions:<n>`` (the decisions), a new version of
-  each UPDATEd memory and a deletion of each DELETEd one;
-- ``memory_system.add_to_vector_store`` writes one ``memory_entry`` variable per ADD
-  (named by Mem0's memory id).
+- mem0ai 1.0.x (``mem0_v1.py``, extra ``memtrace[mem0-v1]``): fact extraction, then an
+  ADD / UPDATE / DELETE / NONE decision;
+- mem0ai 2.x (``mem0_v2.py``, extra ``memtrace[mem0]``): additive extraction (one LLM call that
+  only adds), MD5 de-duplication, hybrid search (semantic, keyword, entity).
 
-``search()`` becomes ``memory_system.search_vector_store``: reads the query and the memories
-returned, writes the context (their texts, best first; scores in the op's metadata). Events
-that do not fit raise ``Mem0InstrumentationError`` instead of writing a partial trace.
+Mem0 has no hooks, so the instance's collaborators are wrapped (never the classes); the
+wrappers only *record events*, and when ``add()`` / ``search()`` returns, the events are checked
+against the version's pipeline and written as operations. Events that do not fit raise
+``Mem0InstrumentationError`` instead of writing a partial trace. docs/tracing.md has the graph.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from importlib import import_module
 from importlib import metadata as package_metadata
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from memtrace.errors import MemtraceError
-from memtrace.tracing import Registered, Var, delete, mutation, operation, read, variable
+from memtrace.tracing import Var, operation, read, variable
 from memtrace.tracing.api import current_operation
 
-SUPPORTED: Final = ((1, 0, 11), (1, 1, 0))  # mem0ai >= 1.0.11, < 1.1: the range tested
-SUPPORTED_TEXT: Final = "mem0ai>=1.0.11,<1.1"
-EXTRACTION_PROMPT = Registered("fact-extraction-system-prompt", category="prompt")
-UPDATE_PROMPT = Registered("memory-update-decision-prompt", category="prompt")
+# version ranges tested, [low, high), with the module that traces each
+RANGES: Final = (((1, 0, 11), (1, 1, 0), "mem0_v1"), ((2, 0, 0), (2, 3, 0), "mem0_v2"))
+SUPPORTED_TEXT: Final = "mem0ai>=1.0.11,<1.1 or mem0ai>=2.0,<2.3"
 
 
 class Mem0InstrumentationError(MemtraceError):
-    """The instrumented Mem0 does not behave as the supported version range does."""
+    """The instrumented Mem0 does not behave as the supported version ranges do."""
 
 
 def mem0_version() -> tuple[int, ...]:
@@ -58,25 +51,17 @@ def mem0_version() -> tuple[int, ...]:
         text = package_metadata.version("mem0ai")
     except package_metadata.PackageNotFoundError:
         raise Mem0InstrumentationError(
-            f"mem0ai is not installed (pip install 'memtrace[mem0]' for {SUPPORTED_TEXT})"
+            "mem0ai is not installed (pip install 'memtrace[mem0]' for 2.x, "
+            "'memtrace[mem0-v1]' for 1.0.x)"
         ) from None
     return tuple(int(part) for part in text.split(".")[:3] if part.isdigit())
 
 
 @dataclass
-class _LLMCall:
+class LLMCall:
     messages: list[dict[str, Any]]
     response: str | None
     error: str | None = None
-
-
-@dataclass
-class _Events:
-    """What one ``add()`` did, in order (appended from Mem0's worker thread)."""
-
-    llm_calls: list[_LLMCall] = field(default_factory=list)
-    found: dict[str, str] = field(default_factory=dict)  # memory id -> text, from searches
-    changes: list[tuple[str, str, str | None]] = field(default_factory=list)  # event, id, text
 
 
 @dataclass
@@ -88,14 +73,16 @@ class SearchResult:
 
 
 class Instrumented:
-    """The tracing state of one instrumented ``mem0.Memory``."""
+    """The tracing state of one instrumented ``mem0.Memory``; a subclass per pipeline."""
+
+    version_range: ClassVar[str]
+    needed: ClassVar[tuple[str, ...]]  # dotted attributes of the Memory that must be callable
 
     def __init__(self, memory: Any) -> None:
         self.memory = memory
         self.memories: dict[str, Var] = {}  # Mem0 memory id -> its latest variable
         self.added = 0
         self.last_search: SearchResult | None = None
-        self._events: _Events | None = None
         self._inputs: tuple[Var, ...] = ()
         self._query: Var | None = None
         self._lock = threading.Lock()  # one add() / search() at a time per memory
@@ -118,183 +105,48 @@ class Instrumented:
         finally:
             self._query = None
 
-    # -- the wrappers -----------------------------------------------------------------------
+    def wrap(self) -> None:
+        """Install the wrappers on the Memory's collaborators."""
+        raise NotImplementedError
 
-    def _record_llm(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def generate_response(*args: Any, **kwargs: Any) -> Any:
-            messages = kwargs.get("messages", args[0] if args else [])
-            call = _LLMCall(list(messages), None)
-            if self._events is not None:
-                self._events.llm_calls.append(call)
-            try:
-                response = original(*args, **kwargs)
-            except Exception as exc:
-                call.error = f"{type(exc).__name__}: {exc}"
-                raise
-            call.response = response if isinstance(response, str) else json.dumps(response)
-            return response
+    def search(self, query: str, *, user_id: str, top_k: int) -> dict[str, Any]:
+        """``memory.search`` for one user's memories, in the installed version's API."""
+        raise NotImplementedError
 
-        return generate_response
-
-    def _record_search(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def search(*args: Any, **kwargs: Any) -> Any:
-            found = original(*args, **kwargs)
-            if self._events is not None:
-                for item in found or []:
-                    payload = getattr(item, "payload", None) or {}
-                    self._events.found[str(item.id)] = str(payload.get("data", ""))
-            return found
-
-        return search
-
-    def _record_change(self, event: str, original: Callable[..., Any]) -> Callable[..., Any]:
-        def change(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            if self._events is not None:
-                if event == "ADD":
-                    memory_id, text = str(result), kwargs.get("data", args[0] if args else None)
-                else:
-                    memory_id = str(kwargs.get("memory_id", args[0] if args else ""))
-                    text = kwargs.get("data", args[1] if len(args) > 1 else None)
-                self._events.changes.append((event, memory_id, text))
-            return result
-
-        return change
-
-    def traced_add(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def add(messages: Any, *args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                self._events = _Events()
-                try:
-                    result = original(messages, *args, **kwargs)
-                    events = self._events
-                finally:
-                    self._events = None
-                if kwargs.get("infer", True) and _tracing():
-                    self._write_add(messages, events, result)
-                return result
-
-        return add
-
-    def traced_search(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def search(query: str, *args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                result = original(query, *args, **kwargs)
-                if _tracing():
-                    self._write_search(query, result)
-                return result
-
-        return search
-
-    # -- events -> operations ---------------------------------------------------------------
-
-    def _check(self, condition: bool, problem: str) -> None:
+    def _check(self, condition: bool, problem: str, call: str = "add()") -> None:
         if not condition:
             raise Mem0InstrumentationError(
-                f"mem0 add(): {problem}; this instrumentation follows the pipeline of "
-                f"{SUPPORTED_TEXT} (fact extraction, then update decision) and records no "
-                "partial trace"
+                f"mem0 {call}: {problem}; this instrumentation follows the pipeline of "
+                f"{self.version_range} and records no partial trace"
             )
 
-    def _write_add(self, messages: Any, events: _Events, result: Any) -> None:
-        calls = events.llm_calls
-        self._check(len(calls) >= 1, "no fact-extraction LLM call was made")
-        self._check(len(calls) <= 2, f"{len(calls)} LLM calls (expected extraction + decision)")
-        extraction = calls[0]
-        self._check(extraction.error is None, f"the extraction call failed: {extraction.error}")
-        parsed = _parse_json(extraction.response)
-        # a reply that is no JSON object is the model's fault (Mem0 reads it as no facts); a
-        # JSON object without 'facts' means Mem0 now asks for something else
-        self._check(
-            parsed is None or isinstance(parsed.get("facts"), list),
-            f"the fact-extraction reply has no 'facts' list: {str(extraction.response)[:120]!r}",
-        )
-        raw_facts = parsed.get("facts", []) if parsed is not None else []
-        facts = [f if isinstance(f, str) else json.dumps(f) for f in raw_facts]
-        self._check(
-            bool(facts) == (len(calls) == 2),
-            "an update-decision call without facts, or facts without one",
-        )
-        results = result.get("results", []) if isinstance(result, dict) else []
-        recorded = [(event, memory_id) for event, memory_id, _ in events.changes]
-        returned = [(str(r.get("event")), str(r.get("id"))) for r in results if isinstance(r, dict)]
-        self._check(
-            recorded == returned,
-            f"add() returned {returned} but the store saw {recorded}",
-        )
+    def _input_vars(self, messages: Any) -> tuple[Var, ...]:
         self.added += 1
-        number = self.added
-        inputs = self._inputs or (variable(f"mem0-input:{number}", messages, category="message"),)
-        with operation("memory_system.extract_facts", category="extraction"):
-            read(*inputs)
-            system = next((m for m in extraction.messages if m.get("role") == "system"), None)
-            if system is not None:
-                EXTRACTION_PROMPT.read(system.get("content"))
-            facts_var = variable(f"facts:{number}", facts, category="llm_response", sources=inputs)
-        if len(calls) < 2:
-            return
-        decision = calls[1]
-        reply = _parse_json(decision.response)
-        self._check(
-            reply is None or isinstance(reply.get("memory"), list),
-            f"the update-decision reply has no 'memory' list: {str(decision.response)[:120]!r}",
-        )
-        actions = reply.get("memory", []) if reply is not None else []
-        adds: list[tuple[str, str | None]] = []
-        with operation("memory_system.update_memory_decision", category="update"):
-            read(facts_var)
-            UPDATE_PROMPT.read(_update_prompt(self.memory))
-            similar = [
-                self._memory_var(memory_id, text) for memory_id, text in events.found.items()
-            ]
-            read(*similar)
-            actions_var = variable(
-                f"update_actions:{number}",
-                actions,
-                category="llm_response",
-                sources=(facts_var,),
-            )
-            for event, memory_id, text in events.changes:
-                if event == "UPDATE":
-                    old = self._memory_var(memory_id, events.found.get(memory_id, ""))
-                    self.memories[memory_id] = mutation(
-                        old, _memory_value(memory_id, text), category="memory_entry"
-                    )
-                elif event == "DELETE":
-                    delete(self._memory_var(memory_id, events.found.get(memory_id, "")))
-                    self.memories.pop(memory_id, None)
-                else:
-                    adds.append((memory_id, text))
-        if adds:
-            with operation("memory_system.add_to_vector_store", category="embedding"):
-                read(actions_var)
-                for memory_id, text in adds:
-                    self.memories[memory_id] = variable(
-                        memory_id,
-                        _memory_value(memory_id, text),
-                        category="memory_entry",
-                        sources=(actions_var,),
-                    )
+        return self._inputs or (variable(f"mem0-input:{self.added}", messages, category="message"),)
 
     def _memory_var(self, memory_id: str, text: str | None) -> Var:
         """The latest variable of a memory; one created before tracing began is registered."""
         known = self.memories.get(memory_id)
         if known is None:
-            known = variable(memory_id, _memory_value(memory_id, text), category="memory_entry")
+            known = variable(memory_id, memory_value(memory_id, text), category="memory_entry")
             self.memories[memory_id] = known
         return known
 
-    def _write_search(self, query: str, result: Any) -> None:
+    def _write_search(self, query: str, result: Any, metadata: dict[str, Any]) -> None:
+        """``memory_system.search_vector_store``: reads the query and the memories returned,
+        writes the context (their texts, best first)."""
         items = result.get("results", []) if isinstance(result, dict) else []
-        if not all(isinstance(i, dict) and "id" in i and "memory" in i for i in items):
-            raise Mem0InstrumentationError(
-                f"mem0 search() returned items without id/memory ({SUPPORTED_TEXT} returns "
-                '{"results": [{"id", "memory", "score", ...}]})'
-            )
+        self._check(
+            all(isinstance(i, dict) and "id" in i and "memory" in i for i in items),
+            'search() returned items without id/memory (expected {"results": [{"id", "memory", '
+            '"score", ...}]})',
+            "search()",
+        )
+        scores = {str(i["id"]): i.get("score") for i in items}
         with operation(
             "memory_system.search_vector_store",
             category="retrieval",
-            metadata={"scores": {str(i["id"]): i.get("score") for i in items}},
+            metadata={"scores": scores, **metadata},
         ):
             query_var = self._query or variable(
                 "mem0-query", query, category="message & query", class_name="query"
@@ -315,49 +167,42 @@ class Instrumented:
 
 def instrument(memory: Any) -> Instrumented:
     """Instrument one ``mem0.Memory``; raises Mem0InstrumentationError when the installed mem0ai
-    is outside the tested range or the instance lacks what the instrumentation wraps."""
+    is outside the tested ranges or the instance lacks what that version's pipeline wraps."""
     version = mem0_version()
-    low, high = SUPPORTED
-    if not low <= version < high:
-        shown = ".".join(map(str, version))
+    shown = ".".join(map(str, version))
+    module = next((name for low, high, name in RANGES if low <= version < high), None)
+    if module is None:
         raise Mem0InstrumentationError(
             f"mem0ai {shown} is not supported: the instrumentation is tested with {SUPPORTED_TEXT}"
         )
-    needed = {
-        "llm.generate_response": getattr(getattr(memory, "llm", None), "generate_response", None),
-        "vector_store.search": getattr(getattr(memory, "vector_store", None), "search", None),
-        "_create_memory": getattr(memory, "_create_memory", None),
-        "_update_memory": getattr(memory, "_update_memory", None),
-        "_delete_memory": getattr(memory, "_delete_memory", None),
-        "add": getattr(memory, "add", None),
-        "search": getattr(memory, "search", None),
-    }
-    missing = [name for name, found in needed.items() if not callable(found)]
+    pipeline: type[Instrumented] = import_module(f"memtrace.integrations.{module}").PIPELINE
+    missing = [name for name in pipeline.needed if not callable(_dotted(memory, name))]
     if missing:
         raise Mem0InstrumentationError(
-            f"this mem0 Memory has no {', '.join(missing)} ({SUPPORTED_TEXT} has them)"
+            f"this mem0 Memory (mem0ai {shown}) has no {', '.join(missing)} "
+            f"({pipeline.version_range} has them)"
         )
     if getattr(memory, "_memtrace", None) is not None:
         raise Mem0InstrumentationError("this mem0 Memory is instrumented already")
-    state = Instrumented(memory)
-    memory.llm.generate_response = state._record_llm(memory.llm.generate_response)
-    memory.vector_store.search = state._record_search(memory.vector_store.search)
-    memory._create_memory = state._record_change("ADD", memory._create_memory)
-    memory._update_memory = state._record_change("UPDATE", memory._update_memory)
-    memory._delete_memory = state._record_change("DELETE", memory._delete_memory)
-    memory.add = state.traced_add(memory.add)
-    memory.search = state.traced_search(memory.search)
+    state = pipeline(memory)
+    state.wrap()
     memory._memtrace = state
     return state
 
 
-def _tracing() -> bool:
+def _dotted(target: Any, name: str) -> Any:
+    for part in name.split("."):
+        target = getattr(target, part, None)
+    return target
+
+
+def tracing() -> bool:
     from memtrace.tracing import active
 
     return active() is not None
 
 
-def _parse_json(response: str | None) -> dict[str, Any] | None:
+def parse_json(response: str | None) -> dict[str, Any] | None:
     """The reply as a JSON object, as Mem0 reads it (code fences removed); None if it is not."""
     if not response:
         return None
@@ -371,17 +216,8 @@ def _parse_json(response: str | None) -> dict[str, Any] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-def _memory_value(memory_id: str, text: str | None) -> dict[str, str | None]:
+def memory_value(memory_id: str, text: str | None) -> dict[str, str | None]:
     return {"id": memory_id, "memory": text}
-
-
-def _update_prompt(memory: Any) -> str:
-    custom = getattr(getattr(memory, "config", None), "custom_update_memory_prompt", None)
-    if custom:
-        return str(custom)
-    from mem0.configs.prompts import DEFAULT_UPDATE_MEMORY_PROMPT
-
-    return str(DEFAULT_UPDATE_MEMORY_PROMPT)
 
 
 __all__ = [

@@ -178,7 +178,8 @@ def bulk_load(target: BulkTarget, patterns: list[str], options: LoadOptions) -> 
     phases = summary.phases
     folder = layout.import_dir / "memtrace-bulk"
     try:
-        with validated(patterns, options) as planned:
+        with validated(patterns, options) as (planned, stages):
+            summary.stages = stages
             phases["validate"] = time.perf_counter() - started
             mark = time.perf_counter()
             shutil.rmtree(folder, ignore_errors=True)

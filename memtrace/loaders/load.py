@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -108,11 +109,21 @@ class FileResult:
         return self.nodes_written + self.relationships_written
 
 
+@dataclass(frozen=True)
+class Stages:
+    """A trace found in several files that are cumulative stages of it: only ``loaded`` is."""
+
+    trace_id: str
+    loaded: str
+    earlier: list[str]  # the files it contains, smallest first
+
+
 @dataclass
 class LoadSummary:
     files: list[FileResult] = field(default_factory=list)
     seconds: float = 0.0
     dry_run: bool = False
+    stages: list[Stages] = field(default_factory=list)
     mode: Literal["bolt", "bulk"] = "bolt"
     # bulk only: seconds per step, whether the files were imported, and the import command
     phases: dict[str, float] = field(default_factory=dict)
@@ -152,6 +163,10 @@ class LoadSummary:
                     "seconds": round(r.seconds, 3),
                 }
                 for r in self.files
+            ],
+            "cumulative_stages": [
+                {"trace_id": s.trace_id, "loaded": s.loaded, "earlier": s.earlier}
+                for s in self.stages
             ],
         }
 
@@ -365,9 +380,12 @@ class PlannedTrace:
 
 
 @contextmanager
-def validated(patterns: list[str], options: LoadOptions) -> Iterator[list[PlannedTrace]]:
+def validated(
+    patterns: list[str], options: LoadOptions
+) -> Iterator[tuple[list[PlannedTrace], list[Stages]]]:
     """Validate every file (raising InputError on the first problem, before anything is
-    written); the indexes of the write passes stay open until the block ends."""
+    written); yield the files to write, one per trace, and the traces that came in cumulative
+    stages. The indexes of the write passes stay open until the block ends."""
     files = expand_paths(patterns)
     if options.trace_id and len(files) > 1:
         raise InputError(
@@ -375,7 +393,6 @@ def validated(patterns: list[str], options: LoadOptions) -> Iterator[list[Planne
         )
     planned: list[PlannedTrace] = []
     try:
-        owners: dict[str, Path] = {}
         for file in files:
             detection = Detection(options.format, "--format") if options.format else detect(file)
             fmt = detection.format
@@ -393,21 +410,15 @@ def validated(patterns: list[str], options: LoadOptions) -> Iterator[list[Planne
                     "re-load writes; give the trace another id (--trace-id)",
                 )
             planned.append(PlannedTrace(file, fmt, index, trace_id))
-            if trace_id in owners:
-                raise InputError(
-                    str(file),
-                    None,
-                    f"trace id {trace_id!r} is also the trace of {owners[trace_id]}",
-                )
-            owners[trace_id] = file
-        if options.labels is not None and all(plan.format != "otlp" for plan in planned):
+        plans, stages = _one_plan_per_trace(planned)
+        if options.labels is not None and all(plan.format != "otlp" for plan in plans):
             raise InputError(
                 ", ".join(patterns),
                 None,
                 "--labels joins LoCoMo questions into OTLP traces as cases, but no file here is "
                 "OTLP (native and smartcomment traces carry their own cases): drop --labels",
             )
-        yield planned
+        yield plans, stages
     finally:
         for plan in planned:
             plan.index.close()
@@ -424,13 +435,13 @@ def load_paths(
     A file that fails validation raises InputError before anything at all is written.
     """
     started = time.perf_counter()
-    with validated(patterns, options) as planned:
-        summary = LoadSummary(dry_run=options.dry_run)
+    with validated(patterns, options) as (plans, stages):
+        summary = LoadSummary(dry_run=options.dry_run, stages=stages)
         if not options.dry_run:
             if db is None:
                 raise ValueError("a database is needed unless dry_run is set")
             init_schema(db)
-        for plan in planned:
+        for plan in plans:
             file_started = time.perf_counter()
             result = file_result(plan)
             if db is not None and not options.dry_run:
@@ -439,12 +450,70 @@ def load_paths(
                     _write(db, plan, options, progress or _Silent(), result, phase)
                 except KeyboardInterrupt:
                     raise LoadInterrupted(
-                        plan.trace_id, phase[0], len(summary.files), len(planned)
+                        plan.trace_id, phase[0], len(summary.files), len(plans)
                     ) from None
             result.seconds = time.perf_counter() - file_started
             summary.files.append(result)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _one_plan_per_trace(planned: list[PlannedTrace]) -> tuple[list[PlannedTrace], list[Stages]]:
+    """The files to write, one per trace id, and the traces that came in cumulative stages.
+
+    Files sharing a trace id are stages of one graph when each is contained in the most
+    complete one (MemBase exports a user's graph after construction, search and evaluation,
+    each extending the last); that one is loaded. Any other shared id is refused, naming the
+    first record where the two files differ.
+    """
+    by_trace: dict[str, list[PlannedTrace]] = {}
+    for plan in planned:
+        by_trace.setdefault(plan.trace_id, []).append(plan)
+    kept: list[PlannedTrace] = []
+    stages: list[Stages] = []
+    for trace_id, group in by_trace.items():
+        # on a tie (identical files) the first in path order is kept
+        complete = max(group, key=lambda plan: (plan.index.records, -group.index(plan)))
+        kept.append(complete)
+        earlier = [plan for plan in group if plan is not complete]
+        for plan in earlier:
+            difference = plan.index.first_difference(complete.index)
+            if difference is not None:
+                location, problem = difference
+                raise InputError(
+                    str(plan.file),
+                    location,
+                    f"trace id {trace_id!r} is also the trace of {complete.file}, and this file "
+                    f"is not an earlier stage of it: {problem}",
+                )
+        if earlier:
+            earlier.sort(key=lambda plan: plan.index.records)
+            stages.append(Stages(trace_id, str(complete.file), [str(p.file) for p in earlier]))
+    order = {id(plan): n for n, plan in enumerate(planned)}
+    return sorted(kept, key=lambda plan: order[id(plan)]), stages
+
+
+def stages_line(stages: list[Stages]) -> str | None:
+    """One line saying which traces came in cumulative stage files and which file was loaded."""
+    if not stages:
+        return None
+    if len(stages) == 1:
+        only = stages[0]
+        paths = [Path(path) for path in [*only.earlier, only.loaded]]
+        folders = {path.parent for path in paths}
+        named = [path.name if len(folders) == 1 else str(path) for path in paths]
+        where = f" of {folders.pop()}" if len(folders) == 1 else ""
+        return (
+            f"{only.trace_id} is in {len(paths)} cumulative stage files ({', '.join(named)})"
+            f"{where}: loaded once, from the most complete, {named[-1]}"
+        )
+    names = Counter(Path(stage.loaded).name for stage in stages)
+    count = sum(1 + len(stage.earlier) for stage in stages)
+    loaded = ", ".join(f"{name} x{n}" for name, n in names.items())
+    return (
+        f"{len(stages)} traces are each in several cumulative stage files ({count} files): "
+        f"each loaded once, from its most complete stage ({loaded})"
+    )
 
 
 def file_result(plan: PlannedTrace) -> FileResult:

@@ -29,8 +29,12 @@ from memtrace.loaders.models import (
 )
 from memtrace.loaders.otlp_attributes import (
     GEN_AI_KINDS,
+    GEN_AI_MEMORY_KINDS,
     OPENINFERENCE_KINDS,
+    AttributeProblem,
+    MemorySpan,
     input_category,
+    memory_span,
     output_category,
     retrieved_documents,
     span_inputs,
@@ -43,6 +47,7 @@ from memtrace.taxonomy import Kind
 
 __all__ = [
     "GEN_AI_KINDS",
+    "GEN_AI_MEMORY_KINDS",
     "OPENINFERENCE_KINDS",
     "LabeledQuestion",
     "Labels",
@@ -113,6 +118,7 @@ class _Op:
     reads: dict[str, None] = field(default_factory=dict)
     writes: dict[str, None] = field(default_factory=dict)
     edges: list[tuple[str, str]] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 class _Converter:
@@ -124,7 +130,8 @@ class _Converter:
         self.variables: list[_Var] = []
         self.by_text: dict[str, list[_Var]] = {}
         self.by_id: dict[str, _Var] = {}
-        self.documents: dict[str, _Var] = {}  # document id -> latest version
+        self.documents: dict[str, _Var] = {}  # document name -> latest version
+        self.deleted: set[str] = set()  # document names whose latest version was deleted
         self.ops: list[_Op] = []
         self.seq = 0
         self.marker: _Var | None = None
@@ -203,9 +210,19 @@ class _Converter:
 
     # -- spans -> operations ----------------------------------------------------------------
 
+    def _memory_span(self, span: Span) -> MemorySpan | None:
+        try:
+            return memory_span(span)
+        except AttributeProblem as problem:
+            key = problem.key.partition("[")[0]
+            raise InputError(
+                self.path, span.attribute_location(key), f"span {span.name!r}: {problem}"
+            ) from None
+
     def _operation(self, span: Span) -> None:
         attributes = span.attributes
         kind = span_kind(span)
+        memory = self._memory_span(span)
         session = span.trace_id
         inputs = []
         for io in span_inputs(span):  # new inputs are ranked before the op that reads them
@@ -224,11 +241,14 @@ class _Converter:
             # a search returning Mem0-shaped results reads those memories, it stores nothing
             found += [(doc_id, content) for doc_id, content, _ in written]
             written = None  # and the results are also the context it outputs
+        if memory is not None:
+            written = self._memory_records(op, memory, found)
         read_documents = [self._read_document(doc_id, content, span) for doc_id, content in found]
         for var in (*inputs, *read_documents):
             op.reads[var.id] = None
         outputs: list[_Var] = []
-        for io in span_outputs(span, skip_output_value=written is not None):
+        skip_output_value = written is not None and memory is None
+        for io in span_outputs(span, skip_output_value=skip_output_value):
             var = self._existing(io.text, span.end_ns)
             if var is None or var.id in op.reads:
                 var = self._new_var(
@@ -239,11 +259,43 @@ class _Converter:
                     session,
                 )
             outputs.append(var)
+        if memory is not None and memory.operation == "search_memory" and not outputs:
+            # a search with no output attribute: its context is the records it returned
+            contents = [r.content for r in memory.records]
+            context = json.dumps(contents, ensure_ascii=False)
+            outputs.append(
+                self._new_var(
+                    f"{span.span_id}:memory_context", context, "context", span.end_ns, session
+                )
+            )
         for target in outputs:
             op.writes[target.id] = None
             op.edges.extend((source.id, target.id) for source in (*inputs, *read_documents))
         for doc_id, content, event in written or ():
             self._write_document(op, doc_id, content, event, inputs)
+        if memory is not None and memory.operation == "delete_memory_store":
+            prefix = f"{memory.store}/" if memory.store else ""
+            for name in [n for n in self.documents if n.startswith(prefix)]:
+                if name not in self.deleted:
+                    self._write_document(op, name, None, "DELETE", inputs)
+
+    def _memory_records(
+        self, op: _Op, memory: MemorySpan, found: list[tuple[str, str | None]]
+    ) -> list[tuple[str, str | None, str]]:
+        """A GenAI memory span's records: those a search returned, and those with event NONE
+        (seen, left unchanged), are read (added to ``found``); the rest are written with their
+        event. Records are named by their id, prefixed by the store id when the span names one
+        (the store is the scope)."""
+        prefix = f"{memory.store}/" if memory.store else ""
+        if memory.store:
+            op.metadata["gen_ai.memory.store.id"] = memory.store
+        search = memory.operation == "search_memory"
+        read = [r for r in memory.records if search or r.event == "NONE"]
+        found += [(prefix + r.id, r.content) for r in read]
+        scores = {prefix + r.id: r.score for r in read if r.score is not None}
+        if scores:
+            op.metadata["scores"] = scores
+        return [(prefix + r.id, r.content, r.event) for r in memory.records if r not in read]
 
     def _read_document(self, doc_id: str, content: str | None, span: Span) -> _Var:
         latest = self.documents.get(doc_id)
@@ -276,12 +328,14 @@ class _Converter:
             op.reads[latest.id] = None
             op.writes[self.marker.id] = None
             op.edges.append((latest.id, self.marker.id))
+            self.deleted.add(doc_id)
             return
         if latest is not None and latest.value == content:
             return
         version = latest.version + 1 if latest is not None else 1
         var = self._new_var(doc_id, content, "memory_entry", span.end_ns, span.trace_id, version)
         self.documents[doc_id] = var
+        self.deleted.discard(doc_id)
         op.writes[var.id] = None
         sources = [latest] if latest is not None else []
         if latest is not None:
@@ -539,7 +593,7 @@ class _Converter:
                     seq=op.seq,
                     reads=list(op.reads),
                     writes=list(op.writes),
-                    metadata=_op_metadata(span),
+                    metadata={**_op_metadata(span), **op.metadata},
                 ),
             )
             for i, (source, target) in enumerate(dict.fromkeys(op.edges)):

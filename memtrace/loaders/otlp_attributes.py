@@ -34,6 +34,27 @@ GEN_AI_KINDS: Final[dict[str, Kind]] = {
     "generate_content": "generation",
     "embeddings": "embedding",
 }
+# OTel GenAI memory operations (semantic conventions, status Development). A create writes what
+# an extraction produced into the store, as Mem0's add_to_vector_store does (kind embedding).
+GEN_AI_MEMORY_KINDS: Final[dict[str, Kind]] = {
+    "search_memory": "retrieval",
+    "create_memory": "embedding",
+    "update_memory": "update",
+    "upsert_memory": "update",
+    "delete_memory": "deletion",
+    "create_memory_store": "other",
+    "delete_memory_store": "deletion",
+}
+# the event each record of a memory operation has when the record names none (Mem0's
+# ADD / UPDATE / DELETE / NONE, NONE = seen and left unchanged)
+_MEMORY_EVENTS: Final[dict[str, str]] = {
+    "create_memory": "ADD",
+    "update_memory": "UPDATE",
+    "upsert_memory": "ADD",
+    "delete_memory": "DELETE",
+    "search_memory": "NONE",
+}
+_RECORD_EVENTS: Final = ("ADD", "UPDATE", "DELETE", "NONE")
 _DOC_TEXT_KEYS: Final = ("memory", "text", "content", "data")
 _INDEXED = re.compile(r"^(\d+)\.(.+)$")
 
@@ -59,8 +80,10 @@ def span_kind(span: Span) -> Kind:
     if isinstance(span_kind, str) and span_kind.upper() in OPENINFERENCE_KINDS:
         return OPENINFERENCE_KINDS[span_kind.upper()]
     operation = attributes.get("gen_ai.operation.name")
-    if isinstance(operation, str) and operation in GEN_AI_KINDS:
-        return GEN_AI_KINDS[operation]
+    if isinstance(operation, str):
+        kind = GEN_AI_KINDS.get(operation) or GEN_AI_MEMORY_KINDS.get(operation)
+        if kind is not None:
+            return kind
     return "other"
 
 
@@ -165,6 +188,9 @@ def span_inputs(span: Span) -> list[Io]:
         text = embedding.get("embedding.text")
         if text is not None:
             found.append(Io(f"embedding.{i}", None, _text(text) or ""))
+    query = attributes.get("gen_ai.memory.query.text")
+    if isinstance(query, str):
+        found.append(Io("gen_ai.memory.query", None, query))
     value = attributes.get("input.value")
     if value is not None:
         found.append(Io("input", None, _text(value) or ""))
@@ -241,3 +267,95 @@ def written_documents(value: Any) -> list[tuple[str, str | None, str]] | None:
             return None
         found.append((item["id"], text, event))
     return found
+
+
+# -- OTel GenAI memory spans ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """One entry of ``gen_ai.memory.records`` (or the span's ``gen_ai.memory.record.id``)."""
+
+    id: str
+    content: str | None  # None when content capture was off
+    score: float | None
+    event: str  # ADD / UPDATE / DELETE / NONE
+
+
+@dataclass(frozen=True)
+class MemorySpan:
+    """What a GenAI memory span says: its operation, the store (the scope) and its records."""
+
+    operation: str
+    store: str | None
+    records: tuple[MemoryRecord, ...]
+
+
+class AttributeProblem(ValueError):
+    """An attribute of the wrong type or shape: ``key`` names it, the message says what is wrong."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"{key}: {problem}")
+        self.key = key
+
+
+def memory_span(span: Span) -> MemorySpan | None:
+    """The GenAI memory operation of a span; None when ``gen_ai.operation.name`` names none.
+    Raises AttributeProblem for a ``gen_ai.memory.*`` attribute of the wrong type."""
+    attributes = span.attributes
+    operation = attributes.get("gen_ai.operation.name")
+    if not isinstance(operation, str) or operation not in GEN_AI_MEMORY_KINDS:
+        return None
+    for key in ("gen_ai.memory.store.id", "gen_ai.memory.query.text", "gen_ai.memory.record.id"):
+        value = attributes.get(key)
+        if value is not None and not isinstance(value, str):
+            raise AttributeProblem(key, f"expected a string, got {_shown(value)}")
+    store = attributes.get("gen_ai.memory.store.id")
+    default_event = _MEMORY_EVENTS.get(operation, "NONE")
+    records = _records(attributes.get("gen_ai.memory.records"), default_event)
+    record_id = attributes.get("gen_ai.memory.record.id")
+    if not records and isinstance(record_id, str):
+        records = [MemoryRecord(record_id, None, None, default_event)]
+    return MemorySpan(operation, store if isinstance(store, str) else None, tuple(records))
+
+
+def _records(value: Any, default_event: str) -> list[MemoryRecord]:
+    """``gen_ai.memory.records``: a JSON array of ``{id, content, metadata, score}`` as a string
+    (the usual encoding) or as an OTLP array of key-value lists."""
+    key = "gen_ai.memory.records"
+    if value is None:
+        return []
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise AttributeProblem(key, f"malformed JSON ({exc.msg})") from None
+    if not isinstance(value, list):
+        raise AttributeProblem(key, f"expected a JSON array of records, got {_shown(value)}")
+    records = []
+    for j, item in enumerate(value):
+        where = f"{key}[{j}]"
+        if not isinstance(item, dict):
+            raise AttributeProblem(where, f"expected a record object, got {_shown(item)}")
+        record_id = item.get("id")
+        if not isinstance(record_id, str) or not record_id:
+            raise AttributeProblem(f"{where}.id", f"expected a string, got {_shown(record_id)}")
+        content = item.get("content")
+        if content is not None and not isinstance(content, str):
+            raise AttributeProblem(f"{where}.content", f"expected a string, got {_shown(content)}")
+        score = item.get("score")
+        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
+            raise AttributeProblem(f"{where}.score", f"expected a number, got {_shown(score)}")
+        metadata = item.get("metadata")
+        event = item.get("event") or (metadata.get("event") if isinstance(metadata, dict) else None)
+        event = str(event).upper() if event is not None else default_event
+        if event not in _RECORD_EVENTS:
+            raise AttributeProblem(f"{where}.event", f"expected one of {', '.join(_RECORD_EVENTS)}")
+        records.append(
+            MemoryRecord(record_id, content, float(score) if score is not None else None, event)
+        )
+    return records
+
+
+def _shown(value: Any) -> str:
+    return f"{type(value).__name__} {json.dumps(value, default=str)[:40]}"

@@ -11,7 +11,7 @@ import base64
 import binascii
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -103,6 +103,11 @@ class Span:
     status: str
     resource: dict[str, Any]
     depth: int = 0
+    keys: dict[str, int] = field(default_factory=dict)  # attribute key -> index in the file
+
+    def attribute_location(self, key: str) -> str:
+        """Where attribute ``key`` of this span is in the file, for errors."""
+        return f"{self.location}.attributes[{self.keys.get(key, '?')}]"
 
 
 def read_spans(file: Path) -> list[Span]:
@@ -168,6 +173,7 @@ def _span(data: Any, path: str, location: str, resource: dict[str, Any]) -> Span
         ],
         status=str(span.status.code),
         resource=resource,
+        keys={pair.key: i for i, pair in enumerate(span.attributes)},
     )
 
 

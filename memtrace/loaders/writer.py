@@ -170,6 +170,7 @@ def swap_in_staged_copy(
             (get_query("load/drop_attributions"), {"trace_id": trace_id}),
             (rekey, {"from_id": trace_id, "to_id": retired, "limit": limit}),
             (rekey, {"from_id": staged, "to_id": trace_id, "limit": limit}),
+            _relink_reviews(trace_id),
         ],
     )
 
@@ -190,7 +191,12 @@ def replace_in_batches(db: Database, trace_id: str, counts: dict[str, int]) -> N
             moved = db.run(rekey, from_id=from_id, to_id=to_id, limit=DELETE_BATCH)[0]["moved"]
             if int(moved) < DELETE_BATCH:
                 break
-    _swap_trace_nodes(db, trace_id, counts, [])
+    _swap_trace_nodes(db, trace_id, counts, [_relink_reviews(trace_id)])
+
+
+def _relink_reviews(trace_id: str) -> tuple[Query, dict[str, Any]]:
+    """The swap's last step: people's reviews and labels move to the new copy."""
+    return get_query("load/relink_reviews"), {"trace_id": trace_id}
 
 
 def _swap_trace_nodes(

@@ -15,6 +15,7 @@ CLASS_COLUMNS = (
     "op_name",
     "op_kind",
     "error_type",
+    "failure_mode",  # a named refinement of the error type (taxonomy.py), "" for none
     "stage",
     "inputs",
     "prompts",
@@ -45,6 +46,9 @@ LIST_COLUMNS = (
     "case_refs",
 )
 
+# the text columns that may be empty (an empty CSV cell is read back as "")
+TEXT_COLUMNS = ("failure_mode",)
+
 EXAMPLES = 3
 
 
@@ -64,6 +68,8 @@ def shape_classes(rows: pd.DataFrame) -> pd.DataFrame:
             "error_type": rows["error_type"].fillna("").astype(str),
         }
     )
+    modes = rows["failure_mode"] if "failure_mode" in rows else pd.Series("", index=rows.index)
+    frame["failure_mode"] = modes.fillna("").astype(str)
     frame["stage"] = frame["op_kind"].map(stage_of)
     frame["inputs"] = rows["inputs"].map(_names)
     frame["prompts"] = rows["prompts"].map(_names)
@@ -84,8 +90,8 @@ def shape_classes(rows: pd.DataFrame) -> pd.DataFrame:
     for column in ("failures", "blamed_operations", "executions"):
         frame[column] = rows[column].astype(int)
     frame = frame.sort_values(
-        ["cases", "system", "op_name", "error_type"],
-        ascending=[False, True, True, True],
+        ["cases", "system", "op_name", "error_type", "failure_mode"],
+        ascending=[False, True, True, True, True],
         kind="stable",
     )
     return frame.reset_index(drop=True)[list(CLASS_COLUMNS)]

@@ -57,9 +57,14 @@ def to_csv(frame: pd.DataFrame) -> str:
     return buffer.getvalue()
 
 
-def from_csv(text: str, list_columns: tuple[str, ...]) -> pd.DataFrame:
-    """Read ``to_csv`` output back; ``list_columns`` are parsed from their JSON arrays."""
+def from_csv(
+    text: str, list_columns: tuple[str, ...], text_columns: tuple[str, ...] = ()
+) -> pd.DataFrame:
+    """Read ``to_csv`` output back; ``list_columns`` are parsed from their JSON arrays,
+    ``text_columns`` keep an empty cell as an empty string (not a missing number)."""
     frame = pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""])
     for column in list_columns:
         frame[column] = frame[column].map(json.loads)
+    for column in text_columns:
+        frame[column] = frame[column].astype(object).fillna("").astype(str)
     return frame

@@ -1,5 +1,5 @@
-"""`memtrace run mem0-lib`: the real Mem0 library (``mem0ai``) over LoCoMo-format data, traced
-through ``memtrace.integrations.mem0``.
+"""`memtrace run mem0-lib`: the real Mem0 library (``mem0ai`` 1.0.x or 2.x, whichever is
+installed) over LoCoMo-format data, traced through ``memtrace.integrations.mem0``.
 
 Mem0's LLM and embedder talk to the configured OpenAI-compatible endpoint (``OPENAI_BASE_URL``,
 ``OPENAI_API_KEY``, ``MEMTRACE_LLM_MODEL``; embeddings: the settings' embedding model with
@@ -81,7 +81,10 @@ def import_mem0(home: Path) -> Any:
         import mem0.memory.main
         import mem0.memory.telemetry
     except ImportError:
-        raise ConfigError("mem0-lib needs the mem0 extra: pip install 'memtrace[mem0]'") from None
+        raise ConfigError(
+            "mem0-lib needs the mem0 extra: pip install 'memtrace[mem0]' (mem0ai 2.x) or "
+            "'memtrace[mem0-v1]' (1.0.x)"
+        ) from None
     # imported earlier with telemetry on: turn it off where it is read
     mem0.memory.telemetry.MEM0_TELEMETRY = False
     mem0.memory.main.MEM0_TELEMETRY = False
@@ -120,7 +123,7 @@ class Mem0LibSystem(System):
 
     def retrieve(self, query: Var, question: Question, case_id: str) -> tuple[list[Item], Var, str]:
         with self.traced.query(query):
-            found = self.memory.search(question.text, user_id=self.user, limit=self.params.top_k)
+            found = self.traced.search(question.text, user_id=self.user, top_k=self.params.top_k)
         search = self.traced.last_search
         memories = self.traced.memories  # empty while tracing is off
         items = [

@@ -1,6 +1,7 @@
-"""The real Mem0 library, traced: `memtrace run mem0-lib` against a local OpenAI-compatible
-server whose replies are valid for Mem0's prompts; planted faults are attributed to the op and
-type they were planted in; a broken pinned-range assumption is a clear error."""
+"""The real Mem0 1.0.x library, traced: `memtrace run mem0-lib` against a local
+OpenAI-compatible server whose replies are valid for Mem0's prompts; planted faults are
+attributed to the op and type they were planted in; a broken pinned-range assumption is a clear
+error. Runs where mem0ai 1.0.x is installed (2.x: test_mem0_lib_v2.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-pytest.importorskip("mem0", reason="needs the mem0 extra")
+try:
+    MEM0_VERSION = importlib.metadata.version("mem0ai")
+except importlib.metadata.PackageNotFoundError:
+    MEM0_VERSION = ""
+if not MEM0_VERSION.startswith("1.0."):
+    pytest.skip("needs mem0ai 1.0.x (memtrace[mem0-v1])", allow_module_level=True)
 
 from fake_openai import FakeOpenAI, Mem0Replies, fake_openai_fixture  # noqa: F401
 
@@ -105,9 +111,15 @@ def blamed(db: Database, trace_id: str, op_id: str) -> dict[str, Any]:
 
 
 def test_planted_faults_are_attributed_to_their_op_and_type(
-    db: Database, endpoint: Mem0Replies, traced: str, run_id: str, tmp_path: Path
+    db: Database,
+    endpoint: Mem0Replies,
+    fake_openai: FakeOpenAI,
+    traced: str,
+    run_id: str,
+    tmp_path: Path,
 ) -> None:
     endpoint.drop.add("5k race")  # the extraction of D1:3 returns no fact
+    fake_openai.hidden.add("Kyoto")  # D3:3's memory is embedded away from every question
     endpoint.delete["baker"] = "pottery class"  # D4:6's decision deletes D2:6's memory
     endpoint.overwrite["Silent Harbor"] = "rabbit named"  # D4:3's decision rewrites D2:3's
     verdicts = run_and_attribute(run_id, tmp_path, traced)
@@ -119,6 +131,11 @@ def test_planted_faults_are_attributed_to_their_op_and_type(
     for case in ("locomo-qa-1-1", "locomo-qa-1-2"):
         assert verdicts[case] == {**verdicts[case], "error_type": "ExtractionError"}
         assert verdicts[case]["op_id"] == extraction["id"]
+    for case in ("locomo-qa-1-7", "locomo-qa-1-8"):  # the retrieval miss
+        assert verdicts[case]["error_type"] == "RetrievalError"
+        assert blamed(db, traced, verdicts[case]["op_id"])["name"] == (
+            "memory_system.search_vector_store"
+        )
     deletion = verdicts["locomo-qa-1-5"]
     assert deletion["error_type"] == "DeletionError"
     found = blamed(db, traced, deletion["op_id"])
@@ -184,6 +201,10 @@ def test_a_broken_pinned_range_assumption_is_a_clear_error(
     other = import_mem0(load_settings().home).from_config(
         memory_config(load_settings(), tmp_path / "other", "other")
     )
+    # a 1.0.x Memory when the installed version says 2.x: it lacks the 2.x shape
     monkeypatch.setattr(importlib.metadata, "version", lambda _: "2.2.1")
-    with pytest.raises(integration.Mem0InstrumentationError, match=r"mem0ai 2\.2\.1 is not"):
+    with pytest.raises(integration.Mem0InstrumentationError, match=r"has no .*get_last_messages"):
+        integration.instrument(other)
+    monkeypatch.setattr(importlib.metadata, "version", lambda _: "3.0.0")
+    with pytest.raises(integration.Mem0InstrumentationError, match=r"mem0ai 3\.0\.0 is not"):
         integration.instrument(other)

@@ -1,5 +1,6 @@
-"""The same run traced natively and as OpenInference spans (real opentelemetry-sdk, OTLP JSON
-encoding) loads and gets the same verdicts from `memtrace attribute`."""
+"""The same run traced natively and as OTel spans (real opentelemetry-sdk, OTLP JSON encoding),
+in the OpenInference and in the GenAI memory convention, loads and gets the same verdicts from
+`memtrace attribute`."""
 
 from __future__ import annotations
 
@@ -24,7 +25,12 @@ from memtrace.admin import delete_trace
 from memtrace.bench.make import BenchOptions, select_faults
 from memtrace.cli import cli
 from memtrace.db import Database
-from memtrace.integrations.otel import OpenInferenceTracer, write_otlp_json
+from memtrace.integrations.otel import (
+    GenAIMemoryTracer,
+    OpenInferenceTracer,
+    SpanMirror,
+    write_otlp_json,
+)
 from memtrace.systems.locomo import SAMPLE_PATH, Conversation, load_locomo
 from memtrace.systems.registry import make_backend, make_system
 from memtrace.tracing import SimClock, trace
@@ -46,7 +52,13 @@ class Run:
     conv: Conversation
 
 
-def traced_run(conv: Conversation, types: tuple[str, ...], out: Path, trace_id: str) -> Run:
+def traced_run(
+    conv: Conversation,
+    types: tuple[str, ...],
+    out: Path,
+    trace_id: str,
+    convention: type[SpanMirror] = OpenInferenceTracer,
+) -> Run:
     """Run the reference mem0 system with verified faults, traced both ways at once."""
     backend = make_backend("offline")
     verified = select_faults(
@@ -57,7 +69,7 @@ def traced_run(conv: Conversation, types: tuple[str, ...], out: Path, trace_id: 
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     mirror = partial(
-        OpenInferenceTracer,
+        convention,
         otel_tracer=provider.get_tracer("memtrace-test"),
         session_id=conv.sample_id,
     )
@@ -99,9 +111,11 @@ def verdicts(trace_id: str, span_to_op: dict[str, str] | None = None) -> dict[st
     return found
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(
+    scope="module", params=[OpenInferenceTracer, GenAIMemoryTracer], ids=["openinference", "genai"]
+)
 def runs(
-    db: Database, tmp_path_factory: pytest.TempPathFactory
+    db: Database, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[list[tuple[Run, str, str]]]:
     run_id = f"t{uuid.uuid4().hex[:12]}"
     tmp_path = tmp_path_factory.mktemp("otlp")
@@ -110,7 +124,7 @@ def runs(
     try:
         for number, types in PLAN.items():
             native_id = f"{run_id}-native-{number}"
-            run = traced_run(convs[number], types, tmp_path, native_id)
+            run = traced_run(convs[number], types, tmp_path, native_id, request.param)
             otlp_id = f"{run_id}-otlp-{number}"
             cli_json("load", str(run.native), "--json")
             summary = cli_json("load", str(run.otlp), "--trace-id", otlp_id, "--json")
@@ -183,3 +197,30 @@ def test_a_bad_otlp_file_beside_a_good_one_writes_nothing(
     assert "spans[3].endTimeUnixNano: ends before it starts" in result.output
     found = db.run("MATCH (t:Trace) WHERE t.id IN $ids RETURN t.id", ids=[f"otlp-{good.stem}"])
     assert found == []
+
+
+def test_a_bad_memory_attribute_names_span_and_attribute_and_writes_nothing(
+    db: Database, runs: list[tuple[Run, str, str]], tmp_path: Path, run_id: str
+) -> None:
+    data = json.loads(runs[0][0].otlp.read_text())
+    spans = data["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    number, span = next(
+        (i, s) for i, s in enumerate(spans) if s["name"] == "memory_system.add_to_vector_store"
+    )
+    attributes = span["attributes"]
+    if not any(a["key"] == "gen_ai.memory.records" for a in attributes):
+        # the OpenInference file: its store span becomes a GenAI memory span
+        for key in ("gen_ai.operation.name", "gen_ai.memory.records"):
+            attributes.append({"key": key, "value": {"stringValue": "create_memory"}})
+    index = next(i for i, a in enumerate(attributes) if a["key"] == "gen_ai.memory.records")
+    attributes[index]["value"] = {"stringValue": json.dumps([{"id": 7, "content": "x"}])}
+    bad = tmp_path / f"{run_id}-bad-memory.json"
+    bad.write_text(json.dumps(data))
+    good = tmp_path / f"{run_id}-good-memory.json"
+    good.write_text(runs[0][0].otlp.read_text())
+    result = CliRunner().invoke(cli, ["load", str(good), str(bad)])
+    assert result.exit_code == 1
+    where = f"spans[{number}].attributes[{index}]: span '{span['name']}': "
+    assert where + "gen_ai.memory.records[0].id: expected a string, got int 7" in result.output
+    ids = [f"otlp-{good.stem}", f"otlp-{bad.stem}"]
+    assert db.run("MATCH (t:Trace) WHERE t.id IN $ids RETURN t.id", ids=ids) == []

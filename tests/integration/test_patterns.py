@@ -15,7 +15,7 @@ from memtrace.cli import cli
 from memtrace.db import Database
 from memtrace.errors import MemtraceError
 from memtrace.patterns import CLASS_COLUMNS, export, failure_classes
-from memtrace.patterns.classes import LIST_COLUMNS
+from memtrace.patterns.classes import LIST_COLUMNS, TEXT_COLUMNS
 
 pytestmark = pytest.mark.integration
 
@@ -177,7 +177,7 @@ def test_cli_csv_and_json_round_trip(db: Database, seeded: Seed) -> None:
     assert parsed[0]["inputs"] == expected.loc[0, "inputs"]
     as_csv = _cli("--run", seeded.run1, "--format", "csv")
     assert as_csv.exit_code == 0
-    back = export.from_csv(as_csv.output, LIST_COLUMNS)
+    back = export.from_csv(as_csv.output, LIST_COLUMNS, TEXT_COLUMNS)
     assert back.equals(expected), (back.dtypes, expected.dtypes)
 
 

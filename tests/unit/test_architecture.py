@@ -34,7 +34,7 @@ QUERYING = {
     "memtrace.loaders.writer",
     "memtrace.patterns.reader",
     "memtrace.optimize.store",
-    "memtrace.cli.attribute",  # prints explain_view for Neo4j Browser, does not run it
+    "memtrace.review.store",
 }
 PURE_ATTRIBUTION = {
     f"memtrace.attribution.{name}"

@@ -37,6 +37,8 @@ def value(v: Any) -> dict[str, Any]:
         return {"doubleValue": v}
     if isinstance(v, list):
         return {"arrayValue": {"values": [value(x) for x in v]}}
+    if isinstance(v, dict):
+        return {"kvlistValue": {"values": [{"key": k, "value": value(x)} for k, x in v.items()]}}
     return {"stringValue": v}
 
 
@@ -425,3 +427,130 @@ def test_labels_without_an_otlp_file_are_refused() -> None:
     with pytest.raises(InputError, match="no file here is OTLP"):
         load_paths(None, [native], LoadOptions(dry_run=True, labels=locomo_labels(SAMPLE_PATH)))
     assert load_paths(None, [native], LoadOptions(dry_run=True)).files[0].format == "native"
+
+
+# -- OTel GenAI memory spans (gen_ai.operation.name = *_memory) --------------------------------
+
+
+def memory(number: int, operation: str, store: str = "prefs", **attributes: Any) -> dict[str, Any]:
+    """A GenAI memory span named as the conventions say: ``{operation} {store}``."""
+    found = {"gen_ai.operation.name": operation, "gen_ai.memory.store.id": store}
+    found.update({f"gen_ai.memory.{k.replace('__', '.')}": v for k, v in attributes.items()})
+    return span(number, f"{operation} {store}", found)
+
+
+def records(*items: dict[str, Any]) -> str:
+    return json.dumps(list(items))
+
+
+def test_memory_spans_alone_version_records_per_id_within_their_store(
+    write: Callable[[Any, str], Path],
+) -> None:
+    spans = [
+        memory(1, "create_memory_store"),
+        memory(2, "create_memory", records=records({"id": "r1", "content": "likes tea"})),
+        memory(3, "create_memory", store="other", records=records({"id": "r1", "content": "x"})),
+        memory(4, "update_memory", records=records({"id": "r1", "content": "likes coffee"})),
+        memory(5, "upsert_memory", records=records(
+            {"id": "r1", "content": "likes coffee, not tea"},
+            {"id": "r2", "content": "has a cat"})),
+        memory(6, "search_memory", query__text="what does the user drink?", records=records(
+            {"id": "r1", "content": "likes coffee, not tea", "score": 0.9})),
+        memory(7, "delete_memory", record__id="r2"),
+        memory(8, "delete_memory_store", store="other"),
+    ]  # fmt: skip
+    loaded = read_otlp(write(request(*spans), "m.json"))
+    ops = {op.id: op for op in by_type(loaded, OperationRecord)}
+    kinds = [op.kind for op in ops.values()]
+    assert (
+        kinds
+        == ["other", "embedding", "embedding", "update", "update", "retrieval"] + ["deletion"] * 2
+    )
+    op = list(ops.values())
+    assert op[1].writes == ["prefs/r1@1"] and op[2].writes == ["other/r1@1"]  # one id, two stores
+    assert op[3].writes == ["prefs/r1@2"] and "prefs/r1@1" in op[3].reads
+    assert op[4].writes == ["prefs/r1@3", "prefs/r2@1"]  # upsert: a new version and a create
+    search = op[5]
+    assert "prefs/r1@3" in search.reads and search.metadata["scores"] == {"prefs/r1": 0.9}
+    variables = {v.id: v for v in by_type(loaded, VariableRecord)}
+    query = next(v for v in variables.values() if v.value == "what does the user drink?")
+    assert query.id in search.reads
+    (context,) = search.writes  # no output attribute: the context is the records returned
+    assert json.loads(variables[context].value or "") == ["likes coffee, not tea"]
+    assert variables[context].category == "context"
+    assert op[6].reads == ["prefs/r2@1"] and op[6].writes == ["delete_marker:deleted@1"]
+    assert op[7].reads == ["other/r1@1"] and op[7].category == "delete_memory_store"
+    assert op[7].metadata["gen_ai.memory.store.id"] == "other"
+    index = build_index("m.json", iter(loaded))  # the records pass the native checks
+    try:
+        assert index.counts.next_versions == 2
+    finally:
+        index.close()
+
+
+def test_memory_spans_mixed_with_llm_spans_link_by_text(
+    write: Callable[[Any, str], Path],
+) -> None:
+    spans = [
+        span(1, "chat extract", {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps([{"role": "user", "content": MESSAGE}]),
+            "gen_ai.output.messages": json.dumps([{"role": "assistant", "content": FACT}])}),
+        memory(2, "create_memory", records=records({"id": "m-1", "content": FACT})),
+        memory(3, "search_memory", query__text=QUESTION,
+               records=[{"id": "m-1", "content": FACT, "score": 0.7}]),  # an OTLP kvlist array
+        span(4, "chat gpt-4o", {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps([{"role": "user", "content": QUESTION},
+                                                 {"role": "user", "content": json.dumps([FACT])}]),
+            "gen_ai.output.messages": json.dumps([{"role": "assistant", "content": "In June."}])}),
+        span(5, "case", {"memtrace.case.id": "q-1", "memtrace.case.question": QUESTION,
+                         "memtrace.case.golden_answers": ["7 May 2023"],
+                         "memtrace.case.judge_score": 0.0}),
+    ]  # fmt: skip
+    spans[1]["attributes"].append({"key": "input.value", "value": value(FACT)})
+    loaded = read_otlp(write(request(*spans), "mixed.json"))
+    extract, store, search, answer, _ = by_type(loaded, OperationRecord)
+    kinds = [extract.kind, store.kind, search.kind, answer.kind]
+    assert kinds == ["extraction", "embedding", "retrieval", "generation"]  # name rules first
+    assert store.reads == extract.writes  # the fact the chat wrote is what the store read
+    assert store.writes == ["prefs/m-1@1"] and "prefs/m-1@1" in search.reads
+    assert set(search.writes) <= set(answer.reads)  # the context flows into the answer
+    (case,) = by_type(loaded, CaseRecord)
+    assert case.query in search.reads and case.query in answer.reads and case.is_failed
+
+
+BAD_MEMORY: list[tuple[str, dict[str, Any], str]] = [
+    ("records not JSON", {"records": "[{"}, "gen_ai.memory.records: malformed JSON"),
+    ("records an object", {"records": '{"id": "a"}'}, "expected a JSON array of records"),
+    ("record id a number", {"records": '[{"id": 5}]'}, "gen_ai.memory.records[0].id: expected a"),
+    ("content a list", {"records": '[{"id": "a", "content": ["x"]}]'}, "records[0].content"),
+    ("score a string", {"records": '[{"id": "a", "score": "high"}]'}, "records[0].score"),
+    ("unknown event", {"records": '[{"id": "a", "event": "MERGE"}]'}, "records[0].event"),
+    ("store id a number", {"store__id": 7}, "gen_ai.memory.store.id: expected a string, got int"),
+    ("record id a bool", {"record__id": True}, "gen_ai.memory.record.id: expected a string"),
+]
+
+
+@pytest.mark.parametrize(
+    ("attributes", "problem"), [b[1:] for b in BAD_MEMORY], ids=[b[0] for b in BAD_MEMORY]
+)
+def test_bad_memory_attributes_name_the_span_and_attribute_and_write_nothing(
+    write: Callable[[Any, str], Path], attributes: dict[str, Any], problem: str
+) -> None:
+    bad = memory(2, "create_memory", **attributes)
+    if "store__id" in attributes:  # memory() set the store first: keep only the bad one
+        bad["attributes"] = [a for a in bad["attributes"] if a["value"] != value("prefs")]
+    path = write(request(memory(1, "create_memory_store"), bad), "bad-memory.json")
+    with pytest.raises(InputError) as caught:
+        read_otlp(path)
+    key = caught.value.problem.split(": ")[1].partition("[")[0]
+    attribute = next(i for i, a in enumerate(bad["attributes"]) if a["key"] == key)
+    assert (
+        caught.value.location == f"resourceSpans[0].scopeSpans[0].spans[1].attributes[{attribute}]"
+    )
+    assert caught.value.problem.startswith(f"span '{bad['name']}': ")
+    assert problem in caught.value.problem
+    good = write(request(*pipeline()), "good.json")
+    with pytest.raises(InputError, match=key.replace(".", r"\.")):
+        load_paths(None, [str(good), str(path)], LoadOptions(dry_run=True))

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from memtrace.patterns import breakdowns, export
-from memtrace.patterns.classes import CLASS_COLUMNS, LIST_COLUMNS, shape_classes
+from memtrace.patterns.classes import CLASS_COLUMNS, LIST_COLUMNS, TEXT_COLUMNS, shape_classes
 
 
 def _row(**overrides: object) -> dict[str, object]:
@@ -117,7 +117,7 @@ def test_json_is_strict_and_csv_round_trips() -> None:
     text = export.to_json(classes)
     parsed = json.loads(text, parse_constant=pytest.fail)
     assert [row["median_confidence"] for row in parsed] == [None, 0.4]  # NaN -> null
-    back = export.from_csv(export.to_csv(classes), LIST_COLUMNS)
+    back = export.from_csv(export.to_csv(classes), LIST_COLUMNS, TEXT_COLUMNS)
     assert back["inputs"].tolist() == classes["inputs"].tolist()
     assert back["cases"].tolist() == classes["cases"].tolist()
     assert back["median_confidence"].isna().tolist() == [True, False]

@@ -1,0 +1,74 @@
+"""Review queues of one attribution run: pure, over the rows the store read.
+
+One queue per failure class (as ``memtrace patterns`` groups them), plus the cases the reviewer
+has not decided yet, those whose verdict has a low confidence, and those where several runs
+(offline, hybrid, replay, ... judges) blame different operations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memtrace.review.model import Queue, QueueCase
+
+# Offline verdicts carry 0.8 (the answer op) or 0.9 (a trail's end); an LLM reply without a
+# confidence gets 0.5 and a walk that ran out of candidates 0.0: below 0.7 is worth a look.
+LOW_CONFIDENCE = 0.7
+
+
+def disagrees(case: QueueCase) -> bool:
+    """Another run blames a different operation (or this run blamed none and another did)."""
+    return any(other.op_id != case.op_id for other in case.other_blames)
+
+
+def low_confidence(case: QueueCase, threshold: float) -> bool:
+    return case.op_id is not None and (case.confidence is None or case.confidence < threshold)
+
+
+def decided(case: QueueCase) -> bool:
+    return case.my_decision in ("confirm", "correct")
+
+
+def build_queues(
+    cases: Sequence[QueueCase],
+    classes: Sequence[tuple[str, Sequence[tuple[str, str]]]],
+    threshold: float = LOW_CONFIDENCE,
+) -> list[Queue]:
+    """The queues in the order the app lists them; ``classes``: (title, case refs) per failure
+    class, most cases first. Every queue holds its cases in the order of ``cases``."""
+    by_ref = {case.ref: case for case in cases}
+    order = {case.ref: n for n, case in enumerate(cases)}
+
+    def queue(key: str, title: str, refs: Sequence[tuple[str, str]]) -> Queue:
+        known = tuple(sorted((ref for ref in refs if ref in by_ref), key=order.__getitem__))
+        return Queue(key, title, known, sum(decided(by_ref[ref]) for ref in known))
+
+    queues = [
+        queue("unreviewed", "not yet reviewed", [c.ref for c in cases if not decided(c)]),
+        queue(
+            "low-confidence",
+            f"low confidence (< {threshold:g})",
+            [c.ref for c in cases if low_confidence(c, threshold)],
+        ),
+        queue("disagree", "judges disagree", [c.ref for c in cases if disagrees(c)]),
+    ]
+    queues += [queue(f"class-{n}", title, refs) for n, (title, refs) in enumerate(classes, start=1)]
+    failed = [c.ref for c in cases if c.op_id is None]
+    if failed:
+        queues.append(queue("no-blame", "attribution failed or blamed nothing", failed))
+    return queues
+
+
+def next_case(
+    queue: Queue, cases: Sequence[QueueCase], after: tuple[str, str]
+) -> tuple[str, str] | None:
+    """The case to show after ``after``: the next one of ``queue`` (in the order of ``cases``)
+    the reviewer has not decided, wrapping around; None when every case of it is decided.
+    ``after`` may have left the queue (a decided case leaves 'not yet reviewed')."""
+    by_ref = {case.ref: case for case in cases}
+    order = {case.ref: n for n, case in enumerate(cases)}
+    position = order.get(after, -1)
+    open_refs = [ref for ref in queue.cases if ref != after and not decided(by_ref[ref])]
+    later = [ref for ref in open_refs if order[ref] > position]
+    chosen = later or open_refs
+    return chosen[0] if chosen else None
