@@ -9,7 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from memtrace.cli import cli
 from memtrace.loaders.bulk import import_arguments
 from memtrace.loaders.bulk_files import BulkFiles, UnrepresentableValue
 
@@ -117,3 +119,12 @@ def test_relationship_rows_become_what_their_queries_create(tmp_path: Path) -> N
     assert lines(groups["DEPENDS_ON"].data) == ['10,9,"v1\x1fv2"']
     assert lines(groups["FLOWS_TO"].header) == [":START_ID,:END_ID,edge_id:string,op_id:string"]
     assert files.relationships == 7
+
+
+def test_the_cli_refuses_a_bulk_load_into_another_server(tmp_path: Path) -> None:
+    trace = Path(__file__).resolve().parent.parent / "data" / "native" / "small.jsonl"
+    env = {"MEMTRACE_HOME": str(tmp_path), "NEO4J_URI": "bolt://db.example:7687"}
+    result = CliRunner().invoke(cli, ["load", "--bulk", str(trace)], env=env)
+    assert result.exit_code == 1
+    assert "not the managed server" in result.output
+    assert not (tmp_path / "neo4j" / "import").exists()  # no file written
