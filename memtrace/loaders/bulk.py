@@ -19,7 +19,7 @@ from pathlib import Path
 
 from memtrace.admin import init_schema, node_count
 from memtrace.db import Database
-from memtrace.errors import InputError, MemtraceError
+from memtrace.errors import DatabaseNotEmptyError, InputError, MemtraceError
 from memtrace.loaders.bulk_files import (
     ARRAY_DELIMITER_OPTION,
     BulkFiles,
@@ -46,10 +46,6 @@ from memtrace.server import manager
 from memtrace.server.layout import ServerLayout
 
 Connect = Callable[[], AbstractContextManager[Database]]
-
-
-class NotEmptyError(MemtraceError):
-    """A bulk import replaces the whole database, so it only runs on an empty one."""
 
 
 def import_arguments(groups: list[FileGroup]) -> list[str]:
@@ -139,7 +135,7 @@ def _write_trace(
 def _refuse_unless_empty(db: Database, where: str) -> None:
     nodes = node_count(db)
     if nodes:
-        raise NotEmptyError(
+        raise DatabaseNotEmptyError(
             f"the database at {where} holds {nodes:,} nodes; `memtrace load --bulk` replaces "
             "the whole database, so it only imports into an empty one. Use `memtrace load` "
             "(without --bulk) to add to it"
@@ -177,10 +173,11 @@ def bulk_load(target: BulkTarget, patterns: list[str], options: LoadOptions) -> 
     summary = LoadSummary(mode="bulk")
     phases = summary.phases
     folder = layout.import_dir / "memtrace-bulk"
+    mark = time.perf_counter()
     try:
         with validated(patterns, options) as (planned, stages):
             summary.stages = stages
-            phases["validate"] = time.perf_counter() - started
+            phases["validate"] = time.perf_counter() - mark
             mark = time.perf_counter()
             shutil.rmtree(folder, ignore_errors=True)
             written = write_files(planned, options, folder, summary)

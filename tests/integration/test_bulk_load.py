@@ -19,8 +19,8 @@ from memtrace.attribution.pipeline import Options, attribute_cases
 from memtrace.attribution.store import AttributionStore
 from memtrace.cli import cli
 from memtrace.db import Database, connect
-from memtrace.errors import InputError, MemtraceError, ServerError
-from memtrace.loaders.bulk import BulkTarget, NotEmptyError, bulk_load
+from memtrace.errors import DatabaseNotEmptyError, InputError, MemtraceError, ServerError
+from memtrace.loaders.bulk import BulkTarget, bulk_load
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.server import manager
 from memtrace.server.config import ServerOptions
@@ -151,7 +151,7 @@ def test_bulk_import_equals_a_bolt_load(server: ServerLayout, files: list[str]) 
         bulk = snapshot(db)
         # a database that holds data is refused before anything is stopped or written
         pid = manager.running_pid(server)
-        with pytest.raises(NotEmptyError, match="holds"):
+        with pytest.raises(DatabaseNotEmptyError, match="holds"):
             bulk_load(target_of(server), [str(SMALL)], LoadOptions())
         assert manager.running_pid(server) == pid
         delete_everything(db)
