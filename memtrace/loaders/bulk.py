@@ -61,17 +61,11 @@ def import_arguments(groups: list[FileGroup]) -> list[str]:
     return arguments + [group.argument() for group in groups]
 
 
-@dataclass
-class BulkFilesWritten:
-    groups: list[FileGroup]
-    nodes: int
-    relationships: int
-
-
 def write_files(
     planned: list[PlannedTrace], options: LoadOptions, folder: Path, summary: LoadSummary
-) -> BulkFilesWritten:
-    """The import files of every trace, with the rows the Bolt loader would write."""
+) -> list[FileGroup]:
+    """The import files of every trace, with the rows the Bolt loader would write; the file
+    groups the import command names."""
     folder.mkdir(parents=True, exist_ok=True)
     files = BulkFiles(folder)
     offset = 0
@@ -96,7 +90,7 @@ def write_files(
             summary.files.append(result)
     finally:
         groups = files.close()
-    return BulkFilesWritten(groups, files.nodes, files.relationships)
+    return groups
 
 
 def _write_trace(
@@ -120,10 +114,7 @@ def _write_trace(
     next_free = index.number_nodes(offset)
     source = record_source(plan.file, plan.format, options.labels)
     files.node_rows(
-        plan.trace_id,
-        offset,
-        offset,
-        (row for node in index.nodes(source()) for row in node_rows(node)),
+        plan.trace_id, offset, (row for node in index.nodes(source()) for row in node_rows(node))
     )
     files.relationship_rows(
         row for linked in index.linked(source()) for row in relationship_rows(linked)
@@ -180,9 +171,9 @@ def bulk_load(target: BulkTarget, patterns: list[str], options: LoadOptions) -> 
             phases["validate"] = time.perf_counter() - mark
             mark = time.perf_counter()
             shutil.rmtree(folder, ignore_errors=True)
-            written = write_files(planned, options, folder, summary)
+            groups = write_files(planned, options, folder, summary)
             phases["write_files"] = time.perf_counter() - mark
-        arguments = import_arguments(written.groups)
+        arguments = import_arguments(groups)
         summary.import_command = [
             *("neo4j-admin", "database", "import", "full", target.database),
             *("--overwrite-destination", *arguments),

@@ -200,17 +200,16 @@ class BulkFiles:
         self._write("relationships", kind, (start, end), props or {})
         self.relationships += 1
 
-    def node_rows(
-        self, trace_id: str, trace_node: int, offset: int, rows: Iterable[QueryRow]
-    ) -> None:
-        """Write the node rows of one trace (node id: ``offset`` + the row's record number)."""
+    def node_rows(self, trace_id: str, offset: int, rows: Iterable[QueryRow]) -> None:
+        """Write the node rows of one trace: node id ``offset`` + the row's record number, the
+        trace node being ``offset`` itself."""
         for name, row in rows:
             node_id = offset + row["n"]
             props = {"trace_id": trace_id, "id": row["id"], **row["props"]}
             self.node(_NODE_QUERIES[name], node_id, props)
             link = _TRACE_LINKS.get(name)
             if link is not None:
-                self.relationship(link, trace_node, node_id)
+                self.relationship(link, offset, node_id)
 
     def relationship_rows(self, rows: Iterable[QueryRow]) -> None:
         """Write what each relationship query creates (endpoints are node ids as text)."""
