@@ -23,9 +23,10 @@ $(VENV_MEM0V2)/bin/memtrace: pyproject.toml
 
 venv-mem0v2: $(VENV_MEM0V2)/bin/memtrace
 
-## Set up, start the local Neo4j and run the demo.
+## Set up, start the local Neo4j and run the demo (SYSTEM=mem0|rag|long-context|evermemos).
+SYSTEM ?= mem0
 demo: venv
-	bash scripts/demo.sh
+	bash scripts/demo.sh --system $(SYSTEM)
 
 ## Set up, start Neo4j, run lint, types and the whole test suite (the mem0ai 2.x tests in the
 ## second virtualenv), stop Neo4j if we started it.

@@ -102,8 +102,11 @@ def seed(db: Database, scope: str, traces: int, cases: int) -> tuple[str, list[s
     return run_id, ids
 
 
-def timed(work: Callable[[], object], repeat: int) -> float:
+def timed(work: Callable[[], object], repeat: int, first: list[float] | None = None) -> float:
+    started = time.perf_counter()
     work()  # warm-up: plans cached, pages in memory
+    if first is not None:  # the warm-up's own time: what the first run on a fresh server pays
+        first.append(time.perf_counter() - started)
     samples = []
     for _ in range(repeat):
         started = time.perf_counter()
@@ -137,10 +140,13 @@ def main() -> None:
             attributed = db.run(
                 "MATCH (a:Attribution {run_id: $run_id}) RETURN count(a) AS n", run_id=run_id
             )[0]["n"]
+            started = time.perf_counter()
             classes = patterns.failure_classes(db, run_id)
+            first_library = time.perf_counter() - started
             baseline = timed(lambda: db.run(BASELINE), args.repeat)
             library = timed(lambda: patterns.failure_classes(db, run_id), args.repeat)
-            command = timed(lambda: cli_patterns(run_id), args.repeat)
+            first_command: list[float] = []
+            command = timed(lambda: cli_patterns(run_id), args.repeat, first_command)
             with tempfile.TemporaryDirectory() as out:
                 report = timed(lambda: make_report(db, run_id, Path(out)), args.repeat)
         finally:
@@ -155,6 +161,8 @@ def main() -> None:
         "baseline_count_s": baseline,
         "failure_classes_s": library,
         "patterns_command_s": command,
+        "first_failure_classes_s": first_library,
+        "first_patterns_command_s": first_command[0],
         "report_s": report,
         "ratio_failure_classes": library / baseline,
         "ratio_patterns_command": command / baseline,
@@ -168,6 +176,8 @@ def main() -> None:
         f"| `memtrace patterns --format json` (process) | {command:.3f} | "
         f"{command / baseline:.0f} |\n"
         f"| `make_report` | {report:.3f} | {report / baseline:.0f} |\n"
+        f"| first `failure_classes` after seeding (cold plans) | {first_library:.3f} | - |\n"
+        f"| first `memtrace patterns` process after that | {first_command[0]:.3f} | - |\n"
         f"\n{attributed} attributed failed cases in {args.traces} traces, {len(classes)} "
         f"classes; load average {result['load_average']:.1f}"
     )

@@ -29,9 +29,10 @@ from memtrace.bench.natural import FileReplayers, natural_bench
 from memtrace.db import connect
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.replay import make_replayer, read_native
+from memtrace.replay.inputs import REPLAYABLE_SYSTEMS
 from memtrace.settings import load_settings
 from memtrace.systems.locomo import Subset, load_locomo
-from memtrace.systems.registry import REFERENCE_SYSTEMS, make_backend, make_system
+from memtrace.systems.registry import make_backend, make_system
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 PREFIX = "bench-replay-"
@@ -125,7 +126,7 @@ def wall_ratio(path: Path, system: str, convs: list[Any]) -> dict[str, float]:
 
 def natural(db: Any, settings: Any, convs: list[Any], out: Path, tag: str) -> dict[str, Any]:
     result: dict[str, Any] = {}
-    for system in REFERENCE_SYSTEMS:
+    for system in REPLAYABLE_SYSTEMS:
         report = natural_bench(db, system, convs, out / system, prefix=f"{PREFIX}{tag}-",
                                settings=settings)  # fmt: skip
         trace_ids = [p.stem for p in report.files]
@@ -155,7 +156,7 @@ def main() -> None:
         if args.planted:
             sets = load_locomo(args.data, Subset(conversations=tuple(args.planted.split(","))))
             out["planted"] = {}
-            for system in REFERENCE_SYSTEMS:
+            for system in REPLAYABLE_SYSTEMS:
                 where = Path(folder) / system
                 out["planted"][system] = planted(db, settings, sets, where, system, args.faults)
                 print(system, json.dumps(out["planted"][system])[:300], flush=True)

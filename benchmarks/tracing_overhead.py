@@ -1,6 +1,7 @@
-"""Tracing overhead of the offline mem0 system: tracing on vs off, and the disabled API's cost.
+"""Tracing overhead of an offline reference system: tracing on vs off, and the disabled API's cost.
 
-    .venv/bin/python benchmarks/tracing_overhead.py [--data PATH] [--conversations 1,2] [--repeat 5]
+    .venv/bin/python benchmarks/tracing_overhead.py [--system mem0|evermemos] [--data PATH] \
+        [--conversations 1,2] [--repeat 5]
 
 Three timings of the same run, wall clock and CPU (user + system of this process and of any
 child process, e.g. the trace writer), --repeat times, interleaved so noise hits all:
@@ -28,9 +29,12 @@ import time
 import timeit
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-from memtrace.systems import base, mem0, params
+from memtrace.systems import base, evermemos, mem0, params
+from memtrace.systems.base import System
+from memtrace.systems.evermemos import EverMemOSSystem
 from memtrace.systems.locomo import SAMPLE_PATH, Subset, load_locomo
 from memtrace.systems.mem0 import Mem0System
 from memtrace.systems.offline import OfflineBackend
@@ -38,7 +42,14 @@ from memtrace.systems.runner import run_conversation
 from memtrace.tracing import OFF, Registered, operation, wait_synced
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
-API = ("operation", "session", "variable", "read", "edge", "edges", "mutation", "delete", "case")
+# the tracing names a system module may import
+API: tuple[str, ...] = ("operation", "session", "variable", "read", "write", "edge", "edges")
+API += ("mutation", "delete", "case")
+# system -> (its class, the module whose imported tracing names `stripped` replaces)
+SYSTEMS: dict[str, tuple[type[System], ModuleType]] = {
+    "mem0": (Mem0System, mem0),
+    "evermemos": (EverMemOSSystem, evermemos),
+}
 
 
 def _noop(*args: Any, **kwargs: Any) -> Any:
@@ -51,10 +62,10 @@ def _null_context(*args: Any, **kwargs: Any) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def stripped() -> Iterator[None]:
-    """Replace the tracing names the systems imported with bare no-ops."""
+def stripped(system: ModuleType) -> Iterator[None]:
+    """Replace the tracing names the system's modules imported with bare no-ops."""
     saved: list[tuple[Any, str, Any]] = []
-    for module in (base, mem0, params):
+    for module in (base, system, params):
         for name in API:
             if hasattr(module, name):
                 saved.append((module, name, getattr(module, name)))
@@ -90,16 +101,18 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=LOCOMO if LOCOMO.exists() else SAMPLE_PATH)
     parser.add_argument("--conversations", default="1,2")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--system", choices=sorted(SYSTEMS), default="mem0")
     args = parser.parse_args()
+    system_class, system_module = SYSTEMS[args.system]
     convs = load_locomo(args.data, Subset(conversations=tuple(args.conversations.split(","))))
     out = Path(tempfile.mkdtemp(prefix="memtrace-overhead-"))
 
     def run(traced: bool) -> None:
         for conv in convs:
-            run_conversation(Mem0System(OfflineBackend()), conv, out if traced else None)
+            run_conversation(system_class(OfflineBackend()), conv, out if traced else None)
 
     def run_stripped() -> None:
-        with stripped():
+        with stripped(system_module):
             run(False)
 
     runs = {"stripped": run_stripped, "off": lambda: run(False), "on": lambda: run(True)}
@@ -138,6 +151,7 @@ def main() -> None:
     plain_ns = min(timeit.repeat(lambda: plain(1), number=calls, repeat=5)) / calls * 1e9
     decorated_ns = min(timeit.repeat(lambda: decorated(1), number=calls, repeat=5)) / calls * 1e9
     result = {
+        "system": args.system,
         "data": str(args.data.name),
         "conversations": [c.number for c in convs],
         "questions": sum(len(c.questions) for c in convs),

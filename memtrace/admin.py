@@ -23,6 +23,11 @@ def init_schema(db: Database) -> list[str]:
     return names
 
 
+def node_count(db: Database) -> int:
+    """Nodes of any label in the whole database (0: empty, as a bulk import needs)."""
+    return int(db.run(get_query("db/node_count"))[0]["nodes"])
+
+
 def graph_stats(db: Database) -> dict[str, Any]:
     """Counts of every label and relationship type, plus one row per trace."""
     counts = db.run(get_query("db/stats"))[0]

@@ -207,3 +207,5 @@ def ping(uri: str, user: str, password: SecretStr | None) -> bool:
             return record is not None and record["ok"] == 1
     except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired, OSError):
         return False
+    except neo4j_errors.TransientError:  # e.g. DatabaseUnavailable: still starting its store
+        return False

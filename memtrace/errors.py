@@ -40,6 +40,10 @@ class TransactionTooLargeError(QueryError):
     """The server refused a transaction for its memory limit (dbms.memory.transaction.*)."""
 
 
+class DatabaseNotEmptyError(MemtraceError):
+    """A bulk import replaces the whole database, so it only runs on an empty one."""
+
+
 class InputError(MemtraceError):
     """Bad user input: names the file, the place in it and what is wrong."""
 

@@ -19,10 +19,18 @@ ERROR_TYPES: Final[tuple[ErrorType, ...]] = get_args(ErrorType)
 AnnotationOnlyType = Literal["AnnotationError", "LLMAsAJudgeError"]
 LabelType = Literal[ErrorType, AnnotationOnlyType]  # one flat Literal: one clear message
 
-# Where a LABELED edge comes from (its `source`): faults planted by `bench make`, replays that
-# confirmed a blame, people in `memtrace review`. `memtrace eval --labels` picks one.
-LabelSource = Literal["planted", "replay", "human"]
+# Where a label comes from, as `memtrace eval --labels` names it: `bench make` (its planted
+# faults and the losses it derived from its own provenance), an executed counterfactual, a person
+# in `memtrace review`, or a benchmark file's annotations (MemTraceBench). STORED_SOURCES: the
+# `source` values of LABELED edges each one stands for.
+LabelSource = Literal["planted", "replay", "human", "annotation"]
 LABEL_SOURCES: Final[tuple[LabelSource, ...]] = get_args(LabelSource)
+STORED_SOURCES: Final[dict[LabelSource, tuple[str, ...]]] = {
+    "planted": ("injected", "derived"),
+    "replay": ("replay",),
+    "human": ("human",),
+    "annotation": ("annotation",),
+}
 ANNOTATION_ONLY_TYPES: Final[tuple[AnnotationOnlyType, ...]] = get_args(AnnotationOnlyType)
 
 # Failure modes: named refinements of an error type, kept beside it on a verdict so that
@@ -104,7 +112,7 @@ def is_reserved_trace_id(trace_id: str) -> bool:
 # systems/locomo.py). Traces of other tools name the same ones in their own spelling (MemBase:
 # project_id "Mem0", "NaiveRAG", "Long-Context"; metadata.dataset_cls "LoCoMo"); the loader stores
 # the registry's name so that failure classes and comparisons by system are not split by case.
-SYSTEM_NAMES: Final = ("mem0", "rag", "long-context", "mem0-lib")
+SYSTEM_NAMES: Final = ("mem0", "rag", "long-context", "evermemos", "mem0-lib")
 SYSTEM_ALIASES: Final = {"naiverag": "rag"}  # MemBase's name of naive RAG
 DATASET_NAMES: Final = ("locomo",)
 

@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # The README demo: a local Neo4j, then memtrace's main job on data it generates itself.
+#   scripts/demo.sh [--system mem0|rag|long-context|evermemos]     (make demo SYSTEM=...)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
 OUT="${MEMTRACE_DEMO_DIR:-demo-traces}"
+SYSTEM=mem0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --system) SYSTEM="${2:?--system needs a name}"; shift 2 ;;
+    *) echo "usage: scripts/demo.sh [--system mem0|rag|long-context|evermemos]" >&2; exit 2 ;;
+  esac
+done
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -12,9 +20,9 @@ step "A real Neo4j 5.26 on 127.0.0.1"
 "$BIN/memtrace" neo4j start
 "$BIN/memtrace" neo4j status
 
-step "Trace a mem0-style memory system on the bundled sample, with 10 planted faults"
+step "Trace the $SYSTEM memory system on the bundled sample, with 10 planted faults"
 rm -rf "$OUT"
-"$BIN/memtrace" bench make --faults 10 --seed 1 --trace-prefix demo- --out "$OUT"
+"$BIN/memtrace" bench make --system "$SYSTEM" --faults 10 --seed 1 --trace-prefix demo- --out "$OUT"
 
 step "Load the traces into Neo4j"
 "$BIN/memtrace" load "$OUT"

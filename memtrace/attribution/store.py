@@ -29,7 +29,7 @@ from memtrace.attribution.records import attribution_rows
 from memtrace.attribution.text import message_speaker, message_text, message_timestamp
 from memtrace.cypher import get_query
 from memtrace.db import Database
-from memtrace.taxonomy import LabelSource
+from memtrace.taxonomy import STORED_SOURCES, LabelSource
 
 FLOW_DEPTH = 12  # FLOWS_TO steps followed from an evidence message (enough for extract->store)
 VALUE_BUDGET = 600  # characters per input/output value in a judge's operation view
@@ -256,7 +256,8 @@ class AttributionStore:
         """Labels (of one source, or of every source) joined with a run's attributions
         (``eval_rows.cypher``)."""
         query = get_query("attribution/eval_rows")
-        rows = self.db.run(query, run_id=run_id, trace_id=trace_id, label_source=label_source)
+        sources = list(STORED_SOURCES[label_source]) if label_source else None
+        rows = self.db.run(query, run_id=run_id, trace_id=trace_id, sources=sources)
         return pd.DataFrame(rows, columns=list(query.columns))
 
     def trace_sizes(self, trace_ids: Sequence[str]) -> dict[str, int]:

@@ -3,7 +3,9 @@
 Stages, in execution order (the error type follows from where the trail ends):
 
 1. in the answer's context                         -> reached; the answer op is the suspect
-2. held by a live memory when retrieval ran        -> RetrievalError at the retrieval op
+2. held by a live memory when retrieval ran        -> RetrievalError at the retrieval op (of
+                                                      several: the first that received it and
+                                                      passed it on in no result)
 3. held by a memory that was later deleted          -> DeletionError at the deleting op
    or rewritten without it (or a verbatim copy      -> UpdateError at the op writing the new version
    into a mere resemblance), after the message existed
@@ -120,6 +122,34 @@ def _extraction_stop(steps: Sequence[FlowStep], words: frozenset[str]) -> tuple[
     return None, "no operation read the message"
 
 
+def _retrieval_stop(
+    graph: CaseGraph, evidence: Evidence, words: frozenset[str], live: Sequence[Memory]
+) -> tuple[OpRef | None, str]:
+    """The case's retrieval op that lost a stored sentence.
+
+    Through several retrieval steps (an agentic search: round 1, sufficiency check, round 2,
+    rerank) it is the first step that received a result holding the sentence and passed none
+    on; when no step ever received one, the case's first retrieval op (the search missed it).
+    """
+    anchor = graph.anchor
+    first = min(anchor.retrievals, key=lambda op: op.seq) if anchor.retrievals else None
+    missed = f"stored in {live[0].id} but not in the retrieved context"
+    case_ops = {op.id for op in anchor.retrievals}
+    steps = [s for s in graph.flow if s.message_id == evidence.id and s.op.id in case_ops]
+    holding = {m.id for m in live} | {s.target_id for s in steps if holds(words, [s.target_value])}
+    by_op: dict[str, list[FlowStep]] = {}
+    for step in sorted(steps, key=lambda s: (s.op.seq, s.step)):
+        by_op.setdefault(step.op.id, []).append(step)
+    for group in by_op.values():
+        received = {s.source_id for s in group} & holding
+        if received and not {s.target_id for s in group} & holding:
+            op = group[0].op
+            return op, f"{op.name or op.kind} received {sorted(received)[0]} holding it but " + (
+                "passed no result holding it on"
+            )
+    return first, missed
+
+
 def _reach(trail: Trail) -> tuple[int, int]:
     """How far a trail got: the context beats the store beats a loss; later losses beat earlier."""
     rank = {"context": 2, "stored": 1, "lost": 0}[trail.stage]
@@ -162,7 +192,6 @@ def _held(sentence: str, words: dict[str, str]) -> tuple[str, ...]:
 
 
 def _trace_sentence(graph: CaseGraph, evidence: Evidence, sentence: str) -> Trail:
-    anchor = graph.anchor
     words = content_words(sentence)
     if holds(words, (value for _, value in graph.context)):
         return Trail(evidence.id, sentence, "context", None, None, "reached the answer's context")
@@ -171,8 +200,7 @@ def _trace_sentence(graph: CaseGraph, evidence: Evidence, sentence: str) -> Trai
     live = [m for m in holders if _live(m, cutoff)]
     held = tuple(m.id for m in holders)
     if live:
-        retrieval = min(anchor.retrievals, key=lambda op: op.seq) if anchor.retrievals else None
-        detail = f"stored in {live[0].id} but not in the retrieved context"
+        retrieval, detail = _retrieval_stop(graph, evidence, words, live)
         return Trail(evidence.id, sentence, "stored", retrieval, "RetrievalError", detail, held)
     by_id = {m.id: m for m in graph.memories}
     # A loss before the message existed lost another message's copy of the sentence (a

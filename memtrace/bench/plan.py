@@ -9,7 +9,11 @@ every message verbatim in a chunk that is never rewritten or deleted: its faults
 (the chunk holding the evidence is left out of the top-k) and response. Long-context keeps one
 memory unit, the window, which each session's update rewrites: trimming the evidence out of it
 is an UpdateError (the unit held it, a later update removed it; nothing is deleted), and its
-search is a pass-through of the window, so no RetrievalError.
+search is a pass-through of the window, so no RetrievalError. The EverMemOS-style system never
+updates or deletes a memory unit once written (online, without profiles): its faults are
+extraction (the episode and event log of a MemCell leave the evidence out), retrieval (the
+hybrid search misses the unit for every query of the case, or the final rerank drops it) and
+response.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from memtrace.errors import ConfigError
-from memtrace.systems.core import ConversationRun, Fault, QuestionResult
+from memtrace.systems.core import RERANK_ANCHOR, ConversationRun, Fault, QuestionResult
 from memtrace.systems.locomo import Conversation
 from memtrace.taxonomy import ERROR_TYPES, ErrorType
 
@@ -31,6 +35,7 @@ SYSTEM_TYPES: Final[dict[str, tuple[ErrorType, ...]]] = {
     "mem0": TYPES,
     "rag": ("RetrievalError", "ResponseError"),
     "long-context": ("UpdateError", "ResponseError"),
+    "evermemos": ("ExtractionError", "RetrievalError", "ResponseError"),
 }
 
 
@@ -79,6 +84,8 @@ def candidates(
             continue
         keys = frozenset(result.keys)
         add("RetrievalError", result.case_id, result.case_id, keys)
+        if system == "evermemos":
+            add("RetrievalError", result.case_id, f"{RERANK_ANCHOR}{result.case_id}", keys)
         add("ResponseError", result.case_id, result.case_id, keys)
         if len(keys) != 1:
             continue

@@ -15,9 +15,10 @@ from memtrace.cli.output import make_console, strict_json
 from memtrace.cli.run import parse_subset, subset_options
 from memtrace.db import connect
 from memtrace.errors import MemtraceError
+from memtrace.replay.inputs import REPLAYABLE_SYSTEMS
 from memtrace.settings import Settings, load_settings
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
-from memtrace.systems.registry import BACKENDS, REFERENCE_SYSTEMS
+from memtrace.systems.registry import BACKENDS
 
 
 @click.group("bench")
@@ -38,7 +39,8 @@ def bench_group() -> None:
 @click.option(
     "--types",
     help="Comma-separated fault types [every type the system can have: mem0 all five, rag "
-    "RetrievalError,ResponseError, long-context UpdateError,ResponseError].",
+    "RetrievalError,ResponseError, long-context UpdateError,ResponseError, evermemos "
+    "ExtractionError,RetrievalError,ResponseError].",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False))
@@ -100,9 +102,7 @@ def make_command(
 
 @subset_options
 @bench_group.command("natural")
-@click.option(
-    "--system", type=click.Choice(list(REFERENCE_SYSTEMS)), default="mem0", show_default=True
-)
+@click.option("--system", type=click.Choice(REPLAYABLE_SYSTEMS), default="mem0", show_default=True)
 @click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False))
 @click.option("--trace-prefix", default="", help="Prefix for trace ids (keeps sets apart).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")

@@ -20,6 +20,7 @@ from memtrace.cli.errors import reporting_errors
 from memtrace.cli.options import choice, neo4j_options
 from memtrace.cli.output import make_console, strict_json
 from memtrace.db import connect
+from memtrace.loaders.bulk import BulkTarget, bulk_load
 from memtrace.loaders.load import (
     DEFAULT_BATCH_SIZE,
     FORMATS,
@@ -29,6 +30,7 @@ from memtrace.loaders.load import (
     stages_line,
 )
 from memtrace.loaders.otlp import LabeledQuestion, Labels
+from memtrace.server.layout import ServerLayout
 from memtrace.settings import Settings
 from memtrace.systems.locomo import load_locomo
 
@@ -135,6 +137,12 @@ def locomo_labels(path: Path) -> Labels:
     help="OTLP files: LoCoMo-format questions to join as cases (by session.id and question).",
 )
 @click.option("--dry-run", is_flag=True, help="Validate only; write nothing.")
+@click.option(
+    "--bulk",
+    is_flag=True,
+    help="Empty database only: write CSV files and import them offline with neo4j-admin "
+    "(the managed server is stopped and started again).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @neo4j_options
 def load_command(
@@ -146,6 +154,7 @@ def load_command(
     fmt: str | None,
     labels: Path | None,
     dry_run: bool,
+    bulk: bool,
     as_json: bool,
     settings: Settings,
 ) -> None:
@@ -165,6 +174,15 @@ def load_command(
     )
     if dry_run:
         summary = load_paths(None, list(paths), options)
+    elif bulk:
+        target = BulkTarget(
+            connect=lambda: connect(settings),
+            database=settings.neo4j.database,
+            uri=settings.neo4j.uri,
+            layout=ServerLayout(settings.home) if settings.neo4j.managed else None,
+        )
+        with console.status("Bulk load: validating, writing CSV files, importing..."):
+            summary = bulk_load(target, list(paths), options)
     else:
         bar = Progress(
             TextColumn("{task.description}"),

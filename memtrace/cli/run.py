@@ -81,8 +81,9 @@ def render_accuracy(console: Console, report: RunReport) -> None:
     type=click.Choice(list(RANKERS)),
     default="bm25",
     show_default=True,
-    help="Search by BM25, by embeddings from the OpenAI-compatible endpoint, or with a local "
-    "sentence-transformers model (optional extra).",
+    help="Search by BM25, by hashed character trigrams (the offline stand-in for embeddings), "
+    "by embeddings from the OpenAI-compatible endpoint, or with a local sentence-transformers "
+    "model (optional extra). evermemos fuses BM25 with this one (trigrams when it is bm25).",
 )
 @click.option(
     "--embedding-model",

@@ -371,6 +371,19 @@ class TraceIndex:
         with self._transaction():
             self.db.executemany("INSERT INTO eid VALUES (?, ?)", pairs)
 
+    def number_nodes(self, offset: int) -> int:
+        """For a bulk import: node ids ``offset + recno`` (the trace node is ``offset``), kept
+        where the Bolt load keeps the element ids its node batches return; returns the next
+        free id."""
+        with self._transaction():
+            self.db.execute(
+                f"INSERT INTO eid SELECT recno, CAST(? + recno AS TEXT) FROM node "
+                f"WHERE kind != {EDGE}",
+                (offset,),
+            )
+        top = self.db.execute("SELECT max(recno) FROM node").fetchone()[0]
+        return offset + int(top or 0) + 1
+
     def linked(self, records: Iterable[tuple[str, AnyRecord]]) -> Iterator[LinkedRecord]:
         """Operations, edges and cases (first definitions) with the element ids they need."""
         firsts = _Cursor(self.db.execute(_LINKED))

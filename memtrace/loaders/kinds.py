@@ -19,7 +19,8 @@ NAME_RULES: Final[Rules] = _compile(
     (
         ("judge", r"judge"),
         ("deletion", r"delete|remove|forget"),
-        ("retrieval", r"search|retriev|recall|lookup"),
+        ("retrieval", r"search|retriev|recall|lookup|rerank|agentic_round"),
+        ("other", r"boundary_detection"),
         ("embedding", r"add_to_vector_store|embed|index|insert|(^|\.)add$"),
         ("extraction", r"extract|finalize_memory_unit"),
         ("update", r"update|merge|buffer"),

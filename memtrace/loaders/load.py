@@ -7,6 +7,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -123,14 +124,27 @@ class LoadSummary:
     seconds: float = 0.0
     dry_run: bool = False
     stages: list[Stages] = field(default_factory=list)
+    mode: Literal["bolt", "bulk"] = "bolt"
+    # bulk only: seconds per step, whether the files were imported, and the import command
+    phases: dict[str, float] = field(default_factory=dict)
+    imported: bool = False
+    import_command: list[str] = field(default_factory=list)
 
     def total(self, name: str) -> int:
         return sum(int(getattr(result, name)) for result in self.files)
 
     def as_dict(self) -> dict[str, object]:
         keys = ("operations", "variables", "edges", "cases", "failed_cases", "labels")
+        bulk: dict[str, object] = {}
+        if self.mode == "bulk":
+            bulk = {
+                "imported": self.imported,
+                "phases": {name: round(seconds, 3) for name, seconds in self.phases.items()},
+                "import_command": self.import_command,
+            }
         return {
             "dry_run": self.dry_run,
+            "mode": self.mode,
             "traces": len(self.files),
             **{key: self.total(key) for key in keys},
             "nodes_written": self.total("nodes_written"),
@@ -139,6 +153,7 @@ class LoadSummary:
             "elements_per_second": round(self.total("elements_written") / self.seconds)
             if self.seconds > 0 and not self.dry_run
             else None,
+            **bulk,
             "files": [
                 {
                     "path": r.path,
@@ -355,30 +370,28 @@ def record_source(
 
 
 @dataclass
-class _Planned:
+class PlannedTrace:
+    """A validated file: its format, its index (closed by ``validated``) and its trace id."""
+
     file: Path
     format: Format
     index: TraceIndex
     trace_id: str
 
 
-def load_paths(
-    db: Database | None,
-    patterns: list[str],
-    options: LoadOptions,
-    progress: Progress | None = None,
-) -> LoadSummary:
-    """Validate every file, then (unless ``dry_run``) write them one trace at a time.
-
-    A file that fails validation raises InputError before anything at all is written.
-    """
-    started = time.perf_counter()
+@contextmanager
+def validated(
+    patterns: list[str], options: LoadOptions
+) -> Iterator[tuple[list[PlannedTrace], list[Stages]]]:
+    """Validate every file (raising InputError on the first problem, before anything is
+    written); yield the files to write, one per trace, and the traces that came in cumulative
+    stages. The indexes of the write passes stay open until the block ends."""
     files = expand_paths(patterns)
     if options.trace_id and len(files) > 1:
         raise InputError(
             ", ".join(patterns), None, f"--trace-id needs exactly one file, got {len(files)}"
         )
-    planned: list[_Planned] = []
+    planned: list[PlannedTrace] = []
     try:
         for file in files:
             detection = Detection(options.format, "--format") if options.format else detect(file)
@@ -396,7 +409,7 @@ def load_paths(
                     f"{' or '.join(map(repr, RESERVED_PREFIXES))} are reserved for the copies a "
                     "re-load writes; give the trace another id (--trace-id)",
                 )
-            planned.append(_Planned(file, fmt, index, trace_id))
+            planned.append(PlannedTrace(file, fmt, index, trace_id))
         plans, stages = _one_plan_per_trace(planned)
         if options.labels is not None and all(plan.format != "otlp" for plan in plans):
             raise InputError(
@@ -405,6 +418,24 @@ def load_paths(
                 "--labels joins LoCoMo questions into OTLP traces as cases, but no file here is "
                 "OTLP (native and smartcomment traces carry their own cases): drop --labels",
             )
+        yield plans, stages
+    finally:
+        for plan in planned:
+            plan.index.close()
+
+
+def load_paths(
+    db: Database | None,
+    patterns: list[str],
+    options: LoadOptions,
+    progress: Progress | None = None,
+) -> LoadSummary:
+    """Validate every file, then (unless ``dry_run``) write them one trace at a time.
+
+    A file that fails validation raises InputError before anything at all is written.
+    """
+    started = time.perf_counter()
+    with validated(patterns, options) as (plans, stages):
         summary = LoadSummary(dry_run=options.dry_run, stages=stages)
         if not options.dry_run:
             if db is None:
@@ -412,7 +443,7 @@ def load_paths(
             init_schema(db)
         for plan in plans:
             file_started = time.perf_counter()
-            result = _result(plan)
+            result = file_result(plan)
             if db is not None and not options.dry_run:
                 phase: list[WritePhase] = ["writing"]
                 try:
@@ -423,14 +454,11 @@ def load_paths(
                     ) from None
             result.seconds = time.perf_counter() - file_started
             summary.files.append(result)
-    finally:
-        for plan in planned:
-            plan.index.close()
     summary.seconds = time.perf_counter() - started
     return summary
 
 
-def _one_plan_per_trace(planned: list[_Planned]) -> tuple[list[_Planned], list[Stages]]:
+def _one_plan_per_trace(planned: list[PlannedTrace]) -> tuple[list[PlannedTrace], list[Stages]]:
     """The files to write, one per trace id, and the traces that came in cumulative stages.
 
     Files sharing a trace id are stages of one graph when each is contained in the most
@@ -438,10 +466,10 @@ def _one_plan_per_trace(planned: list[_Planned]) -> tuple[list[_Planned], list[S
     each extending the last); that one is loaded. Any other shared id is refused, naming the
     first record where the two files differ.
     """
-    by_trace: dict[str, list[_Planned]] = {}
+    by_trace: dict[str, list[PlannedTrace]] = {}
     for plan in planned:
         by_trace.setdefault(plan.trace_id, []).append(plan)
-    kept: list[_Planned] = []
+    kept: list[PlannedTrace] = []
     stages: list[Stages] = []
     for trace_id, group in by_trace.items():
         # on a tie (identical files) the first in path order is kept
@@ -488,7 +516,7 @@ def stages_line(stages: list[Stages]) -> str | None:
     )
 
 
-def _result(plan: _Planned) -> FileResult:
+def file_result(plan: PlannedTrace) -> FileResult:
     counts = plan.index.counts
     return FileResult(
         path=str(plan.file),
@@ -506,7 +534,7 @@ def _result(plan: _Planned) -> FileResult:
 
 def _write(
     db: Database,
-    plan: _Planned,
+    plan: PlannedTrace,
     options: LoadOptions,
     progress: Progress,
     result: FileResult,

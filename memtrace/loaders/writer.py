@@ -217,3 +217,10 @@ def _swap_trace_nodes(
         "counts": counts,
     }
     db.write_together([(get_query("load/swap_trace"), params), *more], check=staged_copy_found)
+
+
+def fill_case_texts(db: Database) -> int:
+    """After a bulk import (every case in the database is new): the case properties
+    ``create_case_links`` sets from the variables (query and prediction texts) and the empty
+    lists CSV cannot carry; returns the number of cases."""
+    return int(db.run(get_query("load/bulk_case_texts"))[0]["cases"])

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from memtrace.errors import NotReplayableError
 from memtrace.prompts import Prompt
@@ -21,7 +21,10 @@ from memtrace.systems.core import Fault
 from memtrace.systems.locomo import Conversation, Question, Session, Turn
 from memtrace.systems.params import Params
 from memtrace.systems.prompts import DEFAULTS
-from memtrace.systems.registry import REFERENCE_SYSTEMS
+
+# The reference systems whose operations name their steps and say how they are repaired
+# (``System.step``); evermemos does not yet.
+REPLAYABLE_SYSTEMS: Final[tuple[str, ...]] = ("mem0", "rag", "long-context")
 
 _SESSION = re.compile(r"locomo-(\d+)-session-(\d+)")
 _CASE = re.compile(r"locomo-qa-(\d+)-(\d+)")
@@ -93,10 +96,11 @@ def _inputs(items: list[dict[str, Any]], where: str) -> TraceInputs:
             "be replayed: they record what a system did, not how to run it again)"
         )
     system = head.get("system")
-    if system not in REFERENCE_SYSTEMS:
+    if system not in REPLAYABLE_SYSTEMS:
         raise NotReplayableError(
             f"{where}: trace of system {system!r}; only the reference systems "
-            f"({', '.join(REFERENCE_SYSTEMS)}) can be replayed from a trace alone"
+            f"{', '.join(REPLAYABLE_SYSTEMS)} can be replayed from a trace alone (a system of "
+            "your own: memtrace.replay.hook)"
         )
     meta = head.get("metadata") or {}
     of: dict[str, list[dict[str, Any]]] = {}

@@ -127,6 +127,41 @@ def render_conf(layout: ServerLayout, options: ServerOptions, memory: MemoryPlan
     return header + "".join(f"{key}={value}\n" for key, value in settings.items())
 
 
+def memory_from_conf(text: str) -> MemoryPlan | None:
+    """The heap and page cache a neo4j.conf written by ``render_conf`` names (None: not one)."""
+    values = dict(
+        line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#")
+    )
+    try:
+        heap = parse_size(values["server.memory.heap.max_size"])
+        pagecache = parse_size(values["server.memory.pagecache.size"])
+    except (KeyError, ValueError):
+        return None
+    return MemoryPlan(heap_bytes=heap, pagecache_bytes=pagecache)
+
+
+def import_command(
+    layout: ServerLayout, memory: MemoryPlan, arguments: list[str], java: str = "java"
+) -> list[str]:
+    """``neo4j-admin database import full ...`` run as the admin tool's main class from the
+    server's jars (there is no neo4j-admin script): with the server's heap as the JVM heap and
+    its page cache as the importer's off-heap budget, the memory the stopped server frees."""
+    heap = _mib(memory.heap_bytes)
+    return [
+        java,
+        f"-Xmx{heap}",
+        "-cp",
+        f"{layout.lib}/*",
+        ADMIN_MAIN_CLASS,
+        "database",
+        "import",
+        "full",
+        f"--max-off-heap-memory={_mib(memory.pagecache_bytes)}",
+        f"--report-file={layout.logs / 'import.report'}",
+        *arguments,
+    ]
+
+
 def server_command(layout: ServerLayout, memory: MemoryPlan, java: str = "java") -> list[str]:
     """The java command line that runs the real server in the foreground (console mode)."""
     heap = _mib(memory.heap_bytes)

@@ -24,6 +24,8 @@ from memtrace.server.config import (
     MemoryPlan,
     ServerOptions,
     available_memory,
+    import_command,
+    memory_from_conf,
     plan_memory,
     render_conf,
     server_command,
@@ -282,6 +284,84 @@ def stop(layout: ServerLayout, timeout: float = STOP_TIMEOUT_SECONDS) -> int | N
     if state is not None:
         layout.write_state(state.model_copy(update={"pid": None}))
     return pid
+
+
+def restart_options(layout: ServerLayout) -> ServerOptions:
+    """The ports, auth and memory of the server's last start, to start it again the same way."""
+    state = layout.read_state()
+    if state is None:
+        raise ServerError(f"the managed server in {layout.root} was never started")
+    try:
+        memory = memory_from_conf(layout.conf_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        memory = None
+    return ServerOptions(
+        bolt_port=state.bolt_port, http_port=state.http_port, auth=state.auth, memory=memory
+    )
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    seconds: float
+    log: Path
+
+
+def import_full(layout: ServerLayout, database: str, arguments: list[str]) -> ImportResult:
+    """Run ``neo4j-admin database import full DATABASE --overwrite-destination ARGUMENTS`` on
+    the stopped server's store (the caller checked that the database was empty).
+
+    A failed import leaves unusable store files, so the database is then imported again from
+    no data at all (empty, as it was) and ServerError raised with the tail of the import log.
+    """
+    if running_pid(layout) is not None:
+        raise ServerError("the managed server is running; an offline import needs it stopped")
+    java = _require_tool("java", "run neo4j-admin (Java 17 or newer)")
+    memory = restart_options(layout).memory or plan_memory(available_memory())
+    log = layout.logs / "import.log"
+    started = time.perf_counter()
+    full = [database, "--overwrite-destination", *arguments]
+    try:
+        code = _run_import(layout, memory, java, full, log)
+    except KeyboardInterrupt:  # the importer got the SIGINT too: its store is half-built
+        _import_nothing(layout, memory, java, database, log)
+        raise
+    if code != 0:
+        tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-25:])
+        restored = _import_nothing(layout, memory, java, database, log)
+        state = "left empty" if restored else "NOT restored (see the reset log)"
+        raise ServerError(
+            f"neo4j-admin import failed (exit {code}); the database was {state}. {log}:\n{tail}"
+        )
+    return ImportResult(time.perf_counter() - started, log)
+
+
+def _import_nothing(
+    layout: ServerLayout, memory: MemoryPlan, java: str, database: str, log: Path
+) -> bool:
+    """Replace unusable store files by an empty database (an import of no data)."""
+    empty = layout.import_dir / "empty-header.csv"
+    empty.write_text(":ID\n", encoding="utf-8")
+    reset = [database, "--overwrite-destination", f"--nodes={empty}"]
+    try:
+        return _run_import(layout, memory, java, reset, log.with_suffix(".reset.log")) == 0
+    finally:
+        empty.unlink()
+
+
+def _run_import(
+    layout: ServerLayout, memory: MemoryPlan, java: str, arguments: list[str], log: Path
+) -> int:
+    env = {**os.environ, "NEO4J_HOME": str(layout.root), "NEO4J_CONF": str(layout.conf_dir)}
+    with log.open("w", encoding="utf-8") as handle:
+        return subprocess.run(
+            import_command(layout, memory, arguments, java),
+            stdin=subprocess.DEVNULL,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            cwd=layout.root,
+            env=env,
+            check=False,
+        ).returncode
 
 
 @dataclass(frozen=True)

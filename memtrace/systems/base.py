@@ -76,6 +76,7 @@ def op_id() -> str:
 
 class System(ABC):
     name: str
+    answer_prompt = QUESTION_ANSWERING  # the prompt of the question-answering op
 
     def __init__(
         self,
@@ -299,7 +300,7 @@ class System(ABC):
         with operation("question-answering", category="evaluation", kind="generation"):
             self.step(f"answer:{case_id}")  # never repaired: the answer always runs for real
             read(query, context_var)
-            prompt = self.prompt(QUESTION_ANSWERING)
+            prompt = self.prompt(self.answer_prompt)
             # the offline stand-in's knob: how much of the context its answer quotes
             use(self.params, "answer_items")
             usable = context

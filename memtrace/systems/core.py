@@ -41,6 +41,11 @@ def message_item(dia_id: str, speaker: str, text: str, date: str, var: Var) -> I
     return Item(dia_id, f"{speaker}: {text}", date, keys, var)
 
 
+# The anchor prefix of a RetrievalError planted at the EverMemOS-style final rerank (the plain
+# case id anchors one at its hybrid search).
+RERANK_ANCHOR = "rerank:"
+
+
 @dataclass(frozen=True, slots=True)
 class Fault:
     """A planted fault: ``anchor`` is a dia_id (construction faults) or a case id."""

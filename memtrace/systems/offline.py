@@ -18,6 +18,9 @@ NEGATION_CUES = ("no longer", "not anymore", "stopped", "quit", "don't", "do not
 class OfflineBackend:
     name = "offline"
 
+    def __init__(self) -> None:
+        self._item_words: dict[str, frozenset[str]] = {}  # context texts recur across questions
+
     def extract(
         self, prompt: str, speaker: str, dia_id: str, text: str, params: Params
     ) -> list[Fact]:
@@ -60,7 +63,7 @@ class OfflineBackend:
         the question."""
         if not context:
             return "I don't know."
-        docs = [set(content(item.text)) for item in context]
+        docs = [self._words(item.text) for item in context]
         df = Counter(token for doc in docs for token in doc)
         wanted = set(content(question))
         # sorted: float sums in set order would differ between processes (hash randomization)
@@ -69,6 +72,12 @@ class OfflineBackend:
         ]
         order = sorted(range(len(context)), key=lambda i: (-scores[i], i))
         return " ".join(_quote(context[i]) for i in order[: params.answer_items])
+
+    def _words(self, text: str) -> frozenset[str]:
+        found = self._item_words.get(text)
+        if found is None:
+            found = self._item_words[text] = frozenset(content(text))
+        return found
 
     def judge(self, prompt: str, question: str, gold: str, prediction: str, params: Params) -> str:
         correct, reasoning = offline_verdict(gold, prediction, params.judge_f1_threshold)

@@ -54,7 +54,8 @@ class OpenAIBackend:
         self.client = client
         self.usage = Usage()
 
-    def _count(self, usage: Usage) -> None:
+    def count(self, usage: Usage) -> None:
+        """Add a call's usage to the total and to the current operation's metadata."""
         self.usage = self.usage + usage
         op = current_operation()
         if op is not None:
@@ -65,7 +66,7 @@ class OpenAIBackend:
         self, prompt: str, speaker: str, dia_id: str, text: str, params: Params
     ) -> list[Fact]:
         reply = self.client.complete_json(f"{speaker}: {text}", FactsReply, system=prompt)
-        self._count(reply.usage)
+        self.count(reply.usage)
         facts = []
         for fact in (f.strip() for f in reply.value.facts):
             if fact:
@@ -81,7 +82,7 @@ class OpenAIBackend:
             "memories": [{"id": s.memory_id, "text": s.text} for s in similar],
         }
         reply = self.client.complete_json(json.dumps(request), DecisionReply, system=prompt)
-        self._count(reply.usage)
+        self.count(reply.usage)
         known = {s.memory_id for s in similar}
         actions = []
         for a in reply.value.actions:
@@ -96,11 +97,11 @@ class OpenAIBackend:
         reply = self.client.complete(
             f"Memories:\n{memories or '(none)'}\n\nQuestion: {question}\nAnswer:", system=prompt
         )
-        self._count(reply.usage)
+        self.count(reply.usage)
         return reply.text.strip()
 
     def judge(self, prompt: str, question: str, gold: str, prediction: str, params: Params) -> str:
         request = f"Question: {question}\nGold answer: {gold}\nGenerated answer: {prediction}"
         reply = self.client.complete_json(request, JudgeReply, system=prompt)
-        self._count(reply.usage)
+        self.count(reply.usage)
         return json.dumps(reply.value.model_dump())

@@ -25,6 +25,21 @@ class Params:
     window: int = 120  # long-context: messages kept in the window
     judge_f1_threshold: float = 0.5  # offline judge: token F1 that counts as correct
     answer_items: int = 2  # offline answers quote this many best-matching context items
+    # EverMemOS-style: boundaries, episodes, agentic retrieval
+    boundary_max_messages: int = 50  # a MemCell is force-split at this many messages
+    boundary_max_tokens: int = 8192  # ... or at this many tokens of "speaker: text"
+    boundary_overlap: int = 0  # history messages a new MemCell starts with after a split
+    boundary_min_messages: int = 4  # offline: no topic split before this many messages
+    boundary_window: int = 4  # offline: recent messages a topic shift is measured against
+    boundary_min_words: int = 4  # offline: a message this rich in content words may shift
+    boundary_topic_overlap: float = 0.1  # offline: share of its words said recently, below: shift
+    hybrid_candidates: int = 50  # each half of hybrid retrieval (BM25, embeddings) keeps this many
+    rrf_k: int = 60  # reciprocal rank fusion constant
+    agentic_rounds: int = 2  # 1: round-1 hybrid retrieval only; 2: sufficiency check, round 2
+    sufficiency_top: int = 10  # round-1 units the sufficiency check reads
+    sufficiency_threshold: float = 0.8  # offline: share of question words that is sufficient
+    refined_queries: int = 3  # queries of round 2
+    final_rerank: int = 1  # 1: rerank the merged rounds against the question; 0: keep fused order
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +64,20 @@ RANGES: Final[dict[str, Range]] = {
     "chunk_size": Range(2, 24, integer=True),
     "window": Range(20, 400, integer=True),
     "answer_items": Range(1, 6, integer=True),
+    "boundary_max_messages": Range(5, 80, integer=True),
+    "boundary_max_tokens": Range(512, 16384, integer=True),
+    "boundary_overlap": Range(0, 2, integer=True),
+    "boundary_min_messages": Range(1, 20, integer=True),
+    "boundary_window": Range(1, 10, integer=True),
+    "boundary_min_words": Range(1, 10, integer=True),
+    "boundary_topic_overlap": Range(0.0, 0.8, integer=False),
+    "hybrid_candidates": Range(10, 100, integer=True),
+    "rrf_k": Range(1, 120, integer=True),
+    "agentic_rounds": Range(1, 2, integer=True),
+    "sufficiency_top": Range(1, 20, integer=True),
+    "sufficiency_threshold": Range(0.1, 1.0, integer=False),
+    "refined_queries": Range(1, 3, integer=True),
+    "final_rerank": Range(0, 1, integer=True),
 }
 
 

@@ -12,6 +12,12 @@ FACT_EXTRACTION = "fact-extraction-system-prompt"
 UPDATE_DECISION = "memory-update-decision-prompt"
 QUESTION_ANSWERING = "question-answering-prompt"
 JUDGE = "locomo-judge-prompt"
+EVERMEMOS_BOUNDARY = "evermemos-boundary-prompt"
+EVERMEMOS_EPISODE = "evermemos-episode-prompt"
+EVERMEMOS_EVENT_LOG = "evermemos-event-log-prompt"
+EVERMEMOS_SUFFICIENCY = "evermemos-sufficiency-prompt"
+EVERMEMOS_REFINE = "evermemos-query-refinement-prompt"
+EVERMEMOS_ANSWER = "evermemos-answer-prompt"
 
 _TEXTS: Final[dict[str, str]] = {
     FACT_EXTRACTION: (
@@ -38,6 +44,44 @@ _TEXTS: Final[dict[str, str]] = {
         "it touches on the same topic or refers to the same date or period as the gold answer, "
         'even if it is longer. Otherwise it is WRONG. Return JSON {"reasoning": "<one '
         'sentence>", "label": "CORRECT" or "WRONG"}.'
+    ),
+    EVERMEMOS_BOUNDARY: (
+        "You segment a chat into episodes. You get the messages of the episode so far (with "
+        "dates), one new message and how much time passed before it. Decide whether the episode "
+        "so far is complete, so that the new message starts another one: a change of subject, a "
+        "long pause or a new meeting ends it; a reply, a follow-up or small talk on the same "
+        'subject does not. Return JSON {"reasoning": "<one sentence>", "should_end": true or '
+        'false, "confidence": <0..1>, "topic_summary": "<the episode so far in a few words>"}.'
+    ),
+    EVERMEMOS_EPISODE: (
+        'You write the memory of one episode of a chat. Return JSON {"title": <a short '
+        'subject line>, "content": <a third-person narrative of what was said>}. Name who '
+        "said what, keep names, places, dates and numbers exactly, and leave nothing out that "
+        "a later question could ask about. Write dates as absolute dates when the messages "
+        "give them relative to their own date."
+    ),
+    EVERMEMOS_EVENT_LOG: (
+        'You list the atomic facts of one episode of a chat. Return JSON {"time": <the '
+        'date of the episode>, "atomic_fact": [...]}: each fact one short self-contained '
+        "sentence naming its subject, with relative times resolved against the message date. "
+        "Give at least one fact."
+    ),
+    EVERMEMOS_SUFFICIENCY: (
+        "You check whether retrieved memories are enough to answer a question. You get the "
+        "question and the memories (date, title and episode). Return JSON "
+        '{"is_sufficient": true or false, "reasoning": "<one sentence>", '
+        '"key_information_found": [...], "missing_information": [...]}.'
+    ),
+    EVERMEMOS_REFINE: (
+        "Retrieved memories did not answer a question. You get the question, the memories and "
+        "what is missing. Write two or three different search queries that would find the "
+        "missing memories (other words, the people and things involved). Return JSON "
+        '{"queries": [...]}.'
+    ),
+    EVERMEMOS_ANSWER: (
+        "Answer the question from the episodes below; each has the date it happened and a "
+        "title. Resolve relative dates against the episode's date. Answer in a short phrase. "
+        "If the episodes do not hold the answer, give your best guess."
     ),
 }
 

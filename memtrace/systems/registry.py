@@ -15,12 +15,13 @@ from memtrace.llm import LLMClient
 from memtrace.settings import Settings
 from memtrace.systems.base import System
 from memtrace.systems.core import Backend
+from memtrace.systems.evermemos import EverMemOSSystem
 from memtrace.systems.long_context import LongContextSystem
 from memtrace.systems.mem0 import Mem0System
 from memtrace.systems.mem0_lib import Mem0LibSystem
 from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.rag import RagSystem
-from memtrace.systems.rankers import BM25Ranker, EmbeddingRanker, Ranker
+from memtrace.systems.rankers import BM25Ranker, EmbeddingRanker, Ranker, TrigramRanker
 
 SystemFactory = Callable[..., System]  # (backend, *, params, faults, ranker, ...) -> System
 BackendFactory = Callable[[Settings | None], Backend]
@@ -31,6 +32,7 @@ REFERENCE_SYSTEMS: dict[str, SystemFactory] = {
     "mem0": Mem0System,
     "rag": RagSystem,
     "long-context": LongContextSystem,
+    "evermemos": EverMemOSSystem,
 }
 SYSTEMS: dict[str, SystemFactory] = {
     **REFERENCE_SYSTEMS,
@@ -70,6 +72,7 @@ def _sentence_transformer_ranker(_settings: Settings | None, model: str | None) 
 
 RANKERS: dict[str, RankerFactory] = {
     "bm25": lambda _settings, _model: BM25Ranker(),
+    "trigrams": lambda _settings, _model: TrigramRanker(),
     "embeddings": _embedding_ranker,
     "sentence-transformers": _sentence_transformer_ranker,
 }

@@ -69,7 +69,7 @@ def sample_params(db: Database, trace_id: str, run_id: str) -> dict[str, Any]:
         "op_ids": [anchor.answer.id],
         "trace_ids": [trace_id],
         "budget": 200,
-        "label_source": None,
+        "sources": None,
     }
 
 
@@ -244,6 +244,13 @@ def test_cli_attribute_eval_explain(traces: list[str], run_id: str, db: Database
     summary = json.loads(result.output)["summary"]
     assert summary[0]["cases"] == 27 and summary[0]["op_accuracy"] >= 0.9
     assert summary[1]["method"] == "baseline:answer-op"
+    # The file's labels were planted (injected faults and derived losses): --labels planted keeps
+    # every one of them, another source none.
+    result = runner.invoke(cli, ["eval", "--run-id", run_id, "--labels", "planted", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["summary"][0]["cases"] == 27
+    result = runner.invoke(cli, ["eval", "--run-id", run_id, "--labels", "replay"])
+    assert result.exit_code == 1 and "with a replay label" in result.output
     case_id = labels(db, trace_id)[0]["case_id"]
     result = runner.invoke(cli, ["explain", case_id, "--trace", trace_id, "--judge", "offline"])
     assert result.exit_code == 0, result.output

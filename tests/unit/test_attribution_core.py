@@ -97,6 +97,32 @@ def test_retrieval_error_when_stored_but_not_retrieved() -> None:
     assert verdict(case) == ("search", "RetrievalError", "search", "RetrievalError")
 
 
+def test_a_stored_sentence_is_lost_at_the_retrieval_step_that_dropped_it() -> None:
+    """An agentic search (EverMemOS-style): the hybrid search returned the unit, round 2 kept
+    it, the final rerank left it out: the rerank is blamed, not the first search step."""
+    hybrid = OpRef("hybrid", 6, "retrieval", "memory_system.hybrid_retrieval")
+    round2 = OpRef("round2", 7, "retrieval", "memory_system.agentic_round2_bundle")
+    rerank = OpRef("rerank", 8, "retrieval", "memory_system.agentic_final_rerank")
+    anchor = Anchor(
+        "t", "c1", ANCHOR.question, ("Pixel",), "no idea", True, "q", ANSWER,
+        (hybrid, round2, rerank), ("m1",),
+    )  # fmt: skip
+    unit = memory("unit@1", 4, FACT)
+    steps = (
+        *flow(FACT),
+        FlowStep("m1", 3, hybrid, "unit@1", "r1", f"[{FACT}]"),
+        FlowStep("m1", 4, round2, "r1", "r2", f"[{FACT}, other]"),
+        FlowStep("m1", 5, rerank, "r2", "ctx0", "[other]"),
+    )
+    case = CaseGraph(anchor, (MESSAGE,), steps, (unit,), (("ctx0", "Memory: other"),))
+    assert verdict(case) == ("rerank", "RetrievalError", "rerank", "RetrievalError")
+    (trail,) = trace_all(case)
+    assert "received r2 holding it" in trail.detail
+    # no step ever received it: the case's first retrieval step missed it
+    missed = CaseGraph(anchor, (MESSAGE,), flow(FACT), (unit,), (("ctx0", "Memory: other"),))
+    assert verdict(missed) == ("hybrid", "RetrievalError", "hybrid", "RetrievalError")
+
+
 def test_update_error_when_overwritten() -> None:
     memories = (
         memory("mem@1", 4, FACT, "mem@2", 6, UPDATE),

@@ -1,5 +1,6 @@
-"""`bench make` on naive RAG and long-context: the fault types each pipeline can have, planted at
-the right operation, decisive on replay, deterministic; a type a system cannot have is an error."""
+"""`bench make` on naive RAG, long-context and EverMemOS-style: the fault types each pipeline can
+have, planted at the right operation, decisive on replay, deterministic; a type a system cannot
+have is an error."""
 
 from __future__ import annotations
 
@@ -20,12 +21,17 @@ from memtrace.systems.registry import make_system
 
 OP_OF_TYPE = {
     "rag": {
-        "RetrievalError": "memory_system.retrieve",
-        "ResponseError": "question-answering",
+        "RetrievalError": {"memory_system.retrieve"},
+        "ResponseError": {"question-answering"},
     },
     "long-context": {
-        "UpdateError": "memory_system.memory_update",
-        "ResponseError": "question-answering",
+        "UpdateError": {"memory_system.memory_update"},
+        "ResponseError": {"question-answering"},
+    },
+    "evermemos": {
+        "ExtractionError": {"memory_system.extract_memory"},
+        "RetrievalError": {"memory_system.hybrid_retrieval", "memory_system.agentic_final_rerank"},
+        "ResponseError": {"question-answering"},
     },
 }
 
@@ -48,7 +54,7 @@ def test_only_the_systems_fault_types_at_the_right_operation(
     manifest = json.loads((out / MANIFEST).read_text())
     assert manifest["system"] == system
     assert manifest["fault_types"] == list(OP_OF_TYPE[system])
-    assert manifest["injected"] == {t: 3 for t in OP_OF_TYPE[system]}
+    assert manifest["injected"] == {t: 6 // len(OP_OF_TYPE[system]) for t in OP_OF_TYPE[system]}
     assert manifest["dropped_faults"] == 0
     for path in sorted(out.glob("*.jsonl")):
         assert path.name.startswith(f"{system}-locomo-")
@@ -56,7 +62,7 @@ def test_only_the_systems_fault_types_at_the_right_operation(
         for case in cases:
             (lab,) = case["labels"]
             assert case["judge_score"] == 0.0
-            assert ops[lab["op_id"]]["name"] == OP_OF_TYPE[system][lab["error_type"]]
+            assert ops[lab["op_id"]]["name"] in OP_OF_TYPE[system][lab["error_type"]]
 
 
 def test_each_injected_fault_is_decisive_on_replay(
@@ -141,6 +147,8 @@ def test_smartcomment_output_keeps_the_labels(
         ("rag", "ExtractionError"),
         ("long-context", "RetrievalError"),
         ("long-context", "DeletionError"),
+        ("evermemos", "UpdateError"),
+        ("evermemos", "DeletionError"),
     ],
 )
 def test_a_fault_type_the_system_cannot_have_is_an_error(

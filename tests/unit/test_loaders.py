@@ -340,7 +340,7 @@ def test_membase_stages_that_conflict_are_refused_naming_the_first_difference(
 @pytest.mark.parametrize(
     ("written", "stored"),
     [("Mem0", "mem0"), ("NaiveRAG", "rag"), ("Long-Context", "long-context"),
-     ("EverMemOS", "EverMemOS"), (None, None)],
+     ("EverMemOS", "evermemos"), ("MemoryOS", "MemoryOS"), (None, None)],
 )  # fmt: skip
 def test_system_names_map_to_the_registry_names(written: str | None, stored: str | None) -> None:
     trace = TraceRecord(type="trace", format_version=1, id="t", system=written, dataset="LoCoMo")

@@ -12,9 +12,10 @@ import pytest
 from memtrace.attribution.counterfactual import Suspect, executed_label
 from memtrace.errors import NotReplayableError
 from memtrace.replay import CaseReplay, Replayer, make_replayer, read_native
+from memtrace.replay.inputs import REPLAYABLE_SYSTEMS
 from memtrace.systems.core import Fault, Repaired
 from memtrace.systems.locomo import Conversation, Question, Session, Turn
-from memtrace.systems.registry import REFERENCE_SYSTEMS, make_backend, make_system
+from memtrace.systems.registry import make_backend, make_system
 from memtrace.systems.runner import run_conversation
 from memtrace.tracing import SimClock
 
@@ -66,7 +67,7 @@ LISBON = conversation(
 CASE = "locomo-qa-9-1"
 
 
-@pytest.mark.parametrize("system", list(REFERENCE_SYSTEMS))
+@pytest.mark.parametrize("system", list(REPLAYABLE_SYSTEMS))
 def test_replaying_without_repairs_reproduces_every_answer(tmp_path: Path, system: str) -> None:
     from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 
@@ -256,3 +257,11 @@ def test_a_repaired_search_keeps_its_size() -> None:
     top = ["a", "e1", "b", "c"]
     assert with_evidence(top, ["e2"], lambda x: x in evidence) == ["a", "e1", "b", "e2"]
     assert with_evidence(["e1"], ["e2"], lambda x: x in evidence) == ["e1", "e2"]
+
+
+def test_a_system_without_replay_steps_is_refused(tmp_path: Path) -> None:
+    built = make_system("evermemos", make_backend("offline"))
+    _, path = run_conversation(built, LISBON, tmp_path, clock=SimClock())
+    assert path is not None
+    with pytest.raises(NotReplayableError, match=r"'evermemos'.*memtrace\.replay\.hook"):
+        read_native(path)
