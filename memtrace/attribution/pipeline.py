@@ -121,6 +121,8 @@ def analyse_case(
         checked=found.checked,
         overridden_from=found.overridden_from.op.id if found.overridden_from else None,
         overridden_type=found.overridden_type if found.overridden_from else None,
+        replays=found.replays,
+        replay_outcomes=found.outcomes,
         failure_mode=found.failure_mode,
     )
     return Analysis(anchor, graph, trails, found_candidates, verdict)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
@@ -46,6 +47,11 @@ def memtrace_record(verdict: Verdict) -> dict[str, Any]:
         "seconds": round(verdict.seconds, 4),
         **({"error": verdict.error} if verdict.error else {}),
         **({"failure_mode": verdict.failure_mode} if verdict.failure_mode else {}),
+        **(
+            {"replays": verdict.replays, "counterfactuals": json.loads(verdict.replay_outcomes)}
+            if verdict.replay_outcomes
+            else {}
+        ),
         **(
             {
                 "overridden_from": {

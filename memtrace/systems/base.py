@@ -23,6 +23,8 @@ from memtrace.systems.core import (
     Item,
     Loss,
     QuestionResult,
+    Repair,
+    Repaired,
 )
 from memtrace.systems.evidence import evidence
 from memtrace.systems.judge import parse_label
@@ -30,6 +32,7 @@ from memtrace.systems.locomo import Conversation, Question, Turn
 from memtrace.systems.params import Params, parameter, use
 from memtrace.systems.prompts import DEFAULTS, JUDGE, QUESTION_ANSWERING
 from memtrace.systems.rankers import BM25Ranker, Ranker
+from memtrace.taxonomy import ErrorType
 from memtrace.tracing import (
     Registered,
     Var,
@@ -50,12 +53,25 @@ def session_date(date_time: str) -> str:
     return f"{match.group(1)} {match.group(2)}" if match else date_time
 
 
+T = TypeVar("T")
+
+
+def with_evidence(top: list[T], extra: Sequence[T], holds: Callable[[T], bool]) -> list[T]:
+    """A repaired search's results: ``top`` with each of ``extra`` in the place of the
+    lowest-ranked item that holds no evidence, so the answer sees as many items as the system
+    gives it (appended when every item holds evidence)."""
+    kept = list(top)
+    for item in extra:
+        spare = [i for i, old in enumerate(kept) if not holds(old)]
+        if spare:
+            del kept[spare[-1]]
+        kept.append(item)
+    return kept
+
+
 def op_id() -> str:
     op = current_operation()
     return op.id if op else ""
-
-
-T = TypeVar("T")
 
 
 class System(ABC):
@@ -70,8 +86,11 @@ class System(ABC):
         faults: Sequence[Fault] = (),
         ranker: Ranker | None = None,
         settings: Settings | None = None,
+        repair: Repair | None = None,
     ) -> None:
         self.backend = backend
+        self.repair = repair  # an executed counterfactual (memtrace.replay); None: run as is
+        self.current_step = ""
         self.settings = settings  # for systems that call an endpoint themselves (mem0-lib)
         self.ranker = ranker or BM25Ranker()
         self.params = params or Params()
@@ -104,6 +123,23 @@ class System(ABC):
 
     def applied(self, fault: Fault, detail: str) -> None:
         self.run_state.applied.append(Applied(fault.id, op_id(), detail))
+
+    def step(self, key: str) -> bool:
+        """Name the current operation for replays: ``key`` is the same logical step in every
+        run of the conversation (op ids shift once a repair adds an operation). True when this
+        run repairs the step."""
+        op = current_operation()
+        if op is not None:
+            self.run_state.steps[op.id] = key
+        self.current_step = key
+        return self.repair is not None and key in self.repair.steps
+
+    def repaired(self, detail: str, error_type: ErrorType) -> None:
+        """Record what the repair of the current step changed, and the error it undoes."""
+        self.run_state.repaired.append(Repaired(self.current_step, op_id(), detail, error_type))
+
+    def repair_sources(self) -> frozenset[str]:
+        return self.repair.sources if self.repair is not None else frozenset()
 
     def retrieval_fault(
         self,
@@ -152,11 +188,33 @@ class System(ABC):
 
     def run(self, conv: Conversation, only: Collection[str] | None = None) -> ConversationRun:
         """Replay ``conv`` and answer its questions (only the case ids in ``only`` if given)."""
-        self.reset()
-        self.run_state = ConversationRun(sample_id=conv.sample_id, trace_id="")
-        self.messages: dict[str, Var] = {}
-        self.dates: dict[str, str] = {}
-        for sess in conv.sessions:
+        self.construct(conv)
+        self.ask_questions(conv, only)
+        return self.run_state
+
+    def construct(
+        self,
+        conv: Conversation,
+        *,
+        resume: int = 0,
+        checkpoint: Callable[[int, System], None] | None = None,
+    ) -> None:
+        """Memory construction: every session's messages, then the finalizing step.
+
+        Replays use the two hooks: ``checkpoint(i, self)`` is called before session ``i``
+        (0-based; ``len(sessions)`` before the finalizing step), and ``resume=i`` continues a
+        system restored from such a checkpoint at session ``i`` instead of starting afresh.
+        """
+        if not resume:
+            self.reset()
+            self.run_state = ConversationRun(sample_id=conv.sample_id, trace_id="")
+            self.messages: dict[str, Var] = {}
+            self.dates: dict[str, str] = {}
+        for index, sess in enumerate(conv.sessions):
+            if index < resume:
+                continue
+            if checkpoint is not None:
+                checkpoint(index, self)
             date = session_date(sess.date_time)
             with session(
                 f"locomo-{conv.number}-session-{sess.number}",
@@ -173,15 +231,23 @@ class System(ABC):
                     )
                     self.ingest(turn, date, self.messages[turn.dia_id])
                 self.end_session(date)
+        if checkpoint is not None:
+            checkpoint(len(conv.sessions), self)
         with session("memory_construction_finalize", category="memory_construction"):
             self.finish_construction()
+
+    def ask_questions(
+        self, conv: Conversation, only: Collection[str] | None = None
+    ) -> list[QuestionResult]:
+        """Answer the questions (those with a case id in ``only``) from the constructed memory."""
         turns = conv.turns()
+        results = []
         for question in conv.questions:
             if only is not None and self.case_id(conv, question) not in only:
                 continue
-            result = self.ask(conv, question, turns)
-            self.run_state.results.append(result)
-        return self.run_state
+            results.append(self.ask(conv, question, turns))
+        self.run_state.results.extend(results)
+        return results
 
     def ask(
         self, conv: Conversation, question: Question, turns: Mapping[str, Turn]
@@ -232,6 +298,7 @@ class System(ABC):
         self, query: Var, case_id: str, question: Question, context: list[Item], context_var: Var
     ) -> tuple[str, Var, str]:
         with operation("question-answering", category="evaluation", kind="generation"):
+            self.step(f"answer:{case_id}")  # never repaired: the answer always runs for real
             read(query, context_var)
             prompt = self.prompt(self.answer_prompt)
             # the offline stand-in's knob: how much of the context its answer quotes
@@ -256,6 +323,7 @@ class System(ABC):
         self, query: Var, question: Question, case_id: str, prediction: Var, text: str
     ) -> bool:
         with operation("llm-judge", category="evaluation", kind="judge"):
+            self.step(f"judge:{case_id}")
             read(query, prediction)
             prompt = self.prompt(JUDGE)
             use(self.params, "judge_f1_threshold")

@@ -3,7 +3,7 @@ top-k chunks -> answer from their messages."""
 
 from __future__ import annotations
 
-from memtrace.systems.base import System, op_id
+from memtrace.systems.base import System, op_id, with_evidence
 from memtrace.systems.core import Item, Loss, message_item
 from memtrace.systems.locomo import Question, Turn
 from memtrace.systems.params import use
@@ -22,6 +22,7 @@ class RagSystem(System):
 
     def ingest(self, turn: Turn, date: str, message: Var) -> None:
         with operation("memory_system.message_buffer_update", category="update"):
+            self.step(f"buffer:{turn.dia_id}")  # keeps every message: nothing to repair
             read(message)
             use(self.params, "chunk_size")
             self.buffer.append((turn, date))
@@ -37,7 +38,9 @@ class RagSystem(System):
     def finish_construction(self) -> None:
         if not self.buffer:
             return
+        first = self.buffer[0][0].dia_id
         with operation("memory_system.finalize_memory_unit", category="extraction"):
+            self.step(f"chunk:{first}")  # a chunk holds its messages verbatim: nothing to repair
             read(self.buffer_var)
             lines = [f"[{d}] {t.speaker}: {t.text}" for t, d in self.buffer]
             chunk = variable(
@@ -49,6 +52,7 @@ class RagSystem(System):
             self.buffer_var = mutation(self.buffer_var, [], category="buffer")
         items = [message_item(t.dia_id, t.speaker, t.text, d, chunk) for t, d in self.buffer]
         with operation("memory_system.add", category="embedding"):
+            self.step(f"index:{first}")
             read(chunk)
             tokens = sorted({w for item in items for w in content(item.text)})
             variable(
@@ -72,6 +76,8 @@ class RagSystem(System):
                 "chunks",
             )
             top = ranked[: self.params.top_k]
+            if self.step(f"search:{case_id}"):
+                top = self.repair_retrieval(top)
             chunk_vars = [chunk for chunk, _ in top]
             read(*chunk_vars)
             items = [item for _, chunk_items in top for item in chunk_items]
@@ -83,6 +89,22 @@ class RagSystem(System):
                 sources=(query, *chunk_vars),
             )
             return items, context, op_id()
+
+    def repair_retrieval(self, top: list[tuple[Var, list[Item]]]) -> list[tuple[Var, list[Item]]]:
+        """The oracle's search: its chunks plus the stored chunks holding the evidence, in place
+        of its lowest-ranked chunks that hold none (``with_evidence``)."""
+        wanted = self.repair_sources()
+        shown_items = {id(items) for _, items in top}  # chunk vars are empty when untraced
+        extra = [
+            (n, c)
+            for n, c in enumerate(self.chunks, start=1)
+            if id(c[1]) not in shown_items and _chunk_sources(c) & wanted
+        ]
+        if extra:
+            names = ", ".join(f"chunk-{n:05d}" for n, _ in extra)
+            self.repaired(f"added {names}", "RetrievalError")
+        chunks = [c for _, c in extra]
+        return with_evidence(top, chunks, lambda c: bool(_chunk_sources(c) & wanted))
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:
         stored = key.split("#")[0] in self.stored

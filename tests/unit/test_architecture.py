@@ -35,12 +35,13 @@ QUERYING = {
     "memtrace.patterns.reader",
     "memtrace.optimize.store",
     "memtrace.review.store",
+    "memtrace.replay.store",
 }
 PURE_ATTRIBUTION = {
     f"memtrace.attribution.{name}"
     for name in (
         "model", "text", "dates", "trails", "evidence", "judges", "llm_judge", "hybrid",
-        "walk", "evaluate", "records",
+        "walk", "evaluate", "records", "counterfactual", "replay_judge",
     )
 }  # fmt: skip
 IO_MODULES = (
