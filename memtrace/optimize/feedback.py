@@ -1,5 +1,7 @@
 """Attribution feedback for one incumbent: trace the train split, load it, attribute its failed
-cases, group them into failure classes (``memtrace.patterns``).
+cases, group them into failure classes (``memtrace.patterns``), and, to route by headroom,
+execute each class's what-if on the train traces (``memtrace.patterns.headroom``) through a
+replayer whose every replay is charged to the budget as one system run.
 
 The classes of a configuration are computed once: they are kept in ``<cache>/<key>.json``
 (default ``<out>/classes``), so a resumed run (or a later round with the same incumbent) reads
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -19,11 +22,39 @@ from memtrace.attribution.judges import Judge
 from memtrace.attribution.pipeline import Options, run_attribution
 from memtrace.attribution.store import AttributionStore
 from memtrace.db import Database
+from memtrace.errors import ConfigError
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.optimize.scoring import Blame, Evaluator
-from memtrace.patterns import CLASS_COLUMNS, failure_classes
+from memtrace.patterns import CLASS_COLUMNS, HEADROOM_COLUMNS, failure_classes
+from memtrace.patterns.export import records
+from memtrace.patterns.headroom import Outcome, Repair, Replayer, what_if
+from memtrace.patterns.reader import PatternReader
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.runner import trace_id
+
+# (database, configuration, its train traces by conversation number) -> a replayer of them
+ReplayerFactory = Callable[[Database, SystemConfig, Mapping[int, str]], Replayer]
+
+
+class BudgetedReplayer:
+    """A replayer whose replays are charged to the optimizer's budget, one system run each,
+    before they run (a replay past the limit raises OutOfBudget and does not run)."""
+
+    def __init__(self, inner: Replayer, evaluator: Evaluator) -> None:
+        self.inner = inner
+        self.evaluator = evaluator
+
+    def replayable(self, trace_id: str) -> str | None:
+        return self.inner.replayable(trace_id)
+
+    def baseline(self, trace_id: str) -> Mapping[str, bool]:
+        return self.inner.baseline(trace_id)
+
+    def replay(
+        self, trace_id: str, repairs: Sequence[Repair], cases: Collection[str] | None = None
+    ) -> Mapping[str, Outcome]:
+        self.evaluator.budget.charge_replays(1, cached=False)
+        return self.inner.replay(trace_id, repairs, cases)
 
 
 class GraphFeedback:
@@ -38,6 +69,7 @@ class GraphFeedback:
         max_cases: int,
         seed: int,
         cache: Path | None = None,
+        replayer: ReplayerFactory | None = None,
     ) -> None:
         self.db = db
         self.judge = judge
@@ -47,8 +79,14 @@ class GraphFeedback:
         self.max_cases = max_cases
         self.seed = seed
         self.cache = cache or out / "classes"
+        self.replayer = replayer
 
     def attribution_run(self, config: SystemConfig) -> str:
+        """The attribution run of ``config``'s classes: this run's, or, when the classes came
+        from a shared cache, the run that computed them (its traces are the ones loaded)."""
+        source = self.cache / f"{config.key()}.run.json"
+        if source.is_file():
+            return str(json.loads(source.read_text(encoding="utf-8"))["run_id"])
         return f"{self.run_id}-{config.key()}"
 
     def classes(self, config: SystemConfig) -> pd.DataFrame:
@@ -84,7 +122,36 @@ class GraphFeedback:
         cached.parent.mkdir(parents=True, exist_ok=True)
         self._blames_path(config).write_text(json.dumps(blames), encoding="utf-8")
         cached.write_text(frame[list(CLASS_COLUMNS)].to_json(orient="records"), encoding="utf-8")
+        source = self.cache / f"{config.key()}.run.json"
+        source.write_text(json.dumps({"run_id": run_id}), encoding="utf-8")
         return frame
+
+    def train_traces(self, config: SystemConfig) -> dict[int, str]:
+        """Conversation number -> the trace id of the incumbent's traced train run."""
+        prefix = f"{self.attribution_run(config)}-"
+        system = self.evaluator.system
+        return {c.number: trace_id(system, c, prefix) for c in self.evaluator.splits["train"]}
+
+    def headroom(self, config: SystemConfig, classes: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
+        """The what-if of the classes in ``keys`` on the train traces (no fix-alone, no joint:
+        routing needs neither), cached beside the classes; a cached answer is charged its
+        replays again, like cached evaluations, so a resumed run spends what the first did."""
+        cached = self.cache / f"{config.key()}.headroom.json"
+        if cached.is_file():
+            data = json.loads(cached.read_text(encoding="utf-8"))
+            self.evaluator.budget.charge_replays(int(data["replays"]), cached=True)
+            return pd.DataFrame(data["classes"], columns=list(HEADROOM_COLUMNS))
+        if self.replayer is None:
+            raise ConfigError("routing by headroom needs a replayer (the replay engine)")
+        replayer = BudgetedReplayer(
+            self.replayer(self.db, config, self.train_traces(config)), self.evaluator
+        )
+        blamed = PatternReader(self.db).blamed_cases(self.attribution_run(config), None)
+        result = what_if(classes, blamed, replayer, fix_alone=False, joint_top=0, only=keys)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"replays": result.replays, "classes": records(result.classes)}
+        cached.write_text(json.dumps(payload, allow_nan=False), encoding="utf-8")
+        return result.classes
 
     def _blames_path(self, config: SystemConfig) -> Path:
         return self.cache / f"{config.key()}.blames.json"

@@ -14,10 +14,15 @@ from memtrace.db import Database
 from memtrace.errors import MemtraceError
 from memtrace.patterns import breakdowns
 from memtrace.patterns.classes import CLASS_COLUMNS, shape_classes
+from memtrace.patterns.export import records
+from memtrace.patterns.headroom import HEADROOM_COLUMNS, Replayer, WhatIf
+from memtrace.patterns.headroom import what_if as compute_what_if
 from memtrace.patterns.reader import PatternReader
 
 __all__ = [
     "CLASS_COLUMNS",
+    "HEADROOM_COLUMNS",
+    "WhatIf",
     "by_age",
     "by_category",
     "by_session",
@@ -25,9 +30,11 @@ __all__ = [
     "evidence_funnel",
     "failed_attributions",
     "failure_classes",
+    "headroom",
     "latest_run",
     "run_summary",
     "runs",
+    "what_if",
 ]
 
 
@@ -50,6 +57,44 @@ def failure_classes(
     """
     rows = PatternReader(db).failure_classes(run_id, system, error_type, min_count)
     return shape_classes(rows)
+
+
+def what_if(
+    db: Database,
+    run_id: str,
+    replayer: Replayer,
+    *,
+    system: str | None = None,
+    fix_alone: bool = True,
+    joint_top: int = 3,
+) -> WhatIf:
+    """Execute the what-if of every failure class of run ``run_id`` (``headroom.what_if``:
+    repair, replay through ``replayer``, count) and store it on the run's ``:WhatIf`` node and
+    its ``:FailureClass`` nodes, where ``headroom``, the report and Neo4j Browser read it."""
+    require_run(db, run_id)
+    reader = PatternReader(db)
+    classes = failure_classes(db, run_id, system=system)
+    blamed = reader.blamed_cases(run_id, system)
+    result = compute_what_if(classes, blamed, replayer, fix_alone=fix_alone, joint_top=joint_top)
+    stored = [
+        {
+            "key": row["key"],
+            "props": {
+                k: ([f"{t}: {n}" for t, n in sorted(v.items())] if k == "still_lost" else v)
+                for k, v in row.items()
+                if k != "key" and v is not None
+            },
+        }
+        for row in records(result.classes)
+    ]
+    reader.write_headroom(run_id, result.run_properties(), stored)
+    return result
+
+
+def headroom(db: Database, run_id: str) -> pd.DataFrame:
+    """The stored what-if of run ``run_id`` (``class_headroom.cypher``), largest net headroom
+    first; empty when ``memtrace patterns --what-if`` has not run for it."""
+    return PatternReader(db).class_headroom(run_id)
 
 
 def failed_attributions(db: Database, run_id: str, *, system: str | None = None) -> pd.DataFrame:
