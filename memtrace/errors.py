@@ -51,6 +51,11 @@ class InputError(MemtraceError):
         super().__init__(f"{where}: {problem}")
 
 
+class NotReplayableError(MemtraceError):
+    """A trace memtrace cannot re-execute (an imported trace, an unknown system, a run that
+    does not reproduce)."""
+
+
 class LLMError(MemtraceError):
     """An OpenAI-compatible endpoint failed or answered with unusable output.
 

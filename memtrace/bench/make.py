@@ -165,7 +165,13 @@ def make_bench(
         faults = verified.get(i, Verified([])).faults
         progress(f"tracing conversation {conv.number} with {len(faults)} faults")
         system = make_system(options.system, backend, faults=faults)
-        meta = {"bench": {"seed": options.seed, "faults": len(faults)}}
+        # the planted faults are part of how the system ran: a replay plants them again
+        planted = [
+            {"id": f.id, "type": f.type, "target": f.target, "anchor": f.anchor,
+             "sources": sorted(f.sources)}
+            for f in faults
+        ]  # fmt: skip
+        meta = {"bench": {"seed": options.seed, "faults": len(faults), "planted": planted}}
         traced, path = run_conversation(
             system, conv, out, prefix=options.prefix, clock=SimClock(), metadata=meta
         )

@@ -23,6 +23,8 @@ from memtrace.systems.core import (
     Item,
     Loss,
     QuestionResult,
+    Repair,
+    Repaired,
 )
 from memtrace.systems.evidence import evidence
 from memtrace.systems.judge import parse_label
@@ -69,8 +71,11 @@ class System(ABC):
         faults: Sequence[Fault] = (),
         ranker: Ranker | None = None,
         settings: Settings | None = None,
+        repair: Repair | None = None,
     ) -> None:
         self.backend = backend
+        self.repair = repair  # an executed counterfactual (memtrace.replay); None: run as is
+        self.current_step = ""
         self.settings = settings  # for systems that call an endpoint themselves (mem0-lib)
         self.ranker = ranker or BM25Ranker()
         self.params = params or Params()
@@ -103,6 +108,23 @@ class System(ABC):
 
     def applied(self, fault: Fault, detail: str) -> None:
         self.run_state.applied.append(Applied(fault.id, op_id(), detail))
+
+    def step(self, key: str) -> bool:
+        """Name the current operation for replays: ``key`` is the same logical step in every
+        run of the conversation (op ids shift once a repair adds an operation). True when this
+        run repairs the step."""
+        op = current_operation()
+        if op is not None:
+            self.run_state.steps[op.id] = key
+        self.current_step = key
+        return self.repair is not None and key in self.repair.steps
+
+    def repaired(self, detail: str) -> None:
+        """Record what the repair of the current step changed."""
+        self.run_state.repaired.append(Repaired(self.current_step, op_id(), detail))
+
+    def repair_sources(self) -> frozenset[str]:
+        return self.repair.sources if self.repair is not None else frozenset()
 
     def retrieval_fault(
         self,
@@ -151,6 +173,12 @@ class System(ABC):
 
     def run(self, conv: Conversation, only: Collection[str] | None = None) -> ConversationRun:
         """Replay ``conv`` and answer its questions (only the case ids in ``only`` if given)."""
+        self.construct(conv)
+        self.ask_questions(conv, only)
+        return self.run_state
+
+    def construct(self, conv: Conversation) -> None:
+        """Memory construction: every session's messages, then the finalizing step."""
         self.reset()
         self.run_state = ConversationRun(sample_id=conv.sample_id, trace_id="")
         self.messages: dict[str, Var] = {}
@@ -174,13 +202,19 @@ class System(ABC):
                 self.end_session(date)
         with session("memory_construction_finalize", category="memory_construction"):
             self.finish_construction()
+
+    def ask_questions(
+        self, conv: Conversation, only: Collection[str] | None = None
+    ) -> list[QuestionResult]:
+        """Answer the questions (those with a case id in ``only``) from the constructed memory."""
         turns = conv.turns()
+        results = []
         for question in conv.questions:
             if only is not None and self.case_id(conv, question) not in only:
                 continue
-            result = self.ask(conv, question, turns)
-            self.run_state.results.append(result)
-        return self.run_state
+            results.append(self.ask(conv, question, turns))
+        self.run_state.results.extend(results)
+        return results
 
     def ask(
         self, conv: Conversation, question: Question, turns: Mapping[str, Turn]
@@ -231,6 +265,7 @@ class System(ABC):
         self, query: Var, case_id: str, question: Question, context: list[Item], context_var: Var
     ) -> tuple[str, Var, str]:
         with operation("question-answering", category="evaluation", kind="generation"):
+            self.step(f"answer:{case_id}")  # never repaired: the answer always runs for real
             read(query, context_var)
             prompt = self.prompt(QUESTION_ANSWERING)
             # the offline stand-in's knob: how much of the context its answer quotes
@@ -255,6 +290,7 @@ class System(ABC):
         self, query: Var, question: Question, case_id: str, prediction: Var, text: str
     ) -> bool:
         with operation("llm-judge", category="evaluation", kind="judge"):
+            self.step(f"judge:{case_id}")
             read(query, prediction)
             prompt = self.prompt(JUDGE)
             use(self.params, "judge_f1_threshold")

@@ -59,6 +59,25 @@ class Applied:
     detail: str
 
 
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """An executed counterfactual for one case: the operations at ``steps`` (step keys, see
+    ``System.step``) have their output corrected by an oracle that restores the evidence
+    sentences ``sources`` (``D1:3#0``) of the case; every other operation runs as it is."""
+
+    steps: frozenset[str]
+    sources: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Repaired:
+    """What one repair changed: the step, the op id of this run, what was added or kept."""
+
+    step: str
+    op_id: str
+    detail: str
+
+
 @dataclass(slots=True)
 class Loss:
     """Where one evidence sentence was lost in a run (for derived labels)."""
@@ -85,6 +104,8 @@ class ConversationRun:
     results: list[QuestionResult] = field(default_factory=list)
     applied: list[Applied] = field(default_factory=list)
     fact_counts: dict[str, int] = field(default_factory=dict)  # dia_id -> facts extracted
+    steps: dict[str, str] = field(default_factory=dict)  # op id -> step key (traced runs)
+    repaired: list[Repaired] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,12 +18,15 @@ class LongContextSystem(System):
         self.window: list[Item] = []
         self.window_var = OFF
         self.trimmed: dict[str, str] = {}  # dia_id -> the op that trimmed it away
+        self.updates = 0  # window updates so far: the step key of each
 
     def ingest(self, turn: Turn, date: str, message: Var) -> None:
         self.pending.append((turn, date, message))
 
     def end_session(self, date: str) -> None:
+        self.updates += 1
         with operation("memory_system.memory_update", category="update"):
+            repairing = self.step(f"window:{self.updates}")
             use(self.params, "window")
             read(*(message for _, _, message in self.pending))
             if self.window_var.id:
@@ -42,6 +45,13 @@ class LongContextSystem(System):
                 lost_keys = {i.key for i in lost}
                 dropped += lost
                 kept = [i for i in kept if i.key not in lost_keys]
+            if repairing:  # the oracle's window keeps the evidence messages it would trim
+                restored = {i.key for i in dropped if i.sources & self.repair_sources()}
+                if restored:
+                    self.repaired(f"kept {', '.join(sorted(restored))} in the window")
+                    keys = {i.key for i in kept} | restored
+                    kept = [i for i in window if i.key in keys]
+                    dropped = [i for i in dropped if i.key not in restored]
             for item in dropped:
                 self.trimmed[item.key] = op_id()
             self.window = kept
@@ -57,6 +67,8 @@ class LongContextSystem(System):
 
     def retrieve(self, query: Var, question: Question, case_id: str) -> tuple[list[Item], Var, str]:
         with operation("memory_system.retrieve", category="retrieval"):
+            # passes the whole window on: no stored line for a repair to add
+            self.step(f"search:{case_id}")
             read(query, self.window_var)
             lines = [f"[{i.date}] {i.text}" for i in self.window]
             context = variable(

@@ -60,6 +60,8 @@ class Mem0System(System):
                 if len(kept) < len(facts):
                     self.applied(fault, f"dropped {len(facts) - len(kept)} facts")
                 facts = kept
+            if self.step(f"extract:{turn.dia_id}"):
+                facts = self.repair_extraction(turn, facts)
             self.run_state.fact_counts[turn.dia_id] = len(facts)
             produced = {k for f in facts for k in f.sources}
             for i in range(len(sentences(turn.text))):  # sentences left out of every fact
@@ -72,6 +74,23 @@ class Mem0System(System):
                 sources=(message,),
             )
             return facts, facts_var
+
+    def repair_extraction(self, turn: Turn, facts: list[Fact]) -> list[Fact]:
+        """The oracle's extraction: its facts plus each evidence sentence of this message that
+        no fact holds, as a fact of its own."""
+        produced = {k for f in facts for k in f.sources}
+        parts = sentences(turn.text) or [turn.text]
+        added = []
+        for key in sorted(self.repair_sources()):
+            dia_id, _, index = key.rpartition("#")
+            if dia_id != turn.dia_id or key in produced or int(index) >= len(parts):
+                continue
+            added.append(
+                Fact(f"{turn.speaker}: {parts[int(index)]}", turn.speaker, frozenset({key}))
+            )
+        if added:
+            self.repaired(f"added evidence fact(s) {sorted(k for f in added for k in f.sources)}")
+        return facts + added
 
     def similar(self, fact: Fact) -> list[tuple[Memory, float]]:
         tokens = frozenset(content(fact.text))
@@ -95,19 +114,23 @@ class Mem0System(System):
                 "delete_threshold",
                 "max_merge_sentences",
             )
+            repairing = self.step(f"decide:{turn.dia_id}")
             decisions: list[dict[str, str | None]] = []
-            facts = self.planted_updates(turn, facts, decisions)
+            facts = self.planted_updates(turn, facts, decisions, repairing)
             adds: list[Fact] = []
             for fact in facts:
                 similar = self.similar(fact)
                 read(*(m.var for m, _ in similar))
                 options = [Similar(m.id, m.text, score) for m, score in similar]
-                for action in self.backend.decide(prompt, fact, options, self.params):
+                actions = self.backend.decide(prompt, fact, options, self.params)
+                if repairing:
+                    actions = self.repair_decision(turn, fact, actions)
+                for action in actions:
                     decisions.append(action.as_json())
                     if action.event == "ADD":
                         adds.append(Fact(action.text or fact.text, fact.speaker, fact.sources))
                     elif action.memory_id in self.memories:
-                        self.apply(action, fact)
+                        self.apply(action, fact, keep=repairing)
             actions_var = variable(
                 f"update_actions:{turn.dia_id}",
                 decisions,
@@ -116,8 +139,21 @@ class Mem0System(System):
             )
             return adds, actions_var
 
+    def repair_decision(self, turn: Turn, fact: Fact, actions: list[Action]) -> list[Action]:
+        """The oracle's decision stores a fact carrying evidence that the model let go (NONE)."""
+        if not fact.sources & self.repair_sources():
+            return actions
+        if any(a.event in ("ADD", "UPDATE") for a in actions):
+            return actions
+        self.repaired(f"stored evidence fact {sorted(fact.sources)}")
+        return [*actions, Action("ADD", text=fact.text)]
+
     def planted_updates(
-        self, turn: Turn, facts: list[Fact], decisions: list[dict[str, str | None]]
+        self,
+        turn: Turn,
+        facts: list[Fact],
+        decisions: list[dict[str, str | None]],
+        repairing: bool = False,
     ) -> list[Fact]:
         """Apply an UpdateError / DeletionError planted at this message; returns the facts
         still to decide (an overwrite consumes the first fact)."""
@@ -131,23 +167,35 @@ class Mem0System(System):
             for memory_id in targets:
                 if kind == "UpdateError":
                     action = Action("UPDATE", memory_id, facts[0].text)
-                    self.apply(action, facts[0], overwrite=True)
+                    self.apply(action, facts[0], overwrite=True, keep=repairing)
                 else:
                     action = Action("DELETE", memory_id)
-                    self.apply(action, None)
+                    self.apply(action, None, keep=repairing)
                 decisions.append(action.as_json())
             self.applied(fault, f"{kind} on {', '.join(targets)}")
             if kind == "UpdateError":
                 facts = facts[1:]
         return facts
 
-    def apply(self, action: Action, fact: Fact | None, overwrite: bool = False) -> None:
+    def apply(
+        self, action: Action, fact: Fact | None, overwrite: bool = False, keep: bool = False
+    ) -> None:
+        """``keep``: a repaired decision, which never loses evidence of the case it repairs (a
+        memory holding it is not deleted, and its new version keeps the old text)."""
         memory = self.memories[action.memory_id or ""]
-        if action.event == "DELETE":
+        guarded = keep and bool(memory.sources & self.repair_sources())
+        if action.event == "DELETE" and guarded:
+            self.repaired(f"kept {memory.id} (not deleted)")
+        elif action.event == "DELETE":
             delete(memory.var)
             del self.memories[memory.id]
             self.release(memory, set(memory.sources), "DeletionError")
         elif action.event == "UPDATE" and fact is not None:
+            if guarded and (overwrite or memory.text not in (action.text or "")):
+                addition = (action.text or fact.text).split(": ", 1)[-1]
+                action = Action("UPDATE", memory.id, f"{memory.text} {addition}")
+                overwrite = False
+                self.repaired(f"{memory.id} kept its text")
             lost = set(memory.sources) if overwrite else set()
             memory.sources = (memory.sources - lost) | fact.sources
             for key in fact.sources:
@@ -167,6 +215,8 @@ class Mem0System(System):
 
     def add(self, adds: list[Fact], actions_var: Var, date: str) -> None:
         with operation("memory_system.add_to_vector_store", category="embedding"):
+            # stores every fact it is given: nothing for a repair to restore here
+            self.step(f"add:{actions_var.name.removeprefix('update_actions:')}")
             read(actions_var)
             for fact in adds:
                 self.created += 1
@@ -202,6 +252,8 @@ class Mem0System(System):
                 case_id, self.ranked(question.text), _sources, self.params.top_k, "memories"
             )
             top = ranked[: self.params.top_k]
+            if self.step(f"search:{case_id}"):
+                top = self.repair_retrieval(case_id, top)
             memory_vars = [m.var for m in top]
             read(*memory_vars)
             items = [Item(m.id, m.text, m.date, frozenset(m.sources), m.var) for m in top]
@@ -213,6 +265,15 @@ class Mem0System(System):
                 sources=(query, *memory_vars),
             )
             return items, context, op_id()
+
+    def repair_retrieval(self, case_id: str, top: list[Memory]) -> list[Memory]:
+        """The oracle's search: its results plus the live memories holding the evidence."""
+        shown = {m.id for m in top}
+        wanted = sorted({m for k in self.repair_sources() for m in self.holders.get(k, ())})
+        extra = [self.memories[m] for m in wanted if m not in shown and m in self.memories]
+        if extra:
+            self.repaired(f"added {', '.join(m.id for m in extra)}")
+        return top + extra
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:
         if self.holders.get(key):

@@ -22,6 +22,7 @@ class RagSystem(System):
 
     def ingest(self, turn: Turn, date: str, message: Var) -> None:
         with operation("memory_system.message_buffer_update", category="update"):
+            self.step(f"buffer:{turn.dia_id}")  # keeps every message: nothing to repair
             read(message)
             use(self.params, "chunk_size")
             self.buffer.append((turn, date))
@@ -37,7 +38,9 @@ class RagSystem(System):
     def finish_construction(self) -> None:
         if not self.buffer:
             return
+        first = self.buffer[0][0].dia_id
         with operation("memory_system.finalize_memory_unit", category="extraction"):
+            self.step(f"chunk:{first}")  # a chunk holds its messages verbatim: nothing to repair
             read(self.buffer_var)
             lines = [f"[{d}] {t.speaker}: {t.text}" for t, d in self.buffer]
             chunk = variable(
@@ -49,6 +52,7 @@ class RagSystem(System):
             self.buffer_var = mutation(self.buffer_var, [], category="buffer")
         items = [message_item(t.dia_id, t.speaker, t.text, d, chunk) for t, d in self.buffer]
         with operation("memory_system.add", category="embedding"):
+            self.step(f"index:{first}")
             read(chunk)
             tokens = sorted({w for item in items for w in content(item.text)})
             variable(
@@ -72,6 +76,8 @@ class RagSystem(System):
                 "chunks",
             )
             top = ranked[: self.params.top_k]
+            if self.step(f"search:{case_id}"):
+                top = self.repair_retrieval(top)
             chunk_vars = [chunk for chunk, _ in top]
             read(*chunk_vars)
             items = [item for _, chunk_items in top for item in chunk_items]
@@ -83,6 +89,15 @@ class RagSystem(System):
                 sources=(query, *chunk_vars),
             )
             return items, context, op_id()
+
+    def repair_retrieval(self, top: list[tuple[Var, list[Item]]]) -> list[tuple[Var, list[Item]]]:
+        """The oracle's search: its chunks plus the stored chunks holding the evidence."""
+        wanted = self.repair_sources()
+        shown = {chunk.id for chunk, _ in top}
+        extra = [c for c in self.chunks if c[0].id not in shown and _chunk_sources(c) & wanted]
+        if extra:
+            self.repaired(f"added {', '.join(chunk.name for chunk, _ in extra)}")
+        return top + extra
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:
         stored = key.split("#")[0] in self.stored

@@ -1,0 +1,38 @@
+"""Executed counterfactuals: re-run a failed case of a traced reference system with chosen
+operations repaired, instead of asking a model what would have happened.
+
+Public API (kept stable; changes are noted here):
+
+* ``read_native(path) -> TraceInputs``: the replay inputs of a native trace file (the
+  conversation, questions and gold answers, system, backend, parameters, prompts, planted
+  faults, the original answers); ``NotReplayableError`` for an imported smartcomment / OTLP
+  trace or a system memtrace cannot run. ``inputs_from_records(records, where)`` does the same
+  for native records as dicts.
+* ``make_replayer(inputs, settings=None) -> Replayer`` (the backend and search backend the trace
+  recorded), or ``Replayer(inputs, backend, ranker=None)``.
+* ``replayer.replay(case_id, repaired=("op-000012", "op-000431")) -> CaseReplay``: the case
+  answered again with those operations (op ids of the original trace) repaired for this case by
+  the oracle (``systems/`` says per operation kind what a repair restores); every other
+  operation runs as it did; the answer and the judge always run for real.
+  ``CaseReplay.passed`` (judged correct), ``.prediction``, ``.repaired`` (``Repaired(step,
+  op_id, detail)``: what each repair added or kept). ``replay(case_id)`` with no repair
+  reproduces the original answer exactly (a test checks it).
+* ``replayer.replays``: how many replays ran (the cost the replay judge reports);
+  ``replayer.steps()``: original op id -> step key; ``replayer.evidence_sources(case_id)``.
+
+Replays never write the trace they replay. The executed label (earliest decisive op, fix-alone
+outcomes) is ``memtrace.attribution.counterfactual.executed_label`` over a replay function.
+"""
+
+from memtrace.replay.engine import CaseReplay, Replayer, make_replayer
+from memtrace.replay.inputs import RecordedCase, TraceInputs, inputs_from_records, read_native
+
+__all__ = [
+    "CaseReplay",
+    "RecordedCase",
+    "Replayer",
+    "TraceInputs",
+    "inputs_from_records",
+    "make_replayer",
+    "read_native",
+]

@@ -1,0 +1,177 @@
+"""The replay engine: re-run one traced conversation of a reference system, with chosen
+operations repaired for one case.
+
+Op ids are deterministic (the tracer numbers operations in execution order), so the engine
+first re-runs the conversation once, traced into a temporary file, to learn which logical step
+(``System.step``: ``extract:D1:3``, ``search:locomo-qa-1-5``, ...) each op id of the original
+trace is; it refuses a trace whose re-run does not number the same operations. A repaired run
+is then addressed by steps: a repair that adds an operation shifts later op ids, not steps.
+
+Shared work is cached: the memory built without repairs (and with each set of construction
+repairs for one case's evidence) is built once, and every question is asked of a copy.
+Replays are never traced: the original trace is read, never written.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import tempfile
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from memtrace.errors import NotReplayableError
+from memtrace.replay.inputs import TraceInputs
+from memtrace.settings import Settings
+from memtrace.systems.base import System, session_date
+from memtrace.systems.core import Backend, Repair, Repaired
+from memtrace.systems.evidence import evidence
+from memtrace.systems.rankers import Ranker
+from memtrace.systems.registry import make_backend, make_ranker, make_system
+from memtrace.tracing import SimClock, trace
+
+
+@dataclass(frozen=True, slots=True)
+class CaseReplay:
+    """One case answered again: judged correct or not, the answer, what the repairs changed
+    (op ids are the original trace's)."""
+
+    case_id: str
+    passed: bool
+    prediction: str
+    repaired: tuple[Repaired, ...] = ()
+
+
+class Replayer:
+    """Replays the cases of one trace. ``replay(case_id, op_ids)`` answers ``case_id`` again
+    with the operations ``op_ids`` (of the original trace) repaired for that case; every other
+    operation runs as it did. ``replays`` counts the calls that ran the system."""
+
+    def __init__(self, inputs: TraceInputs, backend: Backend, ranker: Ranker | None = None):
+        self.inputs = inputs
+        self.backend = backend
+        self.ranker = ranker
+        self.replays = 0
+        conv = inputs.conversation
+        self._questions = {f"locomo-qa-{conv.number}-{q.number}": q for q in conv.questions}
+        dates = {t.dia_id: session_date(s.date_time) for s in conv.sessions for t in s.turns}
+        turns = conv.turns()
+        self._sources = {
+            case_id: frozenset(evidence(q, turns, dates).keys)
+            for case_id, q in self._questions.items()
+        }
+        self._steps: dict[str, str] | None = None  # original op id -> step key
+        self._construction: frozenset[str] = frozenset()  # step keys of memory construction
+        self._built: dict[tuple[frozenset[str], frozenset[str]], System] = {}
+
+    # -- the op id <-> step map -----------------------------------------------------------
+    def steps(self) -> Mapping[str, str]:
+        """Original op id -> step key, from one traced re-run (checked against the trace)."""
+        if self._steps is None:
+            self._steps = self._map_steps()
+        return self._steps
+
+    def _map_steps(self) -> dict[str, str]:
+        system = self._system(None)
+        with tempfile.TemporaryDirectory(prefix="memtrace-replay-") as folder:
+            path = Path(folder) / "replay.jsonl"
+            with trace(path, self.inputs.trace_id, system=system.name, clock=SimClock()):
+                system.construct(self.inputs.conversation)
+                self._construction = frozenset(system.run_state.steps.values())
+                system.ask_questions(self.inputs.conversation)
+            names = _operation_names(path)
+        original = self.inputs.operations
+        if original and names != dict(original):
+            differing = next(
+                (op for op in original if names.get(op) != original[op]), next(iter(original))
+            )
+            raise NotReplayableError(
+                f"trace {self.inputs.trace_id!r} does not reproduce: re-running "
+                f"{self.inputs.system} numbers its operations differently (first at "
+                f"{differing}: {original[differing]!r} in the trace, {names.get(differing)!r} "
+                "now); was it made by another memtrace version or with other settings?"
+            )
+        return dict(system.run_state.steps)
+
+    def step_of(self, op_id: str) -> str:
+        step = self.steps().get(op_id)
+        if step is None:
+            raise NotReplayableError(
+                f"operation {op_id!r} is not a step of trace {self.inputs.trace_id!r}"
+            )
+        return step
+
+    # -- replays ---------------------------------------------------------------------------
+    def replay(self, case_id: str, repaired: Collection[str] = ()) -> CaseReplay:
+        """``case_id`` answered again with the operations ``repaired`` (op ids) repaired."""
+        question = self._questions.get(case_id)
+        if question is None:
+            raise NotReplayableError(f"no case {case_id!r} in trace {self.inputs.trace_id!r}")
+        steps = frozenset(self.step_of(op) for op in repaired)
+        sources = self._sources[case_id]
+        built = self._build(steps & self._construction, sources)
+        system = copy.copy(built)  # the memory is shared read-only; only the repair differs
+        system.repair = Repair(steps, sources) if steps else None
+        system.run_state = copy.copy(built.run_state)
+        system.run_state.results = []
+        system.run_state.repaired = list(built.run_state.repaired)
+        self.replays += 1
+        (result,) = system.ask_questions(self.inputs.conversation, {case_id})
+        by_step = {step: op for op, step in self.steps().items()}
+        changes = tuple(
+            Repaired(r.step, by_step.get(r.step, ""), r.detail) for r in system.run_state.repaired
+        )
+        return CaseReplay(case_id, result.passed, result.prediction, changes)
+
+    def evidence_sources(self, case_id: str) -> frozenset[str]:
+        """The evidence sentences (``D1:3#0``) the oracle restores for ``case_id``."""
+        return self._sources.get(case_id, frozenset())
+
+    def _build(self, steps: frozenset[str], sources: frozenset[str]) -> System:
+        self.steps()  # the step map first: it names the construction steps
+        key = (steps, sources if steps else frozenset())
+        built = self._built.get(key)
+        if built is None:
+            built = self._system(Repair(steps, sources) if steps else None)
+            built.construct(self.inputs.conversation)
+            self._built[key] = built
+            if len(self._built) > MAX_BUILT:  # one case's repairs at a time, plus the original
+                oldest = next(k for k in self._built if k[0])
+                del self._built[oldest]
+        return built
+
+    def _system(self, repair: Repair | None) -> System:
+        inputs = self.inputs
+        return make_system(
+            inputs.system,
+            self.backend,
+            params=inputs.params,
+            prompts=inputs.prompts,
+            faults=inputs.faults,
+            ranker=self.ranker,
+            repair=repair,
+        )
+
+
+MAX_BUILT = 16  # cached memories (each a whole system's state)
+
+
+def make_replayer(inputs: TraceInputs, settings: Settings | None = None) -> Replayer:
+    """A replayer with the backend and search backend the trace recorded (``settings`` for
+    those that call an endpoint)."""
+    retriever, _, model = inputs.retriever.partition(":")
+    return Replayer(
+        inputs,
+        make_backend(inputs.backend, settings),
+        make_ranker(retriever, settings, model or None),
+    )
+
+
+def _operation_names(path: Path) -> dict[str, str]:
+    names = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("type") == "operation":
+            names[record["id"]] = str(record.get("name"))
+    return names
