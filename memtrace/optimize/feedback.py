@@ -25,20 +25,27 @@ from memtrace.db import Database
 from memtrace.errors import ConfigError
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.optimize.scoring import Blame, Evaluator
+from memtrace.optimize.what_if import EngineReplayer
 from memtrace.patterns import CLASS_COLUMNS, HEADROOM_COLUMNS, failure_classes
 from memtrace.patterns.export import records
 from memtrace.patterns.headroom import Outcome, Repair, Replayer, what_if
 from memtrace.patterns.reader import PatternReader
+from memtrace.replay import read_native
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.runner import trace_id
 
-# (database, configuration, its train traces by conversation number) -> a replayer of them
-ReplayerFactory = Callable[[Database, SystemConfig, Mapping[int, str]], Replayer]
+# the trace files of a configuration's train run, by trace id -> a replayer of them
+ReplayerFactory = Callable[[Mapping[str, Path]], Replayer]
+
+
+def engine_replayer(files: Mapping[str, Path]) -> Replayer:
+    """The replay engine over native trace files (offline backends need no settings)."""
+    return EngineReplayer(lambda trace_id: read_native(files[trace_id]))
 
 
 class BudgetedReplayer:
-    """A replayer whose replays are charged to the optimizer's budget, one system run each,
-    before they run (a replay past the limit raises OutOfBudget and does not run)."""
+    """A replayer whose replays are charged to the optimizer's budget in system runs (the
+    conversations they re-run) before they run: one past the limit raises OutOfBudget."""
 
     def __init__(self, inner: Replayer, evaluator: Evaluator) -> None:
         self.inner = inner
@@ -50,10 +57,13 @@ class BudgetedReplayer:
     def baseline(self, trace_id: str) -> Mapping[str, bool]:
         return self.inner.baseline(trace_id)
 
+    def cost(self, trace_id: str, repairs: Sequence[Repair]) -> int:
+        return self.inner.cost(trace_id, repairs)
+
     def replay(
         self, trace_id: str, repairs: Sequence[Repair], cases: Collection[str] | None = None
     ) -> Mapping[str, Outcome]:
-        self.evaluator.budget.charge_replays(1, cached=False)
+        self.evaluator.budget.charge_replays(self.inner.cost(trace_id, repairs), cached=False)
         return self.inner.replay(trace_id, repairs, cases)
 
 
@@ -79,7 +89,7 @@ class GraphFeedback:
         self.max_cases = max_cases
         self.seed = seed
         self.cache = cache or out / "classes"
-        self.replayer = replayer
+        self.replayer = replayer or engine_replayer
 
     def attribution_run(self, config: SystemConfig) -> str:
         """The attribution run of ``config``'s classes: this run's, or, when the classes came
@@ -123,14 +133,20 @@ class GraphFeedback:
         self._blames_path(config).write_text(json.dumps(blames), encoding="utf-8")
         cached.write_text(frame[list(CLASS_COLUMNS)].to_json(orient="records"), encoding="utf-8")
         source = self.cache / f"{config.key()}.run.json"
-        source.write_text(json.dumps({"run_id": run_id}), encoding="utf-8")
+        files = {
+            trace_id(system, c, prefix): str(p)
+            for c, p in zip(self.evaluator.splits["train"], paths, strict=True)
+        }
+        source.write_text(json.dumps({"run_id": run_id, "files": files}), encoding="utf-8")
         return frame
 
-    def train_traces(self, config: SystemConfig) -> dict[int, str]:
-        """Conversation number -> the trace id of the incumbent's traced train run."""
-        prefix = f"{self.attribution_run(config)}-"
-        system = self.evaluator.system
-        return {c.number: trace_id(system, c, prefix) for c in self.evaluator.splits["train"]}
+    def train_files(self, config: SystemConfig) -> dict[str, Path]:
+        """Trace id -> the file of the incumbent's traced train run (what a replay reads)."""
+        source = self.cache / f"{config.key()}.run.json"
+        if not source.is_file():
+            raise ConfigError(f"no traced train run recorded for configuration {config.key()}")
+        files = json.loads(source.read_text(encoding="utf-8")).get("files", {})
+        return {str(t): Path(p) for t, p in files.items()}
 
     def headroom(self, config: SystemConfig, classes: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
         """The what-if of the classes in ``keys`` on the train traces (no fix-alone, no joint:
@@ -141,11 +157,7 @@ class GraphFeedback:
             data = json.loads(cached.read_text(encoding="utf-8"))
             self.evaluator.budget.charge_replays(int(data["replays"]), cached=True)
             return pd.DataFrame(data["classes"], columns=list(HEADROOM_COLUMNS))
-        if self.replayer is None:
-            raise ConfigError("routing by headroom needs a replayer (the replay engine)")
-        replayer = BudgetedReplayer(
-            self.replayer(self.db, config, self.train_traces(config)), self.evaluator
-        )
+        replayer = BudgetedReplayer(self.replayer(self.train_files(config)), self.evaluator)
         blamed = PatternReader(self.db).blamed_cases(self.attribution_run(config), None)
         result = what_if(classes, blamed, replayer, fix_alone=False, joint_top=0, only=keys)
         cached.parent.mkdir(parents=True, exist_ok=True)

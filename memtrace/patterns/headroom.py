@@ -10,8 +10,8 @@ repaired. The joint headroom repairs the top classes together (fixes interact).
 
 Pure: the replays go through a ``Replayer`` passed in (the replay engine, a budgeted wrapper in
 the optimizer, or a small scripted one in tests); the answer is a DataFrame with
-``HEADROOM_COLUMNS``. A replay is one conversation re-run: the unit the optimizer's budget
-counts.
+``HEADROOM_COLUMNS``. ``replays`` are counted in system runs (conversations re-run, what the
+replayer's ``cost`` says): the unit the optimizer's budget counts.
 """
 
 from __future__ import annotations
@@ -53,11 +53,16 @@ class Replayer(Protocol):
         """Case id -> judged correct in the original run (read, not replayed)."""
         ...
 
+    def cost(self, trace_id: str, repairs: Sequence[Repair]) -> int:
+        """System runs (conversations re-run) that replaying with ``repairs`` takes."""
+        ...
+
     def replay(
         self, trace_id: str, repairs: Sequence[Repair], cases: Collection[str] | None = None
     ) -> Mapping[str, Outcome]:
-        """Case id -> outcome after replaying the trace with ``repairs`` (every case of the
-        trace when ``cases`` is None, else at least those). One call is one replay."""
+        """Case id -> outcome after replaying the trace with ``repairs``, for every case of
+        the trace whose answer may have changed (only those in ``cases`` if given); a case
+        left out is unchanged."""
         ...
 
 
@@ -92,7 +97,7 @@ class WhatIf:
     joint_net: int = 0
     joint_accuracy_delta: float = 0.0
     total_cases: int = 0  # every case of the replayed systems' traces
-    replays: int = 0
+    replays: int = 0  # system runs the replays took
     not_replayable: dict[str, str] = field(default_factory=dict)  # trace id -> why
 
     def run_properties(self) -> dict[str, object]:
@@ -136,9 +141,10 @@ def _replay_all(
     by_trace: dict[str, list[Repair]] = {}
     for repair in repairs:
         by_trace.setdefault(repair.trace_id, []).append(repair)
-    rescued = also = broken = 0
+    rescued = also = broken = runs = 0
     lost: Counter[str] = Counter()
     for trace_id, trace_repairs in sorted(by_trace.items()):
+        runs += replayer.cost(trace_id, trace_repairs)
         outcomes = replayer.replay(trace_id, trace_repairs)
         for case_id, before in baselines[trace_id].items():
             after = outcomes.get(case_id)
@@ -152,7 +158,7 @@ def _replay_all(
                 broken += 1
             elif member and not after.passed:
                 lost[after.still_lost_at or "unknown"] += 1
-    return _Counts(rescued, also, broken, dict(lost), len(by_trace))
+    return _Counts(rescued, also, broken, dict(lost), runs)
 
 
 STAGE_WORDS = {
@@ -242,9 +248,9 @@ def what_if(
         if fix_alone:
             alone = 0
             for repair in repairs:
+                spent += replayer.cost(repair.trace_id, [repair])
                 outcome = replayer.replay(repair.trace_id, [repair], {repair.case_id})
                 alone += outcome[repair.case_id].passed
-                spent += 1
         replays += spent
         net = counts.rescued + counts.also_rescued - counts.broken
         rows.append(

@@ -38,6 +38,9 @@ class RuleReplayer:
     def baseline(self, trace_id: str) -> Mapping[str, bool]:
         return self.passed
 
+    def cost(self, trace_id: str, repairs: Sequence[Repair]) -> int:
+        return 1
+
     def replay(
         self, trace_id: str, repairs: Sequence[Repair], cases: Collection[str] | None = None
     ) -> Mapping[str, Outcome]:
