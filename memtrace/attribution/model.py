@@ -146,4 +146,6 @@ class Verdict:
     error: str | None = None  # set when attributing this case failed
     overridden_from: str | None = None  # the offline proposal's op id, when the LLM moved it
     overridden_type: ErrorType | None = None  # the offline proposal's error type, idem
+    replays: int = 0  # executed counterfactuals the judge ran
+    replay_outcomes: str | None = None  # JSON: per candidate decisive / fix-alone outcomes
     checked: list[str] = field(default_factory=list)  # candidate op ids the judge looked at

@@ -113,6 +113,8 @@ def analyse_case(
         checked=found.checked,
         overridden_from=found.overridden_from.op.id if found.overridden_from else None,
         overridden_type=found.overridden_type if found.overridden_from else None,
+        replays=found.replays,
+        replay_outcomes=found.outcomes,
     )
     return Analysis(anchor, graph, trails, found_candidates, verdict)
 

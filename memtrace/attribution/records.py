@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
@@ -45,6 +46,11 @@ def memtrace_record(verdict: Verdict) -> dict[str, Any]:
         "tokens_out": verdict.tokens_out,
         "seconds": round(verdict.seconds, 4),
         **({"error": verdict.error} if verdict.error else {}),
+        **(
+            {"replays": verdict.replays, "counterfactuals": json.loads(verdict.replay_outcomes)}
+            if verdict.replay_outcomes
+            else {}
+        ),
         **(
             {
                 "overridden_from": {

@@ -11,8 +11,10 @@ from memtrace.attribution.evidence import Embed, Retriever
 from memtrace.attribution.hybrid import HybridJudge
 from memtrace.attribution.judges import Judge, OfflineJudge
 from memtrace.attribution.llm_judge import LLMJudge
+from memtrace.attribution.replay_judge import ReplayJudge
 from memtrace.errors import ConfigError
 from memtrace.llm import LLMClient
+from memtrace.replay.graph import GraphReplayers
 from memtrace.settings import Settings
 
 JudgeFactory = Callable[[Settings], Judge]
@@ -21,6 +23,8 @@ JUDGES: dict[str, JudgeFactory] = {
     "offline": lambda _settings: OfflineJudge(),
     "llm": lambda settings: LLMJudge(LLMClient.from_settings(settings)),
     "hybrid": lambda settings: HybridJudge(LLMJudge(LLMClient.from_settings(settings))),
+    # executes the counterfactuals: replays the traced system (reference systems' native traces)
+    "replay": lambda settings: ReplayJudge(GraphReplayers(settings)),
 }
 
 

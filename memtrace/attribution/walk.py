@@ -26,6 +26,8 @@ class Found:
     checked: list[str] = field(default_factory=list)
     overridden_from: Candidate | None = None  # set by the hybrid judge when the LLM moved it
     overridden_type: ErrorType | None = None
+    replays: int = 0  # executed counterfactuals run (the replay judge)
+    outcomes: str | None = None  # the replay judge's per-candidate outcomes, JSON
 
 
 @runtime_checkable

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 from rich.markup import escape
@@ -78,7 +79,7 @@ def _options(
 
 def _summary(run_id: str, verdicts: list[Verdict]) -> Table:
     table = Table(title=f"attribution run {run_id}: {len(verdicts)} cases")
-    for column in ("error type", "cases", "llm calls", "tokens in", "tokens out"):
+    for column in ("error type", "cases", "llm calls", "tokens in", "tokens out", "replays"):
         table.add_column(column, justify="right" if column != "error type" else "left")
     groups: dict[str, list[Verdict]] = {}
     for verdict in verdicts:
@@ -91,6 +92,7 @@ def _summary(run_id: str, verdicts: list[Verdict]) -> Table:
             str(sum(v.llm_calls for v in items)),
             str(sum(v.tokens_in for v in items)),
             str(sum(v.tokens_out for v in items)),
+            str(sum(v.replays for v in items)),
         )
     seconds = sum(v.seconds for v in verdicts)
     table.caption = f"{seconds:.2f} s of case work"
@@ -261,12 +263,28 @@ def _explain_tree(analysis: Analysis) -> Tree:
         f"[bold]verdict[/]: {verdict.error_type} at {verdict.op_id} "
         f"(judge {verdict.judge}, confidence {verdict.confidence:.2f}) - {verdict.reason}"
     )
+    if verdict.replay_outcomes:
+        tree.add(_replay_tree(json.loads(verdict.replay_outcomes)))
     if verdict.overridden_from:
         tree.add(
             f"[bold]overridden[/]: the offline proposal was {verdict.overridden_type} at "
             f"{verdict.overridden_from}"
         )
     return tree
+
+
+def _replay_tree(outcomes: dict[str, Any]) -> Tree:
+    """The replay judge's executed counterfactuals, one line per candidate."""
+    node = Tree(f"[bold]replays[/] ({outcomes['replays']}; {outcomes['status']})")
+    for c in outcomes["candidates"]:
+        downstream = {True: "rescued", False: "still wrong", None: "not run"}[c["downstream"]]
+        alone = "rescued" if c["alone"] else "still wrong"
+        mark = " [bold]decisive[/]" if c["decisive"] else ""
+        changed = escape(c["changed"]) if c["changed"] else "repair changed nothing"
+        node.add(
+            f"{c['op_id']}{mark}: with later ones repaired {downstream}; alone {alone}; {changed}"
+        )
+    return node
 
 
 def browser_cypher(trace_id: str, case_id: str, max_seq: int) -> str:

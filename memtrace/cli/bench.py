@@ -8,13 +8,16 @@ import click
 from rich.table import Table
 
 from memtrace.bench.make import FORMATS, BenchOptions, make_bench
+from memtrace.bench.natural import natural_bench
 from memtrace.bench.plan import SYSTEM_TYPES, TYPES, system_types
-from memtrace.cli.options import choice
+from memtrace.cli.options import choice, neo4j_options
 from memtrace.cli.output import make_console, strict_json
 from memtrace.cli.run import parse_subset, subset_options
-from memtrace.settings import load_settings
+from memtrace.db import connect
+from memtrace.errors import MemtraceError
+from memtrace.settings import Settings, load_settings
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
-from memtrace.systems.registry import BACKENDS
+from memtrace.systems.registry import BACKENDS, REFERENCE_SYSTEMS
 
 
 @click.group("bench")
@@ -93,3 +96,50 @@ def make_command(
         f"{summary['labels']} labels in {len(report.files)} traces; "
         f"{summary['dropped_faults']} faults dropped by the final check"
     )
+
+
+@subset_options
+@bench_group.command("natural")
+@click.option(
+    "--system", type=click.Choice(list(REFERENCE_SYSTEMS)), default="mem0", show_default=True
+)
+@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False))
+@click.option("--trace-prefix", default="", help="Prefix for trace ids (keeps sets apart).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@neo4j_options
+def natural_command(
+    settings: Settings,
+    data: Path | None,
+    conversations: str | None,
+    sessions: str | None,
+    questions: int | None,
+    system: str,
+    out: Path,
+    trace_prefix: str,
+    as_json: bool,
+) -> None:
+    """Run SYSTEM with no planted fault, load it and label every failed case by replay."""
+    convs = load_locomo(data or SAMPLE_PATH, parse_subset(conversations, sessions, questions))
+    console = make_console(stderr=True)
+    with connect(settings) as db, console.status("natural failures") as status:
+        report = natural_bench(
+            db, system, convs, out, prefix=trace_prefix, settings=settings, progress=status.update
+        )
+    summary = report.as_dict()
+    if as_json:
+        click.echo(strict_json(summary))
+        return
+    table = Table(title=f"natural failures of {system}, labelled by replay ({out})")
+    table.add_column("error type")
+    table.add_column("cases", justify="right")
+    for kind, n in summary["by_type"].items():
+        table.add_row(kind, str(n))
+    table.add_row("no single decisive op", str(summary["no_single_decisive"]))
+    console.print(table)
+    console.print(
+        f"{summary['failed']} of {summary['cases']} cases failed; {summary['labeled']} labelled "
+        f"(source replay); replays per case median {summary['replays_median']}, p95 "
+        f"{summary['replays_p95']}; {summary['cases_per_second']:.1f} cases/s"
+    )
+    if summary["errors"]:
+        raise MemtraceError(f"{summary['errors']} failed cases could not be replayed")

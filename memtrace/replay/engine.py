@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memtrace.errors import NotReplayableError
-from memtrace.replay.inputs import TraceInputs
+from memtrace.replay.inputs import Signature, TraceInputs, signature
 from memtrace.settings import Settings
 from memtrace.systems.base import System, session_date
 from memtrace.systems.core import Backend, Repair, Repaired
@@ -120,7 +120,8 @@ class Replayer:
         (result,) = system.ask_questions(self.inputs.conversation, {case_id})
         by_step = {step: op for op, step in self.steps().items()}
         changes = tuple(
-            Repaired(r.step, by_step.get(r.step, ""), r.detail) for r in system.run_state.repaired
+            Repaired(r.step, by_step.get(r.step, ""), r.detail, r.error_type)
+            for r in system.run_state.repaired
         )
         return CaseReplay(case_id, result.passed, result.prediction, changes)
 
@@ -168,10 +169,10 @@ def make_replayer(inputs: TraceInputs, settings: Settings | None = None) -> Repl
     )
 
 
-def _operation_names(path: Path) -> dict[str, str]:
+def _operation_names(path: Path) -> dict[str, Signature]:
     names = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
         if record.get("type") == "operation":
-            names[record["id"]] = str(record.get("name"))
+            names[record["id"]] = signature(record)
     return names

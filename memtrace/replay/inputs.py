@@ -28,6 +28,14 @@ _CASE = re.compile(r"locomo-qa-(\d+)-(\d+)")
 _PARAMS = {f.name: f.type for f in fields(Params)}
 
 
+Signature = tuple[str, tuple[str, ...]]
+
+
+def signature(op: Mapping[str, Any]) -> Signature:
+    """What identifies an operation of a run: its name and the variables it wrote."""
+    return str(op.get("name")), tuple(sorted(op.get("writes") or ()))
+
+
 @dataclass(frozen=True, slots=True)
 class RecordedCase:
     """What the original run answered for one case."""
@@ -48,7 +56,7 @@ class TraceInputs:
     conversation: Conversation
     faults: tuple[Fault, ...]
     cases: Mapping[str, RecordedCase]
-    operations: Mapping[str, str]  # op id -> name, in the original trace
+    operations: Mapping[str, Signature]  # op id -> (name, written variable ids), as traced
 
 
 def read_native(path: Path) -> TraceInputs:
@@ -69,7 +77,15 @@ def read_native(path: Path) -> TraceInputs:
 
 
 def inputs_from_records(records: Iterable[dict[str, Any]], where: str) -> TraceInputs:
-    items = list(records)
+    try:
+        return _inputs(list(records), where)
+    except (KeyError, TypeError, ValueError) as exc:  # a record without what a replay reads
+        raise NotReplayableError(
+            f"{where}: cannot rebuild the run from the trace ({exc!r})"
+        ) from None
+
+
+def _inputs(items: list[dict[str, Any]], where: str) -> TraceInputs:
     head = items[0] if items else {}
     if not isinstance(head, dict) or head.get("type") != "trace":
         raise NotReplayableError(
@@ -102,11 +118,11 @@ def inputs_from_records(records: Iterable[dict[str, Any]], where: str) -> TraceI
             c["id"]: RecordedCase(
                 c["id"],
                 c.get("judge_score") == 1.0,
-                str(values.get(c.get("prediction") or "", "") or ""),
+                str(c.get("prediction_text") or values.get(c.get("prediction") or "") or ""),
             )
             for c in of.get("case", [])
         },
-        operations={op["id"]: str(op.get("name")) for op in of.get("operation", [])},
+        operations={op["id"]: signature(op) for op in of.get("operation", [])},
     )
 
 
@@ -155,10 +171,11 @@ def _conversation(
                 number=int(match.group(2)),
                 text=str(query.get("value")),
                 answer=str((c.get("golden_answers") or [""])[0]),
-                evidence=(*present, *c.get("missing_evidence", [])),
+                evidence=(*present, *(c.get("missing_evidence") or [])),
                 category=str(c.get("category")),
             )
         )
+    questions.sort(key=lambda q: q.number)  # the order the run asked them in
     ordered = sorted(numbered.items(), key=lambda item: item[1][0])
     pair = (*speakers, "", "")
     return Conversation(

@@ -32,6 +32,7 @@ from memtrace.systems.locomo import Conversation, Question, Turn
 from memtrace.systems.params import Params, parameter, use
 from memtrace.systems.prompts import DEFAULTS, JUDGE, QUESTION_ANSWERING
 from memtrace.systems.rankers import BM25Ranker, Ranker
+from memtrace.taxonomy import ErrorType
 from memtrace.tracing import (
     Registered,
     Var,
@@ -119,9 +120,9 @@ class System(ABC):
         self.current_step = key
         return self.repair is not None and key in self.repair.steps
 
-    def repaired(self, detail: str) -> None:
-        """Record what the repair of the current step changed."""
-        self.run_state.repaired.append(Repaired(self.current_step, op_id(), detail))
+    def repaired(self, detail: str, error_type: ErrorType) -> None:
+        """Record what the repair of the current step changed, and the error it undoes."""
+        self.run_state.repaired.append(Repaired(self.current_step, op_id(), detail, error_type))
 
     def repair_sources(self) -> frozenset[str]:
         return self.repair.sources if self.repair is not None else frozenset()

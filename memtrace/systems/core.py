@@ -71,11 +71,13 @@ class Repair:
 
 @dataclass(frozen=True, slots=True)
 class Repaired:
-    """What one repair changed: the step, the op id of this run, what was added or kept."""
+    """What one repair changed: the step, the op id (the original trace's), what was added or
+    kept, and the error type that restoring it undoes."""
 
     step: str
     op_id: str
     detail: str
+    error_type: ErrorType
 
 
 @dataclass(slots=True)

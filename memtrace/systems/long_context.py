@@ -48,7 +48,9 @@ class LongContextSystem(System):
             if repairing:  # the oracle's window keeps the evidence messages it would trim
                 restored = {i.key for i in dropped if i.sources & self.repair_sources()}
                 if restored:
-                    self.repaired(f"kept {', '.join(sorted(restored))} in the window")
+                    self.repaired(
+                        f"kept {', '.join(sorted(restored))} in the window", "UpdateError"
+                    )
                     keys = {i.key for i in kept} | restored
                     kept = [i for i in window if i.key in keys]
                     dropped = [i for i in dropped if i.key not in restored]

@@ -89,7 +89,8 @@ class Mem0System(System):
                 Fact(f"{turn.speaker}: {parts[int(index)]}", turn.speaker, frozenset({key}))
             )
         if added:
-            self.repaired(f"added evidence fact(s) {sorted(k for f in added for k in f.sources)}")
+            keys = sorted(k for f in added for k in f.sources)
+            self.repaired(f"added evidence fact(s) {', '.join(keys)}", "ExtractionError")
         return facts + added
 
     def similar(self, fact: Fact) -> list[tuple[Memory, float]]:
@@ -145,7 +146,8 @@ class Mem0System(System):
             return actions
         if any(a.event in ("ADD", "UPDATE") for a in actions):
             return actions
-        self.repaired(f"stored evidence fact {sorted(fact.sources)}")
+        # the decision let the fact go before any memory held it: it never entered the store
+        self.repaired(f"stored evidence fact {', '.join(sorted(fact.sources))}", "ExtractionError")
         return [*actions, Action("ADD", text=fact.text)]
 
     def planted_updates(
@@ -185,7 +187,7 @@ class Mem0System(System):
         memory = self.memories[action.memory_id or ""]
         guarded = keep and bool(memory.sources & self.repair_sources())
         if action.event == "DELETE" and guarded:
-            self.repaired(f"kept {memory.id} (not deleted)")
+            self.repaired(f"kept {memory.id} (not deleted)", "DeletionError")
         elif action.event == "DELETE":
             delete(memory.var)
             del self.memories[memory.id]
@@ -195,7 +197,7 @@ class Mem0System(System):
                 addition = (action.text or fact.text).split(": ", 1)[-1]
                 action = Action("UPDATE", memory.id, f"{memory.text} {addition}")
                 overwrite = False
-                self.repaired(f"{memory.id} kept its text")
+                self.repaired(f"{memory.id} kept its text", "UpdateError")
             lost = set(memory.sources) if overwrite else set()
             memory.sources = (memory.sources - lost) | fact.sources
             for key in fact.sources:
@@ -272,7 +274,7 @@ class Mem0System(System):
         wanted = sorted({m for k in self.repair_sources() for m in self.holders.get(k, ())})
         extra = [self.memories[m] for m in wanted if m not in shown and m in self.memories]
         if extra:
-            self.repaired(f"added {', '.join(m.id for m in extra)}")
+            self.repaired(f"added {', '.join(m.id for m in extra)}", "RetrievalError")
         return top + extra
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:

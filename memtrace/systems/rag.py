@@ -96,7 +96,7 @@ class RagSystem(System):
         shown = {chunk.id for chunk, _ in top}
         extra = [c for c in self.chunks if c[0].id not in shown and _chunk_sources(c) & wanted]
         if extra:
-            self.repaired(f"added {', '.join(chunk.name for chunk, _ in extra)}")
+            self.repaired(f"added {', '.join(chunk.name for chunk, _ in extra)}", "RetrievalError")
         return top + extra
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:

@@ -34,13 +34,14 @@ QUERYING = {
     "memtrace.loaders.writer",
     "memtrace.patterns.reader",
     "memtrace.optimize.store",
+    "memtrace.replay.store",
     "memtrace.cli.attribute",  # prints explain_view for Neo4j Browser, does not run it
 }
 PURE_ATTRIBUTION = {
     f"memtrace.attribution.{name}"
     for name in (
         "model", "text", "dates", "trails", "evidence", "judges", "llm_judge", "hybrid",
-        "walk", "evaluate", "records",
+        "walk", "evaluate", "records", "counterfactual", "replay_judge",
     )
 }  # fmt: skip
 IO_MODULES = (

@@ -1,0 +1,63 @@
+"""The replay judge: the executed label instead of a judgement (``counterfactual.py``).
+
+It gets its replayers passed in (``Replayers``: one ``CaseReplayer`` per trace, e.g.
+``memtrace.replay.graph.GraphReplayers``), as the LLM judge gets its client. It decides a whole
+case itself: every non-answer candidate is a suspect, repaired and replayed; the answer op always
+runs for real. Its cost is counted in replays; the per-candidate outcomes (decisive, fix alone,
+what each repair restored) go on the verdict as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from typing import Protocol
+
+from memtrace.attribution.counterfactual import CaseReplayer, Suspect, executed_label
+from memtrace.attribution.judges import CaseView
+from memtrace.attribution.model import Candidate, Check
+from memtrace.attribution.walk import Found, Strategy
+from memtrace.usage import Usage
+
+CONFIDENCE_EXECUTED = 1.0  # a replay is an observation, not an estimate
+
+
+class Replayers(Protocol):
+    def for_trace(self, trace_id: str) -> CaseReplayer: ...
+
+
+class ReplayJudge:
+    name = "replay"
+    model: str | None = None
+    reads_operations = False
+
+    def __init__(self, replayers: Replayers) -> None:
+        self.replayers = replayers
+        self.lock = threading.Lock()  # replayers cache state: one case replays at a time
+
+    def check(self, view: CaseView, candidate: Candidate) -> tuple[Check, Usage]:
+        raise NotImplementedError("the replay judge decides whole cases (decide)")
+
+    def intact_after(self, view: CaseView, candidate: Candidate) -> tuple[bool, Usage]:
+        raise NotImplementedError("the replay judge decides whole cases (decide)")
+
+    def decide(self, strategy: Strategy, view: CaseView, candidates: Sequence[Candidate]) -> Found:
+        anchor = view.graph.anchor
+        answer = anchor.answer.id if anchor.answer else None
+        suspects = [Suspect(c.op.id, c.op.kind) for c in candidates]
+        with self.lock:
+            replayer = self.replayers.for_trace(anchor.trace_id)
+            label = executed_label(replayer, anchor.case_id, suspects, answer)
+        by_id = {c.op.id: c for c in candidates}
+        blamed = by_id.get(label.op_id) if label.op_id else None
+        return Found(
+            blamed,
+            label.error_type,
+            f"replay ({label.status}): {label.reason}",
+            CONFIDENCE_EXECUTED if blamed else 0.0,
+            Usage(),
+            [c.op.id for c in candidates],
+            replays=label.replays,
+            outcomes=json.dumps(label.as_dict(), separators=(",", ":")),
+        )

@@ -1,0 +1,152 @@
+"""`memtrace bench natural`: a system's own failures (no planted fault), labelled by execution.
+
+Per conversation: run the system traced, load the trace, take each failed case's Cypher
+candidates and replay it with repairs (the replay judge); the executed label goes into the
+trace's case record as a label of source ``replay`` and the trace is loaded again, so
+``memtrace eval --labels replay`` scores any judge against it. Cases with no single decisive op
+are kept (counted, no label).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memtrace.attribution.pipeline import Options, run_attribution
+from memtrace.attribution.replay_judge import ReplayJudge
+from memtrace.attribution.store import AttributionStore
+from memtrace.bench.labels import label
+from memtrace.bench.make import MANIFEST, write_labels
+from memtrace.db import Database
+from memtrace.loaders.load import LoadOptions, load_paths
+from memtrace.replay.engine import Replayer, make_replayer
+from memtrace.replay.inputs import read_native
+from memtrace.settings import Settings
+from memtrace.systems.locomo import Conversation
+from memtrace.systems.registry import make_backend, make_system
+from memtrace.systems.runner import run_conversation
+from memtrace.tracing import SimClock
+
+
+class FileReplayers:
+    """Replayers of the traces this benchmark just wrote, read from their files."""
+
+    def __init__(self, paths: dict[str, Path], settings: Settings | None) -> None:
+        self.paths = paths
+        self.settings = settings
+        self.built: dict[str, Replayer] = {}
+
+    def for_trace(self, trace_id: str) -> Replayer:
+        if trace_id not in self.built:
+            inputs = read_native(self.paths[trace_id])
+            self.built[trace_id] = make_replayer(inputs, self.settings)
+        return self.built[trace_id]
+
+
+@dataclass(slots=True)
+class NaturalReport:
+    system: str
+    conversations: list[int] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    cases: int = 0
+    failed: int = 0
+    labeled: Counter[str] = field(default_factory=Counter)  # error type -> cases
+    no_single: int = 0
+    errors: int = 0
+    replays: list[int] = field(default_factory=list)  # per labelled case
+    candidates: list[int] = field(default_factory=list)  # per labelled case (answer op included)
+    replay_seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        replays = sorted(self.replays)
+
+        def pct(q: float) -> float:
+            return float(replays[min(len(replays) - 1, int(q * len(replays)))]) if replays else 0.0
+
+        over = sum(r > c + 1 for r, c in zip(self.replays, self.candidates, strict=True))
+        return {
+            "system": self.system,
+            "conversations": self.conversations,
+            "files": [p.name for p in self.files],
+            "cases": self.cases,
+            "failed": self.failed,
+            "labeled": sum(self.labeled.values()),
+            "by_type": dict(sorted(self.labeled.items())),
+            "no_single_decisive": self.no_single,
+            "errors": self.errors,
+            "replays_median": statistics.median(replays) if replays else 0.0,
+            "replays_p95": pct(0.95),
+            "cases_over_candidates_plus_1": over,
+            "cases_per_second": (self.failed / self.replay_seconds if self.replay_seconds else 0.0),
+        }
+
+
+def natural_bench(
+    db: Database,
+    system: str,
+    convs: Sequence[Conversation],
+    out: Path,
+    *,
+    prefix: str = "",
+    settings: Settings | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+) -> NaturalReport:
+    report = NaturalReport(system)
+    out.mkdir(parents=True, exist_ok=True)
+    store = AttributionStore(db)
+    for conv in convs:
+        progress(f"running {system} on conversation {conv.number}")
+        traced, path = run_conversation(
+            make_system(system, make_backend("offline", settings)),
+            conv,
+            out,
+            prefix=prefix,
+            clock=SimClock(),
+            metadata={"bench": {"natural": True}},
+        )
+        assert path is not None
+        report.conversations.append(conv.number)
+        report.cases += len(traced.results)
+        load_paths(db, [str(path)], LoadOptions())
+        progress(f"replaying the failed cases of conversation {conv.number}")
+        judge = ReplayJudge(FileReplayers({traced.trace_id: path}, settings))
+        started = time.perf_counter()
+        _, verdicts = run_attribution(
+            store, judge, Options(), trace_id=traced.trace_id, write=False, workers=1
+        )
+        report.replay_seconds += time.perf_counter() - started
+        report.failed += len(verdicts)
+        labels = {}
+        for verdict in verdicts:
+            if verdict.error:
+                report.errors += 1
+                continue
+            outcome = json.loads(verdict.replay_outcomes or "{}")
+            if verdict.op_id is None or verdict.error_type is None:
+                report.no_single += 1
+            else:
+                report.labeled[verdict.error_type] += 1
+                labels[verdict.case_id] = label(
+                    verdict.error_type,
+                    verdict.op_id,
+                    verdict.reason,
+                    "replay",
+                    status=outcome.get("status"),
+                    replays=verdict.replays,
+                    decisive_alone=next(
+                        (c["alone"] for c in outcome["candidates"] if c["decisive"]), None
+                    ),
+                )
+            report.replays.append(verdict.replays)
+            report.candidates.append(len(outcome.get("candidates", [])) + 1)
+        write_labels(path, labels)
+        load_paths(db, [str(path)], LoadOptions())  # the re-load swaps the labelled copy in
+        report.files.append(path)
+    (out / MANIFEST).write_text(json.dumps(report.as_dict(), indent=2) + "\n", encoding="utf-8")
+    return report
