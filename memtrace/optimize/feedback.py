@@ -1,7 +1,12 @@
 """Attribution feedback for one incumbent: trace the train split, load it, attribute its failed
 cases, group them into failure classes (``memtrace.patterns``), and, to route by headroom,
 execute each class's what-if on the train traces (``memtrace.patterns.headroom``) through a
-replayer whose every replay is charged to the budget as one system run.
+replayer whose replays are charged to the budget in system runs.
+
+A configuration's classes (and headroom) are charged once per optimization run: served from the
+cache they are charged again the first time this run asks (another run, or an interrupted one,
+computed them; this run would have had to), not when a later round asks again for an incumbent
+that did not change.
 
 The classes of a configuration are computed once: they are kept in ``<cache>/<key>.json``
 (default ``<out>/classes``), so a resumed run (or a later round with the same incumbent) reads
@@ -90,6 +95,14 @@ class GraphFeedback:
         self.seed = seed
         self.cache = cache or out / "classes"
         self.replayer = replayer or engine_replayer
+        self._charged: set[tuple[str, str]] = set()
+
+    def _first(self, what: str, config: SystemConfig) -> bool:
+        """True the first time this run asks for ``what`` of ``config`` (then it is charged)."""
+        key = (what, config.key())
+        first = key not in self._charged
+        self._charged.add(key)
+        return first
 
     def attribution_run(self, config: SystemConfig) -> str:
         """The attribution run of ``config``'s classes: this run's, or, when the classes came
@@ -102,8 +115,10 @@ class GraphFeedback:
     def classes(self, config: SystemConfig) -> pd.DataFrame:
         cached = self.cache / f"{config.key()}.json"
         if cached.is_file():
-            self.evaluator.budget.charge(self.evaluator.cost("train"), cached=True)
+            if self._first("classes", config):
+                self.evaluator.budget.charge(self.evaluator.cost("train"), cached=True)
             return pd.DataFrame(json.loads(cached.read_text(encoding="utf-8")))
+        self._first("classes", config)  # traced() below charges the run
         prefix = f"{self.attribution_run(config)}-"
         paths = self.evaluator.traced(config, "train", self.out / "traces" / config.key(), prefix)
         load_paths(self.db, [str(p) for p in paths], LoadOptions())
@@ -155,8 +170,10 @@ class GraphFeedback:
         cached = self.cache / f"{config.key()}.headroom.json"
         if cached.is_file():
             data = json.loads(cached.read_text(encoding="utf-8"))
-            self.evaluator.budget.charge_replays(int(data["replays"]), cached=True)
+            if self._first("headroom", config):
+                self.evaluator.budget.charge_replays(int(data["replays"]), cached=True)
             return pd.DataFrame(data["classes"], columns=list(HEADROOM_COLUMNS))
+        self._first("headroom", config)  # the replays below are charged as they run
         replayer = BudgetedReplayer(self.replayer(self.train_files(config)), self.evaluator)
         blamed = PatternReader(self.db).blamed_cases(self.attribution_run(config), None)
         result = what_if(classes, blamed, replayer, fix_alone=False, joint_top=0, only=keys)

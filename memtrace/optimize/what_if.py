@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memtrace.errors import NotReplayableError
-from memtrace.patterns.headroom import Outcome, Repair
+from memtrace.patterns.headroom import UNSUPPORTED, Outcome, Repair
 from memtrace.replay import Replayer as CaseReplayer
 from memtrace.replay import TraceInputs, make_replayer
 from memtrace.settings import Settings
@@ -39,9 +39,12 @@ ANSWER_OP = "question-answering"  # the reference systems' answer operation
 def still_lost_at(result: QuestionResult) -> str | None:
     """What still stands between a wrong answer and its evidence: the earliest error type of
     the evidence sentences missing from the context, ResponseError when all of it was there,
-    None when the case's evidence is unusable (no sentence to follow)."""
-    if result.passed or not result.keys:
+    UNSUPPORTED when the case's evidence does not hold its gold answer (no sentence to follow),
+    None when the trail is lost."""
+    if result.passed:
         return None
+    if not result.keys:
+        return UNSUPPORTED
     lost = [loss.type for loss in result.missing.values() if loss is not None]
     if not result.missing:
         return "ResponseError"
@@ -86,7 +89,7 @@ class EngineReplayer:
         answered: set[str] = set()
         steps_of: dict[str, set[str]] = {}
         for repair in repairs:
-            if engine.inputs.operations.get(repair.op_id) == ANSWER_OP:
+            if _name(engine, repair.op_id) == ANSWER_OP:
                 answered.add(repair.case_id)
             else:
                 steps_of.setdefault(repair.case_id, set()).add(engine.step_of(repair.op_id))
@@ -96,7 +99,7 @@ class EngineReplayer:
         """System runs the replay makes: the conversation, unless only answer steps are
         repaired, and first the engine's one traced re-run that maps op ids to steps."""
         engine = self._engine(trace_id)
-        rerun = any(engine.inputs.operations.get(r.op_id) != ANSWER_OP for r in repairs)
+        rerun = any(_name(engine, r.op_id) != ANSWER_OP for r in repairs)
         return (1 + (trace_id not in self._mapped)) if rerun else 0
 
     def baseline(self, trace_id: str) -> Mapping[str, bool]:
@@ -150,3 +153,9 @@ class EngineReplayer:
         gold = question.answer
         response = backend.judge(prompt, question.text, gold, gold, inputs.params)
         return Outcome(parse_label(response))
+
+
+def _name(engine: CaseReplayer, op_id: str) -> str:
+    """The operation's name in the original trace ("" for an id it does not hold)."""
+    signature = engine.inputs.operations.get(op_id)
+    return signature[0] if signature else ""

@@ -161,13 +161,17 @@ def _replay_all(
     return _Counts(rescued, also, broken, dict(lost), runs)
 
 
+UNSUPPORTED = "unsupported"  # the case's evidence does not hold its gold answer
 STAGE_WORDS = {
     "ExtractionError": "extraction",
     "UpdateError": "an update",
     "DeletionError": "a deletion",
     "RetrievalError": "retrieval",
     "ResponseError": "the answer step (the evidence reached it)",
-    "unknown": "an unknown step",
+}
+OTHER_REASONS = {
+    UNSUPPORTED: "{n} have evidence that does not hold the gold answer",
+    "unknown": "{n} are lost at a step the replay could not name",
 }
 
 
@@ -178,7 +182,9 @@ def explain(error_type: str, cases: int, rescued: int, still_lost: Mapping[str, 
     if rescued == cases or not still_lost:
         return head
     parts = [
-        f"{STAGE_WORDS.get(kind, kind)} also misses {n}"
+        OTHER_REASONS[kind].format(n=n)
+        if kind in OTHER_REASONS
+        else f"{STAGE_WORDS.get(kind, kind)} also misses {n}"
         for kind, n in sorted(still_lost.items(), key=lambda kv: (-kv[1], kv[0]))
     ]
     return f"{head}: {', '.join(parts)}"

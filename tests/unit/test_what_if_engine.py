@@ -50,7 +50,7 @@ def derived_classes(run: ConversationRun, inputs: TraceInputs) -> tuple[pd.DataF
         op_id = losses[0].op_id if losses else result.qa_op
         error_type = str(losses[0].type) if losses else "ResponseError"
         blamed.append({"trace_id": inputs.trace_id, "case_id": result.case_id, "op_id": op_id})
-        groups.setdefault((inputs.operations[op_id], error_type), []).append(result.case_id)
+        groups.setdefault((inputs.operations[op_id][0], error_type), []).append(result.case_id)
     rows = []
     for (op_name, kind), cases in sorted(groups.items()):
         refs = [[inputs.trace_id, c] for c in sorted(cases)]
@@ -112,7 +112,7 @@ def test_replaying_with_no_repair_of_a_construction_step_leaves_answers_as_recor
     # an extraction repair for a passing case: the answers it re-runs match the recorded ones
     # except where the restored evidence changes them (none must break)
     passing = next(r for r in run.results if r.passed and r.keys)
-    extract = next(op for op, name in inputs.operations.items() if "extract" in name)
+    extract = next(op for op, (name, _) in inputs.operations.items() if "extract" in name)
     outcomes = replayer.replay(inputs.trace_id, [Repair(inputs.trace_id, passing.case_id, extract)])
     assert set(outcomes) == set(inputs.cases)
     assert outcomes[passing.case_id].passed
