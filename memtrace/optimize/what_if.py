@@ -21,10 +21,12 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from memtrace.db import Database
 from memtrace.errors import NotReplayableError
 from memtrace.patterns.headroom import UNSUPPORTED, Outcome, Repair
 from memtrace.replay import Replayer as CaseReplayer
-from memtrace.replay import TraceInputs, make_replayer
+from memtrace.replay import TraceInputs, inputs_from_records, make_replayer
+from memtrace.replay.store import ReplayStore
 from memtrace.settings import Settings
 from memtrace.systems.core import Backend, QuestionResult
 from memtrace.systems.core import Repair as StepRepair
@@ -159,3 +161,13 @@ def _name(engine: CaseReplayer, op_id: str) -> str:
     """The operation's name in the original trace ("" for an id it does not hold)."""
     signature = engine.inputs.operations.get(op_id)
     return signature[0] if signature else ""
+
+
+def graph_replayer(db: Database, settings: Settings | None = None) -> EngineReplayer:
+    """The engine over traces loaded in Neo4j (their records rebuilt from the graph)."""
+
+    def inputs_of(trace_id: str) -> TraceInputs:
+        records = ReplayStore(db).trace_records(trace_id)
+        return inputs_from_records(records, f"trace {trace_id!r}")
+
+    return EngineReplayer(inputs_of, settings)

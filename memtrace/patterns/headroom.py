@@ -17,7 +17,7 @@ replayer's ``cost`` says): the unit the optimizer's budget counts.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -212,11 +212,13 @@ def what_if(
     fix_alone: bool = True,
     joint_top: int = 3,
     only: Collection[str] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> WhatIf:
     """The headroom of every class of ``classes`` (``failure_classes`` rows) whose key is in
     ``only`` (all by default), and of the ``joint_top`` classes with the largest net headroom
     repaired together. ``attributions``: trace_id, case_id, op_id of every blamed case (the op
-    each case's repair lands on). ``fix_alone`` costs one replay per case of the class."""
+    each case's repair lands on). ``fix_alone`` costs one replay per case of the class.
+    ``progress`` is called with each class's key once it is measured."""
     blamed = _blamed(attributions)
     traces = sorted({t for row in classes.to_dict("records") for t, _ in _refs(row)})
     refusals = {t: why for t in traces if (why := replayer.replayable(t)) is not None}
@@ -259,6 +261,8 @@ def what_if(
                 alone += outcome[repair.case_id].passed
         replays += spent
         net = counts.rescued + counts.also_rescued - counts.broken
+        if progress is not None:
+            progress(key)
         rows.append(
             base
             | {

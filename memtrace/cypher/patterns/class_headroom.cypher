@@ -1,4 +1,4 @@
-// Failure classes of an attribution run by executed headroom (what repairing their blamed operations would buy), largest first.
+// What fixing each failure class of an attribution run would buy (executed headroom), largest net headroom first.
 // params: $run_id
 // returns: key, system, op_name, error_type, cases, replayable, rescued, also_rescued, broken, net, accuracy_delta, fix_alone, fix_alone_share, replays, why, joint_keys, joint_net, computed_at
 // In Neo4j Browser: :params {run_id: 'demo'}
