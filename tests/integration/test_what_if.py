@@ -26,7 +26,7 @@ from memtrace.optimize.what_if import graph_replayer
 from memtrace.patterns.reader import pattern_query
 from memtrace.report.build import make_report
 from memtrace.systems.core import Fault
-from memtrace.systems.locomo import Subset, load_locomo
+from memtrace.systems.locomo import Conversation, Subset, load_locomo
 from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.registry import make_system
 from memtrace.systems.runner import run_conversation
@@ -43,7 +43,7 @@ class Seeded:
     extraction: list[str]  # the planted cases
 
 
-def _planted(conv_path: Path) -> tuple[object, list[Fault]]:
+def _planted(conv_path: Path) -> tuple[Conversation, list[Fault]]:
     (conv,) = load_locomo(conv_path, Subset(conversations=("1",), sessions=(1, 2, 3, 4)))
     backend = OfflineBackend()
     clean = make_system("mem0", backend).run(conv)
@@ -95,9 +95,14 @@ def seeded(
         and all(loss is not None and loss.type == "RetrievalError" for loss in r.missing.values())
     )  # fmt: skip
     assert len(retrieval) > len(extraction)
-    search_op = {r.case_id: r.missing[next(iter(r.missing))] for r in run.results if r.missing}
+    search_op = {
+        r.case_id: loss.op_id
+        for r in run.results
+        for loss in r.missing.values()
+        if loss is not None and loss.type == "RetrievalError"
+    }
     rows = [
-        {"trace_id": run.trace_id, "case_id": c, "op_id": search_op[c].op_id,
+        {"trace_id": run.trace_id, "case_id": c, "op_id": search_op[c],
          "props": {"trace_id": run.trace_id, "case_id": c, "error_type": "RetrievalError",
                    "judge": "test", "reason": "hand verdict"}}
         for c in retrieval
@@ -132,7 +137,7 @@ def test_the_largest_class_has_no_headroom_and_routing_picks_the_smaller(
     assert result.not_replayable == {}
 
     classes = patterns.failure_classes(db, seeded.run_id)
-    assert list(classes["error_type"])[0] == "RetrievalError"  # the largest by count
+    assert classes.iloc[0]["error_type"] == "RetrievalError"  # the largest by count
     assert route(classes, "parameters").targets(largest=1) == ("top_k",)
     by_headroom = route(classes, "parameters", headroom=result.classes)
     assert by_headroom.targets() == ("min_content_words",)
