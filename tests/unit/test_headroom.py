@@ -5,17 +5,23 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
-from memtrace.optimize import route
+from memtrace.optimize import OptimizeOptions, loop, route
 from memtrace.optimize.feedback import BudgetedReplayer
-from memtrace.optimize.scoring import Budget, Evaluator, OutOfBudget
+from memtrace.optimize.loop import Trial
+from memtrace.optimize.routing import Routing
+from memtrace.optimize.scoring import Budget, Evaluator, OutOfBudget, Score
 from memtrace.patterns import CLASS_COLUMNS
 from memtrace.patterns.classes import class_key
 from memtrace.patterns.headroom import Outcome, Repair, explain, what_if
+from memtrace.systems.config import SystemConfig
+from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
+from memtrace.systems.offline import OfflineBackend
 
 
 @dataclass
@@ -210,3 +216,83 @@ def test_replays_count_against_the_budget_before_they_run() -> None:
     with pytest.raises(OutOfBudget):
         what_if(CLASSES, BLAMED, replayer, fix_alone=False)
     assert len(inner.replays) == 3  # the refused replay never ran
+
+
+class ReplayingFeedback:
+    """Classes from a table and their what-if through the rule replayer, measured once per
+    configuration and charged as it runs, as the graph feedback does."""
+
+    def __init__(self, evaluator: Evaluator, replayer: RuleReplayer) -> None:
+        self.evaluator = evaluator
+        self.replayer = replayer
+        self.measured: dict[str, pd.DataFrame] = {}
+
+    def classes(self, config: SystemConfig) -> pd.DataFrame:
+        return CLASSES
+
+    def headroom(self, config: SystemConfig, classes: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
+        if config.key() not in self.measured:
+            budgeted = BudgetedReplayer(self.replayer, self.evaluator)
+            result = what_if(classes, BLAMED, budgeted, fix_alone=False, joint_top=0, only=keys)
+            self.measured[config.key()] = result.classes
+        return self.measured[config.key()]
+
+
+class TopKEvaluator(Evaluator):
+    """Train accuracy rises with min_content_words, held-out stays: every trial is scored
+    without running a system (1 train + 2 held-out conversations)."""
+
+    def score(self, config: SystemConfig, split: str) -> Score:
+        self.budget.charge(self.cost(split), cached=False)
+        return Score(40 + config.params.min_content_words if split == "train" else 40, 100)
+
+
+@dataclass
+class Searched:
+    """A proposer that records what it was asked to search and tries nothing."""
+
+    targets: list[tuple[str, ...]] = field(default_factory=list)
+
+    def __call__(
+        self,
+        incumbent: SystemConfig,
+        targets: Sequence[str],
+        routing: Routing | None,
+        round_number: int,
+    ) -> list[Trial]:
+        self.targets.append(tuple(targets))
+        return []
+
+
+def test_the_loop_pays_replays_from_the_budget_and_searches_only_what_has_headroom(
+    tmp_path: Path,
+) -> None:
+    convs = load_locomo(SAMPLE_PATH)
+    evaluator = TopKEvaluator(
+        "mem0", OfflineBackend(), {"train": convs[:1], "heldout": convs[1:]}, Budget(12),
+        tmp_path / "evaluations.jsonl",
+    )  # fmt: skip
+    replayer = toy()
+    options = OptimizeOptions("mem0", "unit", rounds=2, trials=1, budget=12, route_by="headroom")
+    searched = Searched()
+    result = loop.optimize(
+        options, evaluator, searched, tmp_path, feedback=ReplayingFeedback(evaluator, replayer)
+    )
+    # initial 1 + 2 runs; round 1 replays the two classes with a target (1 run each); round 2
+    # keeps the incumbent, whose what-if is not paid for again
+    assert searched.targets == [("min_content_words",), ("min_content_words",)]
+    assert [r.replays for r in result.rounds] == [2, 2]
+    assert [r.budget_spent for r in result.rounds] == [5, 5] and result.replays == 2
+    first = {c["error_type"]: c for c in result.rounds[0].classes}
+    assert first["RetrievalError"]["why_not"].startswith("no trials: no headroom")
+    assert first["ExtractionError"]["headroom"] == 1
+
+    # when no class has headroom the loop stops and says why, per class
+    replayer.needs["q5"] = replayer.needs["q6"] = {"never"}
+    stopped = loop.optimize(
+        options, evaluator, searched, tmp_path / "again",
+        feedback=ReplayingFeedback(evaluator, replayer),
+    )  # fmt: skip
+    assert stopped.stopped.startswith("no failure class with headroom: ")
+    assert "retrieval fixes would rescue 0 of 4" in stopped.stopped
+    assert "extraction fixes would rescue 0 of 2" in stopped.stopped
