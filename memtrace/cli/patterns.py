@@ -15,7 +15,8 @@ from memtrace import patterns
 from memtrace.cli.options import neo4j_options
 from memtrace.cli.output import make_console
 from memtrace.db import Database, connect
-from memtrace.patterns import export
+from memtrace.errors import NotReplayableError
+from memtrace.patterns import WhatIf, export
 from memtrace.settings import Settings
 from memtrace.taxonomy import ERROR_TYPES
 
@@ -253,6 +254,13 @@ def _what_if(
             db, run_id, graph_replayer(db, settings), system=system, joint_top=joint,
             progress=measured,
         )  # fmt: skip
+    _emit_what_if(result, classes, run_id, fmt)
+    if not classes.empty and not result.classes["replayable"].astype(bool).any():
+        reasons = "; ".join(sorted(set(result.not_replayable.values())))
+        raise NotReplayableError(f"no class of run {run_id!r} could be replayed: {reasons}")
+
+
+def _emit_what_if(result: WhatIf, classes: pd.DataFrame, run_id: str, fmt: str) -> None:
     frame = patterns.with_headroom(classes, result.classes)
     frame = frame.sort_values(["net", "cases"], ascending=False, na_position="last", kind="stable")
     joint_row = result.run_properties()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from patterns_seed import seed, unseed
 
 from memtrace import patterns
 from memtrace.admin import delete_trace
@@ -183,3 +184,24 @@ def test_cli_what_if_prints_strict_json(db: Database, seeded: Seeded) -> None:
     refused = CliRunner().invoke(cli, ["patterns", "--run", seeded.run_id, "--what-if",
                                        "--view", "funnel"])  # fmt: skip
     assert refused.exit_code == 2 and "--what-if" in refused.output
+
+
+def test_hand_built_traces_are_not_replayed_and_the_command_says_so(
+    db: Database, tmp_path: Path
+) -> None:
+    s = seed(db, tmp_path, "w" + tmp_path.name[-10:].replace("_", ""))
+    try:
+        result = CliRunner().invoke(cli, ["patterns", "--run", s.run1, "--what-if"])
+        assert result.exit_code == 1
+        assert f"no class of run '{s.run1}' could be replayed" in result.output
+        assert "no LoCoMo sessions" in result.output
+        stored = patterns.headroom(db, s.run1)
+        assert len(stored) == 3 and not stored["replayable"].any()
+        assert all(why.startswith("cannot be replayed: ") for why in stored["why"])
+    finally:
+        db.run(
+            "MATCH (w:WhatIf {run_id: $run_id}) OPTIONAL MATCH (w)-[:HAS_CLASS]->(c) "
+            "DETACH DELETE w, c",
+            run_id=s.run1,
+        )
+        unseed(db, s)
