@@ -133,7 +133,24 @@ def main() -> None:
         choices=list(VARIANTS),
     )
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--summarize",
+        type=Path,
+        nargs="+",
+        metavar="RESULTS",
+        help="Run nothing: print the summary of these results.jsonl files (benchmarks split "
+        "over processes, e.g. by seed).",
+    )
     args = parser.parse_args()
+    if args.summarize:
+        found = [
+            json.loads(line)
+            for path in args.summarize
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
+        print(json.dumps(summarize(found), indent=2, allow_nan=False))
+        return
 
     convs = load_locomo(DATA)
     train = [c for c in convs if c.number in TRAIN]
