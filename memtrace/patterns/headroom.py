@@ -246,6 +246,8 @@ def what_if(
                 | {"replayable": False, "replays": 0, "still_lost": {}}
                 | {"why": f"cannot be replayed: {'; '.join(refused)}"}
             )
+            if progress is not None:
+                progress(key)
             continue
         repairs = _repairs(refs, blamed)
         members = set(refs)
