@@ -100,12 +100,47 @@ class ResponseCache:
             return None
 
     def put(self, key: str, value: Any) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(value, handle, ensure_ascii=False)
-        os.replace(tmp, path)
+        _write_json(self._path(key), value)
+
+
+class OutputModes:
+    """Which output mode each endpoint + model answers, remembered for every client of the
+    process and, with a cache directory, in ``MODES_FILE`` beside the cache for later runs."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+
+    def get(self, key: str) -> OutputMode | None:
+        with _modes_lock:
+            mode = _known_modes.get(key)
+            if mode is None and self.path is not None:
+                value = self._stored().get(key)
+                if value in OUTPUT_MODES:
+                    mode = _known_modes[key] = value
+            return mode
+
+    def put(self, key: str, mode: OutputMode) -> None:
+        with _modes_lock:
+            _known_modes[key] = mode
+            if self.path is not None:
+                _write_json(self.path, {**self._stored(), key: mode})
+
+    def _stored(self) -> dict[str, Any]:
+        assert self.path is not None
+        try:
+            stored = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return stored if isinstance(stored, dict) else {}
+
+
+def _write_json(path: Path, value: Any) -> None:
+    """Atomically, so that concurrent runs never read half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(value, handle, ensure_ascii=False)
+    os.replace(tmp, path)
 
 
 def _format_complaint(exc: BaseException | None) -> bool:
@@ -227,7 +262,7 @@ class LLMClient:
         self.backoff_seconds = backoff_seconds
         self.max_backoff_seconds = max_backoff_seconds
         self._output_mode = output_mode  # None: detect (once per endpoint and model)
-        self._modes_path = cache_dir / MODES_FILE if cache_dir is not None else None
+        self._modes = OutputModes(cache_dir / MODES_FILE if cache_dir is not None else None)
         self._probe_lock = threading.Lock()
         self._sleep = sleep
 
@@ -342,34 +377,11 @@ class LLMClient:
         return f"{self.base_url} {self.model}"
 
     def _remembered_mode(self) -> OutputMode | None:
-        with _modes_lock:
-            mode = _known_modes.get(self._mode_key())
-            if mode is None and self._modes_path is not None:
-                try:
-                    stored = json.loads(self._modes_path.read_text(encoding="utf-8"))
-                except (OSError, ValueError):
-                    stored = {}
-                value = stored.get(self._mode_key()) if isinstance(stored, dict) else None
-                if value in OUTPUT_MODES:
-                    mode = _known_modes[self._mode_key()] = value
-            return mode
+        return self._modes.get(self._mode_key())
 
     def _remember_mode(self, mode: OutputMode) -> None:
         log.info("%s (model %s): structured output via %s", self.base_url, self.model, mode)
-        with _modes_lock:
-            _known_modes[self._mode_key()] = mode
-            if self._modes_path is None:
-                return
-            try:
-                stored = json.loads(self._modes_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                stored = {}
-            stored = {**(stored if isinstance(stored, dict) else {}), self._mode_key(): mode}
-            self._modes_path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self._modes_path.parent, suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(stored, handle, indent=1)
-            os.replace(tmp, self._modes_path)
+        self._modes.put(self._mode_key(), mode)
 
     def embed(self, texts: Sequence[str], *, model: str | None = None) -> Embeddings:
         """Embeddings for ``texts`` (one request; cached as a whole)."""

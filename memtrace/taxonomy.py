@@ -55,6 +55,11 @@ def stage_of(kind: str) -> str:
     return "update" if kind == "deletion" else kind
 
 
+# Where a case's label comes from: a planted fault, an executed counterfactual, a person.
+LabelSource = Literal["planted", "replay", "human"]
+LABEL_SOURCES: Final[tuple[LabelSource, ...]] = get_args(LabelSource)
+
+
 # Native trace format: what the tracer writes, and every version the loader reads.
 FORMAT_VERSION: Final = 2  # 2: an operation's edges inline in its record
 FORMAT_VERSIONS: Final = (1, 2)
@@ -82,3 +87,29 @@ def retired_trace_id(trace_id: str) -> str:
 def is_reserved_trace_id(trace_id: str) -> bool:
     """True for ids of re-load copies, which no trace file may use."""
     return trace_id.startswith(RESERVED_PREFIXES)
+
+
+# Memory systems and datasets as memtrace's registries name them (systems/registry.py: SYSTEMS;
+# systems/locomo.py). Traces of other tools name the same ones in their own spelling (MemBase:
+# project_id "Mem0", "NaiveRAG", "Long-Context"; metadata.dataset_cls "LoCoMo"); the loader stores
+# the registry's name so that failure classes and comparisons by system are not split by case.
+SYSTEM_NAMES: Final = ("mem0", "rag", "long-context", "mem0-lib")
+SYSTEM_ALIASES: Final = {"naiverag": "rag"}  # MemBase's name of naive RAG
+DATASET_NAMES: Final = ("locomo",)
+
+
+def system_name(name: str | None) -> str | None:
+    """The registry's name of a known memory system (any case), else ``name`` unchanged."""
+    return _registered(name, SYSTEM_NAMES, SYSTEM_ALIASES)
+
+
+def dataset_name(name: str | None) -> str | None:
+    """The registry's name of a known dataset (any case), else ``name`` unchanged."""
+    return _registered(name, DATASET_NAMES, {})
+
+
+def _registered(name: str | None, names: tuple[str, ...], aliases: dict[str, str]) -> str | None:
+    if name is None:
+        return None
+    folded = name.strip().casefold()
+    return next((known for known in names if known == folded), aliases.get(folded, name))

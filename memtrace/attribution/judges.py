@@ -12,7 +12,7 @@ pipeline hands them everything they look at.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -37,7 +37,8 @@ class CaseView:
 
     @property
     def lost(self) -> list[Trail]:
-        return [t for t in self.trails if t.stop is not None and t.stage != "context"]
+        """Trails of needed evidence that stopped before the answer's context."""
+        return [t for t in self.trails if t.needed and t.stop is not None and t.stage != "context"]
 
     def is_answer(self, candidate: Candidate) -> bool:
         answer = self.graph.anchor.answer
@@ -54,6 +55,24 @@ class Judge(Protocol):
     def intact_after(self, view: CaseView, candidate: Candidate) -> tuple[bool, Usage]: ...
 
 
+def followed(trails: Sequence[Trail]) -> str:
+    """Which sentences were followed and where each stopped, as a reason states it."""
+    return "; ".join(_where_it_went(trail) for trail in trails)
+
+
+def _where_it_went(trail: Trail) -> str:
+    if trail.role == "key":
+        sentence = f"key sentence {trail.key_sentence!r} of {trail.message_id}"
+    else:
+        words = ", ".join(map(repr, trail.answer_words))
+        sentence = f"sentence {trail.key_sentence!r} of {trail.message_id} (gold answer: {words})"
+    if trail.stage == "context":
+        return f"{sentence} reached the answer's context"
+    at = f" at {trail.stop.name or trail.stop.kind} {trail.stop.id}" if trail.stop else ""
+    spared = "" if trail.needed else " (its gold-answer words are in the context all the same)"
+    return f"{sentence} stopped{at}: {trail.detail}{spared}"
+
+
 class OfflineJudge:
     """No LLM: the evidence trails say where each key sentence stopped."""
 
@@ -64,16 +83,22 @@ class OfflineJudge:
     def check(self, view: CaseView, candidate: Candidate) -> tuple[Check, Usage]:
         if view.is_answer(candidate):
             if view.lost:
-                reason = "the context lacked evidence, so the answer could not be right"
+                reason = (
+                    "the context lacked evidence, so the answer could not be right: "
+                    + followed(view.lost)
+                )
                 return Check(False, False, None, reason, CONFIDENCE_TRAIL_END), Usage()
-            reason = "every evidence sentence reached the context, yet the answer is wrong"
+            reason = (
+                "the answer is wrong although the evidence followed did not stop before its "
+                f"context: {followed(view.trails)}"
+            )
             return Check(True, True, "ResponseError", reason, CONFIDENCE_ANSWER), Usage()
         stopped = [t for t in view.lost if t.stop is not None and t.stop.id == candidate.op.id]
         if not stopped:
             return Check(False, False, None, "the evidence passed through", 0.9), Usage()
-        trail = stopped[0]
-        reason = f"key sentence {trail.key_sentence!r} of {trail.message_id}: {trail.detail}"
-        return Check(True, True, trail.error_type, reason, CONFIDENCE_TRAIL_END), Usage()
+        others = [t for t in view.trails if t not in stopped]
+        reason = followed(stopped) + (f"; also followed: {followed(others)}" if others else "")
+        return Check(True, True, stopped[0].error_type, reason, CONFIDENCE_TRAIL_END), Usage()
 
     def intact_after(self, view: CaseView, candidate: Candidate) -> tuple[bool, Usage]:
         if view.is_answer(candidate):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, Literal
 
 from memtrace.taxonomy import ErrorType
@@ -59,6 +61,16 @@ class FlowStep:
 
 
 @dataclass(frozen=True)
+class Messages:
+    """A trace's message variables, read and parsed once: the corpus of retrieved evidence."""
+
+    corpus: tuple[tuple[str, str], ...]  # (id, spoken text), in execution order
+    seqs: Mapping[str, int]
+    speakers: Mapping[str, str]  # who said each message, where its value says
+    dates: Mapping[str, date]  # the day each message was said, where its value says
+
+
+@dataclass(frozen=True)
 class Evidence:
     id: str
     text: str  # the spoken text of the message
@@ -93,11 +105,14 @@ class OperationView:
 
 
 TrailStage = Literal["context", "stored", "lost"]  # not taxonomy's pipeline stage
+# "key": the message's key sentence; "answer part": another sentence of it holding words of the
+# gold answer (followed too: the answer may need both)
+TrailRole = Literal["key", "answer part"]
 
 
 @dataclass(frozen=True)
 class Trail:
-    """Where one evidence message's key sentence went."""
+    """Where one sentence of an evidence message went (``key_sentence``: the sentence followed)."""
 
     message_id: str
     key_sentence: str
@@ -106,6 +121,11 @@ class Trail:
     error_type: ErrorType | None
     detail: str
     holders: tuple[str, ...] = ()  # memory versions that held the sentence
+    role: TrailRole = "key"
+    answer_words: tuple[str, ...] = ()  # the gold answer's content words the sentence holds
+    # False for an answer-part sentence that was lost while every gold-answer word it holds still
+    # reached the answer's context: its loss cannot explain the wrong answer
+    needed: bool = True
 
 
 @dataclass(frozen=True)

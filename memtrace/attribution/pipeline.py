@@ -61,17 +61,17 @@ def starting_evidence(
 ) -> tuple[Evidence, ...]:
     if options.evidence == "gold" and anchor.evidence_ids:
         return store.evidence(anchor.trace_id, list(anchor.evidence_ids))
+    messages = store.messages(anchor.trace_id)
     found = retrieved_evidence(
         anchor,
-        store.messages(anchor.trace_id),
+        messages.corpus,
         retriever=options.retriever,
         query_mode=options.retrieval_query,
         embed=options.embed,
-        speakers=store.speakers(anchor.trace_id),
-        dates=store.dates(anchor.trace_id),
+        speakers=messages.speakers,
+        dates=messages.dates,
     )
-    seqs = store.message_seqs(anchor.trace_id)
-    return tuple(replace(e, seq=seqs[e.id]) for e in found)
+    return tuple(replace(e, seq=messages.seqs[e.id]) for e in found)
 
 
 def analyse_case(
@@ -268,7 +268,10 @@ def resolve_case(store: AttributionStore, case_id: str, trace_id: str | None) ->
 
 
 def evaluation_rows(
-    store: AttributionStore, run_id: str | None, trace_id: str | None
+    store: AttributionStore,
+    run_id: str | None,
+    trace_id: str | None,
+    label_source: str | None = None,
 ) -> pd.DataFrame:
     """Labeled cases joined with a run's attributions, plus the whole-trace token estimate."""
     if run_id is None:
@@ -281,7 +284,7 @@ def evaluation_rows(
         raise MemtraceError(f"no attribution run {run_id!r}{hint}")
     if trace_id is not None:
         require_complete_trace(store, trace_id)
-    rows = store.evaluation_rows(run_id, trace_id)
+    rows = store.evaluation_rows(run_id, trace_id, label_source)
     # Score the cases this run attempted (errored ones included: they count as wrong); labeled
     # cases it never tried (a run over some --case ids) are not part of it.
     rows = rows[rows["judge"].notna()].reset_index(drop=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from datetime import date
 from typing import Any
 
 import pandas as pd
@@ -20,6 +19,7 @@ from memtrace.attribution.model import (
     Evidence,
     FlowStep,
     Memory,
+    Messages,
     OperationView,
     OpRef,
     Verdict,
@@ -45,7 +45,7 @@ class AttributionStore:
         self.db = db
         self._lock = threading.Lock()  # readers are shared by worker threads
         self._memories: dict[str, tuple[Memory, ...]] = {}
-        self._messages: dict[str, list[tuple[str, str, int, str | None, date | None]]] = {}
+        self._messages: dict[str, Messages] = {}
 
     def failed_cases(self, trace_id: str | None) -> list[tuple[str, str]]:
         rows = self.db.run(get_query("attribution/failed_cases"), trace_id=trace_id)
@@ -112,35 +112,21 @@ class AttributionStore:
         }
         return tuple(found[i] for i in ids if i in found)
 
-    def messages(self, trace_id: str) -> list[tuple[str, str]]:
-        """(id, spoken text) of every message variable, in execution order."""
-        return [(row[0], row[1]) for row in self._message_rows(trace_id)]
-
-    def message_seqs(self, trace_id: str) -> dict[str, int]:
-        return {row[0]: row[2] for row in self._message_rows(trace_id)}
-
-    def speakers(self, trace_id: str) -> dict[str, str]:
-        """Who said each message, for the messages whose value says."""
-        return {row[0]: row[3] for row in self._message_rows(trace_id) if row[3]}
-
-    def dates(self, trace_id: str) -> dict[str, date]:
-        """The day each message was said, for the messages whose value says (``timestamp``)."""
-        return {row[0]: row[4] for row in self._message_rows(trace_id) if row[4]}
-
-    def _message_rows(self, trace_id: str) -> list[tuple[str, str, int, str | None, date | None]]:
+    def messages(self, trace_id: str) -> Messages:
+        """Every message variable of the trace, with its seq, speaker and day (read once)."""
         with self._lock:
             if trace_id not in self._messages:
                 rows = self.db.run(get_query("attribution/messages"), trace_id=trace_id)
-                self._messages[trace_id] = [
-                    (
-                        r["id"],
-                        message_text(r["value"]),
-                        int(r["seq"]),
-                        message_speaker(r["value"]),
-                        parse_date(message_timestamp(r["value"])),
-                    )
-                    for r in rows
-                ]
+                corpus, seqs, speakers, dates = [], {}, {}, {}
+                for row in rows:
+                    message_id, value = row["id"], row["value"]
+                    corpus.append((message_id, message_text(value)))
+                    seqs[message_id] = int(row["seq"])
+                    if speaker := message_speaker(value):
+                        speakers[message_id] = speaker
+                    if day := parse_date(message_timestamp(value)):
+                        dates[message_id] = day
+                self._messages[trace_id] = Messages(tuple(corpus), seqs, speakers, dates)
             return self._messages[trace_id]
 
     def case_graph(self, anchor: Anchor, evidence: tuple[Evidence, ...]) -> CaseGraph:
@@ -255,12 +241,14 @@ class AttributionStore:
         rows = self.db.run(get_query("attribution/latest_run"))
         return str(rows[0]["run_id"]) if rows else None
 
-    def evaluation_rows(self, run_id: str, trace_id: str | None) -> pd.DataFrame:
-        """Labeled cases joined with a run's attributions (``eval_rows.cypher``)."""
+    def evaluation_rows(
+        self, run_id: str, trace_id: str | None, label_source: str | None = None
+    ) -> pd.DataFrame:
+        """Labeled cases (of one label source, or all) joined with a run's attributions
+        (``eval_rows.cypher``)."""
         query = get_query("attribution/eval_rows")
-        return pd.DataFrame(
-            self.db.run(query, run_id=run_id, trace_id=trace_id), columns=list(query.columns)
-        )
+        rows = self.db.run(query, run_id=run_id, trace_id=trace_id, label_source=label_source)
+        return pd.DataFrame(rows, columns=list(query.columns))
 
     def trace_sizes(self, trace_ids: Sequence[str]) -> dict[str, int]:
         """Characters of each whole flattened trace, in one query."""

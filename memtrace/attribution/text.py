@@ -54,6 +54,15 @@ def content_words(text: str) -> frozenset[str]:
     return frozenset(stem(w) for w in words if w not in STOP_WORDS)
 
 
+def word_forms(text: str) -> dict[str, str]:
+    """Each content word of ``text`` (as ``content_words`` has it) -> the word as written."""
+    forms: dict[str, str] = {}
+    for word in _WORD.findall(text.lower().replace("'", "")):
+        if word not in STOP_WORDS:
+            forms.setdefault(stem(word), word)
+    return forms
+
+
 def unescape(text: str) -> str:
     """Values are often JSON/Python text of strings: make escaped newlines real lines again."""
     return text.replace("\\n", "\n").replace('\\"', '"')

@@ -8,13 +8,21 @@ Stages, in execution order (the error type follows from where the trail ends):
    or rewritten without it (or a verbatim copy      -> UpdateError at the op writing the new version
    into a mere resemblance), after the message existed
 4. never held by any memory                         -> ExtractionError where the flow lost it
+
+Each message's key sentence is followed, and so is every other sentence of it that holds a word
+of the gold answer (an answer can take its parts from several sentences). Such a sentence counts
+as lost evidence only when a gold-answer word it holds is nowhere in the answer's context: then
+the answer step had no way to say it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
+from memtrace.attribution.dates import unglue_dates
 from memtrace.attribution.model import (
+    Anchor,
     Candidate,
     CaseGraph,
     Evidence,
@@ -24,14 +32,19 @@ from memtrace.attribution.model import (
     Trail,
 )
 from memtrace.attribution.text import (
+    MIN_CONTENT_WORDS,
     containment,
     content_words,
     hold_threshold,
     holds,
     key_sentences,
+    lines,
+    sentences,
+    word_forms,
 )
 from memtrace.taxonomy import ErrorType
 
+ANSWER_PART_WORDS = 2  # gold-answer words a sentence must hold to carry part of the answer
 STORING_KINDS = frozenset({"extraction", "update", "embedding", "deletion", "other"})
 
 
@@ -116,6 +129,34 @@ def trace_evidence(graph: CaseGraph, evidence: Evidence) -> Trail:
     return max((_trace_sentence(graph, evidence, s) for s in options), key=_reach)
 
 
+def answer_words(anchor: Anchor) -> dict[str, str]:
+    """The gold answer's content words the question does not already say (all of them when it
+    says every one), stem -> the word as the answer writes it."""
+    forms = word_forms(unglue_dates(" ".join(anchor.golden_answers)))
+    asked = content_words(anchor.question)
+    return {stem: word for stem, word in forms.items() if stem not in asked} or forms
+
+
+def answer_sentences(text: str, words: dict[str, str]) -> list[str]:
+    """The sentences of a message that carry part of the gold answer: at least
+    ``ANSWER_PART_WORDS`` of its words (all of them when it has fewer). Questions are left out:
+    they ask, they do not tell (and one shared word, "want", "week", matches by accident)."""
+    needed = min(ANSWER_PART_WORDS, len(words))
+    found = []
+    for sentence in sentences(text):
+        own = content_words(sentence)
+        if sentence.endswith("?") or len(own) < MIN_CONTENT_WORDS:
+            continue
+        if needed and len(own & words.keys()) >= needed:
+            found.append(sentence)
+    return found
+
+
+def _held(sentence: str, words: dict[str, str]) -> tuple[str, ...]:
+    own = content_words(sentence)
+    return tuple(word for stem, word in words.items() if stem in own)
+
+
 def _trace_sentence(graph: CaseGraph, evidence: Evidence, sentence: str) -> Trail:
     anchor = graph.anchor
     words = content_words(sentence)
@@ -146,7 +187,31 @@ def _trace_sentence(graph: CaseGraph, evidence: Evidence, sentence: str) -> Trai
 
 
 def trace_all(graph: CaseGraph) -> list[Trail]:
-    return [trace_evidence(graph, evidence) for evidence in graph.evidence]
+    """Per evidence message: its key sentence's trail, then those of its other sentences that
+    carry part of the gold answer. One of those counts as lost evidence (``needed``) only when
+    it stopped before the context and holds a gold-answer word the context does not have."""
+    anchor = graph.anchor
+    words = answer_words(anchor)
+    said = {w for _, value in graph.context for line in lines(value) for w in content_words(line)}
+    traced: list[Trail] = []
+    for evidence in graph.evidence:
+        key = trace_evidence(graph, evidence)
+        traced.append(replace(key, answer_words=_held(key.key_sentence, words)))
+        keys = key_sentences(evidence.text, anchor.question, anchor.golden_answers)
+        for sentence in answer_sentences(evidence.text, words):
+            if sentence in keys:
+                continue
+            trail = _trace_sentence(graph, evidence, sentence)
+            missing = (content_words(sentence) & words.keys()) - said
+            traced.append(
+                replace(
+                    trail,
+                    role="answer part",
+                    answer_words=_held(sentence, words),
+                    needed=trail.stage == "context" or bool(missing),
+                )
+            )
+    return traced
 
 
 # Roles from candidates.cypher that make an op a suspect by themselves; `trail` and `new_version`
@@ -176,7 +241,8 @@ def candidates(graph: CaseGraph, trails: Sequence[Trail]) -> list[Candidate]:
         if role in SUSPECT_ROLES and (role != "reads_evidence" or op in extractors):
             add(op, role)
     for trail in trails:
-        add(trail.stop, "trail end", trail.message_id)
+        if trail.needed:
+            add(trail.stop, "trail end", trail.message_id)
     for op in graph.anchor.retrievals:
         add(op, "retrieval")
     add(graph.anchor.answer, "answer")

@@ -61,7 +61,8 @@ class NaturalReport:
     errors: int = 0
     replays: list[int] = field(default_factory=list)  # per labelled case
     candidates: list[int] = field(default_factory=list)  # per labelled case (answer op included)
-    replay_seconds: float = 0.0
+    replay_seconds: float = 0.0  # wall time of the replay judge
+    replay_cpu_seconds: float = 0.0  # this process's CPU time for it (the machine may be busy)
 
     def as_dict(self) -> dict[str, Any]:
         replays = sorted(self.replays)
@@ -83,7 +84,10 @@ class NaturalReport:
             "replays_median": statistics.median(replays) if replays else 0.0,
             "replays_p95": pct(0.95),
             "cases_over_candidates_plus_1": over,
-            "cases_per_second": (self.failed / self.replay_seconds if self.replay_seconds else 0.0),
+            "cases_per_second": self.failed / self.replay_seconds if self.replay_seconds else 0.0,
+            "cases_per_cpu_second": (
+                self.failed / self.replay_cpu_seconds if self.replay_cpu_seconds else 0.0
+            ),
         }
 
 
@@ -116,11 +120,12 @@ def natural_bench(
         load_paths(db, [str(path)], LoadOptions())
         progress(f"replaying the failed cases of conversation {conv.number}")
         judge = ReplayJudge(FileReplayers({traced.trace_id: path}, settings))
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         _, verdicts = run_attribution(
             store, judge, Options(), trace_id=traced.trace_id, write=False, workers=1
         )
         report.replay_seconds += time.perf_counter() - started
+        report.replay_cpu_seconds += time.process_time() - cpu
         report.failed += len(verdicts)
         labels = {}
         for verdict in verdicts:

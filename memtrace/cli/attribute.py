@@ -33,6 +33,7 @@ from memtrace.cypher import get_query
 from memtrace.db import connect
 from memtrace.errors import MemtraceError
 from memtrace.settings import Settings
+from memtrace.taxonomy import LABEL_SOURCES
 
 console = make_console()
 err = make_console(stderr=True)
@@ -196,14 +197,24 @@ def attribute_command(
 @click.command("eval")
 @click.option("--run-id", help="The attribution run to score [default: the latest].")
 @click.option("--trace", "trace_id", help="Only this trace.")
+@click.option(
+    "--labels",
+    "label_source",
+    type=click.Choice(LABEL_SOURCES),
+    help="Score against one label source only [default: every source].",
+)
 @click.option("--json", "as_json", is_flag=True)
 @neo4j_options
 def eval_command(
-    settings: Settings, run_id: str | None, trace_id: str | None, as_json: bool
+    settings: Settings,
+    run_id: str | None,
+    trace_id: str | None,
+    label_source: str | None,
+    as_json: bool,
 ) -> None:
     """Score a run's attributions against the labels (and two baselines)."""
     with connect(settings) as db:
-        rows = evaluation_rows(AttributionStore(db), run_id, trace_id)
+        rows = evaluation_rows(AttributionStore(db), run_id, trace_id, label_source)
     scores = score(rows)
     resolved = rows.attrs["run_id"]
     if as_json:
@@ -239,13 +250,15 @@ def _explain_tree(analysis: Analysis) -> Tree:
     tree.add(f"prediction: {anchor.prediction}")
     trails = tree.add("[bold]evidence trails[/]")
     for trail in analysis.trails:
-        node = trails.add(f"{trail.message_id}: [italic]{trail.key_sentence}[/]")
+        role = "key sentence" if trail.role == "key" else f"holds {', '.join(trail.answer_words)}"
+        node = trails.add(f"{trail.message_id} ({role}): [italic]{trail.key_sentence}[/]")
         stop = (
             f" at {trail.stop.name or trail.stop.kind} {trail.stop.id} (#{trail.stop.seq})"
             if trail.stop
             else ""
         )
-        node.add(f"{trail.stage}{stop}: {trail.detail}")
+        spared = "" if trail.needed else " (its gold-answer words reached the context anyway)"
+        node.add(f"{trail.stage}{stop}: {trail.detail}{spared}")
         if trail.holders:
             node.add(f"held by {', '.join(trail.holders[:4])}")
     checked = set(verdict.checked)
@@ -329,6 +342,9 @@ def explain_command(
             {
                 "message_id": t.message_id,
                 "key_sentence": t.key_sentence,
+                "role": t.role,
+                "answer_words": list(t.answer_words),
+                "needed": t.needed,
                 "stage": t.stage,
                 "stop_op": t.stop.id if t.stop else None,
                 "error_type": t.error_type,

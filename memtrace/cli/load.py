@@ -20,7 +20,14 @@ from memtrace.cli.errors import reporting_errors
 from memtrace.cli.options import choice, neo4j_options
 from memtrace.cli.output import make_console, strict_json
 from memtrace.db import connect
-from memtrace.loaders.load import DEFAULT_BATCH_SIZE, FORMATS, LoadOptions, LoadSummary, load_paths
+from memtrace.loaders.load import (
+    DEFAULT_BATCH_SIZE,
+    FORMATS,
+    LoadOptions,
+    LoadSummary,
+    load_paths,
+    stages_line,
+)
 from memtrace.loaders.otlp import LabeledQuestion, Labels
 from memtrace.settings import Settings
 from memtrace.systems.locomo import load_locomo
@@ -170,6 +177,9 @@ def load_command(
         )
         with connect(settings) as db, bar:
             summary = load_paths(db, list(paths), options, RichProgress(bar))
+    line = stages_line(summary.stages)
+    if line is not None:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     if as_json:
         click.echo(strict_json(summary.as_dict()))
     else:

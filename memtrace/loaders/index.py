@@ -185,6 +185,25 @@ JOIN eid eo ON eo.recno = older JOIN eid en ON en.recno = newer
 """
 
 
+# Comparing two stages of one trace: the first definitions of one index (all but cases), copied
+# into the other's database, against that one's first definitions.
+_FIRSTS = f"""
+SELECT d.recno, d.kind, d.id, d.loc, d.digest FROM node n JOIN defs d ON d.recno = n.recno
+WHERE n.kind != {CASE} ORDER BY d.recno
+"""
+_EARLIER_SCHEMA = """
+CREATE TEMP TABLE earlier(
+    recno INTEGER PRIMARY KEY, kind INTEGER NOT NULL, id TEXT NOT NULL, loc TEXT NOT NULL,
+    digest INTEGER NOT NULL)
+"""
+_NOT_IN_LATER = """
+SELECT e.loc, e.kind, e.id, d.loc FROM earlier e
+LEFT JOIN defs d
+    ON d.recno = (SELECT min(x.recno) FROM defs x WHERE x.kind = e.kind AND x.id = e.id)
+WHERE d.recno IS NULL OR d.digest != e.digest ORDER BY e.recno LIMIT 1
+"""
+
+
 @dataclass(slots=True)
 class Counts:
     sessions: int = 0
@@ -371,6 +390,42 @@ class TraceIndex:
         """(older, newer) element ids of consecutive versions of one variable."""
         yield from self.db.execute(_VERSION_IDS)
 
+    # -- cumulative stages of one trace ---------------------------------------------------------
+
+    @property
+    def records(self) -> int:
+        """Sessions, operations, variables and edges: what a later stage of the trace extends."""
+        counts = self.counts
+        return counts.sessions + counts.operations + counts.variables + counts.edges
+
+    def first_difference(self, later: TraceIndex) -> tuple[str | None, str] | None:
+        """Where this trace stops being an earlier stage of ``later`` (the location in this
+        file, what differs); None when it is one.
+
+        An earlier stage is a file whose trace record and every record (cases aside: they are
+        derived from the whole graph, and a later stage adds the predictions and scores they
+        read) occur unchanged in ``later``. Both indexes are settled.
+        """
+        if self.trace != later.trace:
+            mine, theirs = self.trace.model_dump(), later.trace.model_dump()
+            fields = ", ".join(key for key in mine if mine[key] != theirs[key])
+            return None, f"its trace record differs from {later.path}'s in {fields}"
+        later.db.execute(_EARLIER_SCHEMA)
+        try:
+            with later._transaction():
+                later.db.executemany(
+                    "INSERT INTO earlier VALUES (?, ?, ?, ?, ?)", self.db.execute(_FIRSTS)
+                )
+            found = later.db.execute(_NOT_IN_LATER).fetchone()
+        finally:
+            later.db.execute("DROP TABLE earlier")
+        if found is None:
+            return None
+        loc, kind, key, later_loc = found
+        if later_loc is None:
+            return loc, f"{KINDS[kind]} {key!r} is not in {later.path}"
+        return loc, f"{KINDS[kind]} {key!r} differs from {_place(later_loc)} of {later.path}"
+
     # -- for tests and diagnostics -------------------------------------------------------------
 
     def seq_order(self) -> list[str]:
@@ -404,6 +459,11 @@ class _Cursor:
                 found.append(self.head)
             self.head = next(self.rows, None)
         return found
+
+
+def _place(location: str) -> str:
+    """A record's location as a message names it: native files count lines."""
+    return f"line {location}" if location.isdigit() else location
 
 
 def build_index(path: str, source: Iterable[tuple[str, AnyRecord]]) -> TraceIndex:

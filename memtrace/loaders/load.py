@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,11 +108,21 @@ class FileResult:
         return self.nodes_written + self.relationships_written
 
 
+@dataclass(frozen=True)
+class Stages:
+    """A trace found in several files that are cumulative stages of it: only ``loaded`` is."""
+
+    trace_id: str
+    loaded: str
+    earlier: list[str]  # the files it contains, smallest first
+
+
 @dataclass
 class LoadSummary:
     files: list[FileResult] = field(default_factory=list)
     seconds: float = 0.0
     dry_run: bool = False
+    stages: list[Stages] = field(default_factory=list)
 
     def total(self, name: str) -> int:
         return sum(int(getattr(result, name)) for result in self.files)
@@ -137,6 +148,10 @@ class LoadSummary:
                     "seconds": round(r.seconds, 3),
                 }
                 for r in self.files
+            ],
+            "cumulative_stages": [
+                {"trace_id": s.trace_id, "loaded": s.loaded, "earlier": s.earlier}
+                for s in self.stages
             ],
         }
 
@@ -365,7 +380,6 @@ def load_paths(
         )
     planned: list[_Planned] = []
     try:
-        owners: dict[str, Path] = {}
         for file in files:
             detection = Detection(options.format, "--format") if options.format else detect(file)
             fmt = detection.format
@@ -383,26 +397,20 @@ def load_paths(
                     "re-load writes; give the trace another id (--trace-id)",
                 )
             planned.append(_Planned(file, fmt, index, trace_id))
-            if trace_id in owners:
-                raise InputError(
-                    str(file),
-                    None,
-                    f"trace id {trace_id!r} is also the trace of {owners[trace_id]}",
-                )
-            owners[trace_id] = file
-        if options.labels is not None and all(plan.format != "otlp" for plan in planned):
+        plans, stages = _one_plan_per_trace(planned)
+        if options.labels is not None and all(plan.format != "otlp" for plan in plans):
             raise InputError(
                 ", ".join(patterns),
                 None,
                 "--labels joins LoCoMo questions into OTLP traces as cases, but no file here is "
                 "OTLP (native and smartcomment traces carry their own cases): drop --labels",
             )
-        summary = LoadSummary(dry_run=options.dry_run)
+        summary = LoadSummary(dry_run=options.dry_run, stages=stages)
         if not options.dry_run:
             if db is None:
                 raise ValueError("a database is needed unless dry_run is set")
             init_schema(db)
-        for plan in planned:
+        for plan in plans:
             file_started = time.perf_counter()
             result = _result(plan)
             if db is not None and not options.dry_run:
@@ -411,7 +419,7 @@ def load_paths(
                     _write(db, plan, options, progress or _Silent(), result, phase)
                 except KeyboardInterrupt:
                     raise LoadInterrupted(
-                        plan.trace_id, phase[0], len(summary.files), len(planned)
+                        plan.trace_id, phase[0], len(summary.files), len(plans)
                     ) from None
             result.seconds = time.perf_counter() - file_started
             summary.files.append(result)
@@ -420,6 +428,64 @@ def load_paths(
             plan.index.close()
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _one_plan_per_trace(planned: list[_Planned]) -> tuple[list[_Planned], list[Stages]]:
+    """The files to write, one per trace id, and the traces that came in cumulative stages.
+
+    Files sharing a trace id are stages of one graph when each is contained in the most
+    complete one (MemBase exports a user's graph after construction, search and evaluation,
+    each extending the last); that one is loaded. Any other shared id is refused, naming the
+    first record where the two files differ.
+    """
+    by_trace: dict[str, list[_Planned]] = {}
+    for plan in planned:
+        by_trace.setdefault(plan.trace_id, []).append(plan)
+    kept: list[_Planned] = []
+    stages: list[Stages] = []
+    for trace_id, group in by_trace.items():
+        # on a tie (identical files) the first in path order is kept
+        complete = max(group, key=lambda plan: (plan.index.records, -group.index(plan)))
+        kept.append(complete)
+        earlier = [plan for plan in group if plan is not complete]
+        for plan in earlier:
+            difference = plan.index.first_difference(complete.index)
+            if difference is not None:
+                location, problem = difference
+                raise InputError(
+                    str(plan.file),
+                    location,
+                    f"trace id {trace_id!r} is also the trace of {complete.file}, and this file "
+                    f"is not an earlier stage of it: {problem}",
+                )
+        if earlier:
+            earlier.sort(key=lambda plan: plan.index.records)
+            stages.append(Stages(trace_id, str(complete.file), [str(p.file) for p in earlier]))
+    order = {id(plan): n for n, plan in enumerate(planned)}
+    return sorted(kept, key=lambda plan: order[id(plan)]), stages
+
+
+def stages_line(stages: list[Stages]) -> str | None:
+    """One line saying which traces came in cumulative stage files and which file was loaded."""
+    if not stages:
+        return None
+    if len(stages) == 1:
+        only = stages[0]
+        paths = [Path(path) for path in [*only.earlier, only.loaded]]
+        folders = {path.parent for path in paths}
+        named = [path.name if len(folders) == 1 else str(path) for path in paths]
+        where = f" of {folders.pop()}" if len(folders) == 1 else ""
+        return (
+            f"{only.trace_id} is in {len(paths)} cumulative stage files ({', '.join(named)})"
+            f"{where}: loaded once, from the most complete, {named[-1]}"
+        )
+    names = Counter(Path(stage.loaded).name for stage in stages)
+    count = sum(1 + len(stage.earlier) for stage in stages)
+    loaded = ", ".join(f"{name} x{n}" for name, n in names.items())
+    return (
+        f"{len(stages)} traces are each in several cumulative stage files ({count} files): "
+        f"each loaded once, from its most complete stage ({loaded})"
+    )
 
 
 def _result(plan: _Planned) -> FileResult:

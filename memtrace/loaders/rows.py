@@ -31,6 +31,7 @@ from memtrace.loaders.models import (
     metadata_properties,
     parse_timestamp,
 )
+from memtrace.taxonomy import dataset_name, system_name
 
 Row = dict[str, Any]
 QueryRow = tuple[str, Row]  # (query name under memtrace/cypher, row)
@@ -44,8 +45,8 @@ def trace_properties(
     trace: TraceRecord, source: str, source_file: str, overrides: dict[str, str | None]
 ) -> dict[str, Any]:
     props: dict[str, Any] = {
-        "system": overrides.get("system") or trace.system,
-        "dataset": overrides.get("dataset") or trace.dataset,
+        "system": system_name(overrides.get("system") or trace.system),
+        "dataset": dataset_name(overrides.get("dataset") or trace.dataset),
         "user_id": trace.user_id,
         "source": source,
         "source_file": source_file,

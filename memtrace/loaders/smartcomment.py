@@ -192,7 +192,8 @@ def read_smartcomment(file: Path) -> list[tuple[str, AnyRecord]]:
 def _convert(graph: SCGraph, path: str) -> Iterator[tuple[str, AnyRecord]]:
     data = graph.data
     metadata = graph.metadata
-    dataset = metadata.get("memtracebench_dataset_source")
+    # MemTraceBench files name their source dataset; MemBase's runners record the dataset class
+    dataset = metadata.get("memtracebench_dataset_source") or metadata.get("dataset_cls")
     yield (
         "$",
         TraceRecord(

@@ -62,7 +62,8 @@ class Replayer:
             for case_id, q in self._questions.items()
         }
         self._steps: dict[str, str] | None = None  # original op id -> step key
-        self._construction: frozenset[str] = frozenset()  # step keys of memory construction
+        self._session_of: dict[str, int] = {}  # construction step key -> its session index
+        self._snapshots: dict[int, System] = {}  # the unrepaired system before session i
         self._built: dict[tuple[frozenset[str], frozenset[str]], System] = {}
 
     # -- the op id <-> step map -----------------------------------------------------------
@@ -74,13 +75,24 @@ class Replayer:
 
     def _map_steps(self) -> dict[str, str]:
         system = self._system(None)
+        starts: list[int] = []  # steps recorded before each session
+
+        def mark(index: int, running: System) -> None:
+            starts.append(len(running.run_state.steps))
+
         with tempfile.TemporaryDirectory(prefix="memtrace-replay-") as folder:
             path = Path(folder) / "replay.jsonl"
             with trace(path, self.inputs.trace_id, system=system.name, clock=SimClock()):
-                system.construct(self.inputs.conversation)
-                self._construction = frozenset(system.run_state.steps.values())
+                system.construct(self.inputs.conversation, checkpoint=mark)
+                construction = list(system.run_state.steps.values())
                 system.ask_questions(self.inputs.conversation)
             names = _operation_names(path)
+        bounds = [*starts, len(construction)]
+        self._session_of = {
+            step: index
+            for index in range(len(starts))
+            for step in construction[bounds[index] : bounds[index + 1]]
+        }
         original = self.inputs.operations
         if original and names != dict(original):
             differing = next(
@@ -110,7 +122,7 @@ class Replayer:
             raise NotReplayableError(f"no case {case_id!r} in trace {self.inputs.trace_id!r}")
         steps = frozenset(self.step_of(op) for op in repaired)
         sources = self._sources[case_id]
-        built = self._build(steps & self._construction, sources)
+        built = self._build(frozenset(s for s in steps if s in self._session_of), sources)
         system = copy.copy(built)  # the memory is shared read-only; only the repair differs
         system.repair = Repair(steps, sources) if steps else None
         system.run_state = copy.copy(built.run_state)
@@ -133,14 +145,33 @@ class Replayer:
         self.steps()  # the step map first: it names the construction steps
         key = (steps, sources if steps else frozenset())
         built = self._built.get(key)
-        if built is None:
-            built = self._system(Repair(steps, sources) if steps else None)
-            built.construct(self.inputs.conversation)
+        if built is None and not steps:
+            built = self._system(None)
+            built.construct(self.inputs.conversation, checkpoint=self._snapshot)
+            self._built[key] = built
+        elif built is None:
+            # every session before the first repaired step runs as it did: start from there
+            start = min(self._session_of[s] for s in steps)
+            self._build(frozenset(), frozenset())
+            built = self._copy(self._snapshots[start])
+            built.repair = Repair(steps, sources)
+            built.construct(self.inputs.conversation, resume=start)
             self._built[key] = built
             if len(self._built) > MAX_BUILT:  # one case's repairs at a time, plus the original
                 oldest = next(k for k in self._built if k[0])
                 del self._built[oldest]
         return built
+
+    def _snapshot(self, index: int, system: System) -> None:
+        self._snapshots[index] = self._copy(system)
+
+    def _copy(self, system: System) -> System:
+        """A deep copy of a system's memory; the backend, search backend, settings and prompts
+        are shared (they hold clients and models, and no state of the run)."""
+        shared: dict[int, object] = {
+            id(x): x for x in (system.backend, system.ranker, system.settings, system.prompts)
+        }
+        return copy.deepcopy(system, shared)
 
     def _system(self, repair: Repair | None) -> System:
         inputs = self.inputs

@@ -53,12 +53,25 @@ def session_date(date_time: str) -> str:
     return f"{match.group(1)} {match.group(2)}" if match else date_time
 
 
+T = TypeVar("T")
+
+
+def with_evidence(top: list[T], extra: Sequence[T], holds: Callable[[T], bool]) -> list[T]:
+    """A repaired search's results: ``top`` with each of ``extra`` in the place of the
+    lowest-ranked item that holds no evidence, so the answer sees as many items as the system
+    gives it (appended when every item holds evidence)."""
+    kept = list(top)
+    for item in extra:
+        spare = [i for i, old in enumerate(kept) if not holds(old)]
+        if spare:
+            del kept[spare[-1]]
+        kept.append(item)
+    return kept
+
+
 def op_id() -> str:
     op = current_operation()
     return op.id if op else ""
-
-
-T = TypeVar("T")
 
 
 class System(ABC):
@@ -178,13 +191,29 @@ class System(ABC):
         self.ask_questions(conv, only)
         return self.run_state
 
-    def construct(self, conv: Conversation) -> None:
-        """Memory construction: every session's messages, then the finalizing step."""
-        self.reset()
-        self.run_state = ConversationRun(sample_id=conv.sample_id, trace_id="")
-        self.messages: dict[str, Var] = {}
-        self.dates: dict[str, str] = {}
-        for sess in conv.sessions:
+    def construct(
+        self,
+        conv: Conversation,
+        *,
+        resume: int = 0,
+        checkpoint: Callable[[int, System], None] | None = None,
+    ) -> None:
+        """Memory construction: every session's messages, then the finalizing step.
+
+        Replays use the two hooks: ``checkpoint(i, self)`` is called before session ``i``
+        (0-based; ``len(sessions)`` before the finalizing step), and ``resume=i`` continues a
+        system restored from such a checkpoint at session ``i`` instead of starting afresh.
+        """
+        if not resume:
+            self.reset()
+            self.run_state = ConversationRun(sample_id=conv.sample_id, trace_id="")
+            self.messages: dict[str, Var] = {}
+            self.dates: dict[str, str] = {}
+        for index, sess in enumerate(conv.sessions):
+            if index < resume:
+                continue
+            if checkpoint is not None:
+                checkpoint(index, self)
             date = session_date(sess.date_time)
             with session(
                 f"locomo-{conv.number}-session-{sess.number}",
@@ -201,6 +230,8 @@ class System(ABC):
                     )
                     self.ingest(turn, date, self.messages[turn.dia_id])
                 self.end_session(date)
+        if checkpoint is not None:
+            checkpoint(len(conv.sessions), self)
         with session("memory_construction_finalize", category="memory_construction"):
             self.finish_construction()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memtrace.systems.base import System, op_id
+from memtrace.systems.base import System, op_id, with_evidence
 from memtrace.systems.core import Action, Fact, Item, Loss, Similar, source_key
 from memtrace.systems.locomo import Question, Turn
 from memtrace.systems.params import use
@@ -54,6 +54,7 @@ class Mem0System(System):
             prompt = self.prompt(FACT_EXTRACTION)
             use(self.params, "min_content_words")
             facts = self.backend.extract(prompt, turn.speaker, turn.dia_id, turn.text, self.params)
+            extracted = facts
             fault = self.fault("ExtractionError", turn.dia_id)
             if fault is not None:
                 kept = [f for f in facts if not f.sources & fault.sources]
@@ -61,7 +62,7 @@ class Mem0System(System):
                     self.applied(fault, f"dropped {len(facts) - len(kept)} facts")
                 facts = kept
             if self.step(f"extract:{turn.dia_id}"):
-                facts = self.repair_extraction(turn, facts)
+                facts = self.repair_extraction(turn, facts, extracted)
             self.run_state.fact_counts[turn.dia_id] = len(facts)
             produced = {k for f in facts for k in f.sources}
             for i in range(len(sentences(turn.text))):  # sentences left out of every fact
@@ -75,22 +76,30 @@ class Mem0System(System):
             )
             return facts, facts_var
 
-    def repair_extraction(self, turn: Turn, facts: list[Fact]) -> list[Fact]:
-        """The oracle's extraction: its facts plus each evidence sentence of this message that
-        no fact holds, as a fact of its own."""
+    def repair_extraction(self, turn: Turn, facts: list[Fact], extracted: list[Fact]) -> list[Fact]:
+        """The oracle's extraction: its facts plus the evidence sentences of this message that
+        no fact holds: the extractor's own facts of them when something dropped those after
+        the extractor made them (a planted fault), else each sentence as a fact and the whole
+        message as another (a sentence alone can lose what it is about: "She gave it to me
+        ... it stands for love")."""
+        wanted = {k for k in self.repair_sources() if k.rpartition("#")[0] == turn.dia_id}
+        restored = [f for f in extracted if f not in facts and f.sources & wanted]
+        if restored:
+            self.repaired(f"restored {len(restored)} extracted fact(s)", "ExtractionError")
+            facts = facts + restored
         produced = {k for f in facts for k in f.sources}
         parts = sentences(turn.text) or [turn.text]
+        missing = sorted(wanted - produced)
         added = []
-        for key in sorted(self.repair_sources()):
-            dia_id, _, index = key.rpartition("#")
-            if dia_id != turn.dia_id or key in produced or int(index) >= len(parts):
-                continue
-            added.append(
-                Fact(f"{turn.speaker}: {parts[int(index)]}", turn.speaker, frozenset({key}))
-            )
+        for key in missing:
+            index = int(key.rpartition("#")[2])
+            text = parts[index] if index < len(parts) else turn.text
+            added.append(Fact(f"{turn.speaker}: {text}", turn.speaker, frozenset({key})))
+        if added and len(parts) > 1:
+            keys = frozenset(source_key(turn.dia_id, i) for i in range(len(parts)))
+            added.append(Fact(f"{turn.speaker}: {turn.text}", turn.speaker, keys))
         if added:
-            keys = sorted(k for f in added for k in f.sources)
-            self.repaired(f"added evidence fact(s) {', '.join(keys)}", "ExtractionError")
+            self.repaired(f"added evidence {', '.join(missing)} and its message", "ExtractionError")
         return facts + added
 
     def similar(self, fact: Fact) -> list[tuple[Memory, float]]:
@@ -164,15 +173,20 @@ class Mem0System(System):
             if fault is None:
                 continue
             targets = sorted({m for k in fault.sources for m in self.holders.get(k, ())})
+            if repairing:  # the repaired decision leaves memories holding the evidence as they are
+                kept = [m for m in targets if self.memories[m].sources & self.repair_sources()]
+                if kept:
+                    self.repaired(f"kept {', '.join(kept)} unchanged", kind)
+                targets = [m for m in targets if m not in kept]
             if not targets or (kind == "UpdateError" and not facts):
                 continue
             for memory_id in targets:
                 if kind == "UpdateError":
                     action = Action("UPDATE", memory_id, facts[0].text)
-                    self.apply(action, facts[0], overwrite=True, keep=repairing)
+                    self.apply(action, facts[0], overwrite=True)
                 else:
                     action = Action("DELETE", memory_id)
-                    self.apply(action, None, keep=repairing)
+                    self.apply(action, None)
                 decisions.append(action.as_json())
             self.applied(fault, f"{kind} on {', '.join(targets)}")
             if kind == "UpdateError":
@@ -269,13 +283,15 @@ class Mem0System(System):
             return items, context, op_id()
 
     def repair_retrieval(self, case_id: str, top: list[Memory]) -> list[Memory]:
-        """The oracle's search: its results plus the live memories holding the evidence."""
+        """The oracle's search: its results plus the live memories holding the evidence, in
+        place of its lowest-ranked results that hold none (``with_evidence``)."""
         shown = {m.id for m in top}
         wanted = sorted({m for k in self.repair_sources() for m in self.holders.get(k, ())})
         extra = [self.memories[m] for m in wanted if m not in shown and m in self.memories]
         if extra:
             self.repaired(f"added {', '.join(m.id for m in extra)}", "RetrievalError")
-        return top + extra
+        sources = self.repair_sources()
+        return with_evidence(top, extra, lambda m: bool(m.sources & sources))
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:
         if self.holders.get(key):

@@ -3,7 +3,7 @@ top-k chunks -> answer from their messages."""
 
 from __future__ import annotations
 
-from memtrace.systems.base import System, op_id
+from memtrace.systems.base import System, op_id, with_evidence
 from memtrace.systems.core import Item, Loss, message_item
 from memtrace.systems.locomo import Question, Turn
 from memtrace.systems.params import use
@@ -91,13 +91,20 @@ class RagSystem(System):
             return items, context, op_id()
 
     def repair_retrieval(self, top: list[tuple[Var, list[Item]]]) -> list[tuple[Var, list[Item]]]:
-        """The oracle's search: its chunks plus the stored chunks holding the evidence."""
+        """The oracle's search: its chunks plus the stored chunks holding the evidence, in place
+        of its lowest-ranked chunks that hold none (``with_evidence``)."""
         wanted = self.repair_sources()
-        shown = {chunk.id for chunk, _ in top}
-        extra = [c for c in self.chunks if c[0].id not in shown and _chunk_sources(c) & wanted]
+        shown_items = {id(items) for _, items in top}  # chunk vars are empty when untraced
+        extra = [
+            (n, c)
+            for n, c in enumerate(self.chunks, start=1)
+            if id(c[1]) not in shown_items and _chunk_sources(c) & wanted
+        ]
         if extra:
-            self.repaired(f"added {', '.join(chunk.name for chunk, _ in extra)}", "RetrievalError")
-        return top + extra
+            names = ", ".join(f"chunk-{n:05d}" for n, _ in extra)
+            self.repaired(f"added {names}", "RetrievalError")
+        chunks = [c for _, c in extra]
+        return with_evidence(top, chunks, lambda c: bool(_chunk_sources(c) & wanted))
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:
         stored = key.split("#")[0] in self.stored

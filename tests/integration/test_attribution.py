@@ -69,6 +69,7 @@ def sample_params(db: Database, trace_id: str, run_id: str) -> dict[str, Any]:
         "op_ids": [anchor.answer.id],
         "trace_ids": [trace_id],
         "budget": 200,
+        "label_source": None,
     }
 
 
@@ -218,9 +219,10 @@ def test_retrieved_evidence_finds_the_evidence(db: Database, traces: list[str]) 
 
 def test_messages_carry_the_day_they_were_said(db: Database, traces: list[str]) -> None:
     """The dates retrieved evidence resolves relative dates against, read with the messages."""
-    reader = AttributionStore(db)
-    dates = reader.dates(traces[0])
-    assert set(dates) == {message_id for message_id, _ in reader.messages(traces[0])}
+    messages = AttributionStore(db).messages(traces[0])
+    dates = messages.dates
+    assert set(dates) == {message_id for message_id, _ in messages.corpus}
+    assert list(messages.seqs) == [message_id for message_id, _ in messages.corpus]
     assert dates["U1:D1:1@1"] == date(2023, 5, 8)  # session 1: 1:56 pm on 8 May, 2023
 
 

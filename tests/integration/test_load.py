@@ -12,9 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+from membase_stages import STAGES, write_traced_data
 from synthetic import write_synthetic_trace
 
 from memtrace.admin import delete_trace
+from memtrace.cli import cli
 from memtrace.db import Database
 from memtrace.errors import InputError
 from memtrace.loaders.load import LoadOptions, load_paths
@@ -60,6 +63,40 @@ def _by(db: Database, query: str, key: str, trace_id: str) -> dict[str, int]:
 def _totals(db: Database, trace_id: str) -> tuple[int, int]:
     row = db.run(COUNT_TRACE, trace_id=trace_id)[0]
     return int(row["nodes"]), int(row["relationships"])
+
+
+def test_membase_traced_data_loads_each_user_once_from_its_last_stage(
+    db: Database, tmp_path: Path, cleanup: list[str]
+) -> None:
+    traced = write_traced_data(tmp_path)  # real smartcomment, exported after every stage
+    users = sorted(traced.iterdir())
+    evaluation = {json.loads((u / STAGES[2]).read_text())["graph_id"]: u / STAGES[2] for u in users}
+    cleanup.extend(evaluation)
+    result = CliRunner().invoke(cli, ["load", str(traced), "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert {f["trace_id"]: f["path"] for f in summary["files"]} == {
+        trace_id: str(path) for trace_id, path in evaluation.items()
+    }
+    line = "2 traces are each in several cumulative stage files (6 files): each loaded once"
+    assert [row for row in result.stderr.splitlines() if line in row] == [
+        f"{line}, from its most complete stage ({STAGES[2]} x2)"
+    ]
+    for trace_id, path in evaluation.items():
+        graph = json.loads(path.read_text())
+        trace = db.run("MATCH (t:Trace {id: $id}) RETURN t", id=trace_id)[0]["t"]
+        assert (trace["system"], trace["dataset"], trace["user_id"]) == (
+            "mem0", "locomo", graph["user_id"],
+        )  # fmt: skip
+        assert trace["source_file"] == str(path.resolve())
+        assert trace["n_operations"] == len(graph["data"]["operations"])
+        queries = [n for n in graph["data"]["nodes"] if n["class_name"] == "query"]
+        cases = db.run(
+            "MATCH (c:Case {trace_id: $t}) RETURN c.id AS id, c.judge_score AS score",
+            t=trace_id,
+        )
+        assert sorted(c["id"] for c in cases) == sorted(q["name"] for q in queries)
+        assert all(c["score"] in (0.0, 1.0) for c in cases)  # the evaluation stage's scores
 
 
 def test_native_round_trip(db: Database, run_id: str, cleanup: list[str]) -> None:

@@ -262,3 +262,97 @@ def test_candidate_check_replies_take_safe_defaults() -> None:
         ).confidence
         == DEFAULT_CONFIDENCE
     )
+
+
+# An answer taken from two sentences of one message: the key sentence (most words shared with
+# question + answer) and another that holds the rest of the gold answer ("online platform").
+PLANS = "Taking your advice, I'm sprucing up my business plan and tweaking my pitch to investors."
+PLATFORM = "I'm also working on an online platform for the studio."
+PLANS_MESSAGE = Evidence("m2", f"{PLANS} {PLATFORM} Did you like the event?")
+PLANS_ANCHOR = Anchor(
+    "t", "c2", "What plans does Jon have after the networking event?",
+    ("Sprucing up his business plan, tweaking his pitch to investors, and working on an online "
+     "platform.",),
+    "Jon is sprucing up his business plan.", True, "q", ANSWER, (SEARCH,), ("m2",),
+)  # fmt: skip
+PLANS_FACT, PLATFORM_FACT = f"Jon: {PLANS}", f"Jon: {PLATFORM}"
+
+
+def plans_case(memories: tuple[Memory, ...], context: tuple[str, ...]) -> CaseGraph:
+    steps = (
+        FlowStep("m2", 1, EXTRACT, "m2", "facts", f"{PLANS_FACT}\n{PLATFORM_FACT}"),
+    )  # fmt: skip
+    ctx = tuple((f"ctx{i}", value) for i, value in enumerate(context))
+    return CaseGraph(PLANS_ANCHOR, (PLANS_MESSAGE,), steps, memories, ctx)
+
+
+def reason_of(case: CaseGraph) -> str:
+    trails = tuple(trace_all(case))
+    found = linear(OfflineJudge(), CaseView(case, trails), candidates(case, trails))
+    return found.reason
+
+
+def test_every_sentence_holding_part_of_the_gold_answer_is_followed() -> None:
+    case = plans_case((memory("plans@1", 4, PLANS_FACT), memory("platform@1", 4, PLATFORM_FACT)),
+                      (f"Memory: {PLANS_FACT}",))  # fmt: skip
+    trails = trace_all(case)
+    assert [(t.key_sentence, t.role, t.stage) for t in trails] == [
+        (PLANS, "key", "context"),
+        (PLATFORM, "answer part", "stored"),  # the question sentence is not followed
+    ]
+    assert trails[1].answer_words == ("working", "online", "platform")
+
+
+def test_a_lost_answer_sentence_is_blamed_though_the_key_sentence_survived() -> None:
+    # Retrieval left out the memory holding "online platform": the answer could not say it.
+    stored = (memory("plans@1", 4, PLANS_FACT), memory("platform@1", 4, PLATFORM_FACT))
+    case = plans_case(stored, (f"Memory: {PLANS_FACT}",))
+    assert verdict(case) == ("search", "RetrievalError", "search", "RetrievalError")
+    assert reason_of(case) == (
+        f"sentence {PLATFORM!r} of m2 (gold answer: 'working', 'online', 'platform') stopped at "
+        "search search: stored in platform@1 but not in the retrieved context; also followed: "
+        f"key sentence {PLANS!r} of m2 reached the answer's context"
+    )
+    # An UPDATE overwrote it instead (the case of issue 25): the update op is blamed.
+    overwritten = (
+        memory("plans@1", 4, PLANS_FACT),
+        memory("platform@1", 4, PLATFORM_FACT, "platform@2", 6, UPDATE),
+        memory("platform@2", 6, "Jon: I like tea."),
+    )
+    case = plans_case(overwritten, (f"Memory: {PLANS_FACT}", "Memory: Jon: I like tea."))
+    assert verdict(case) == ("update", "UpdateError", "update", "UpdateError")
+    assert "platform@1 was rewritten as platform@2 without it" in reason_of(case)
+
+
+def test_a_lost_answer_sentence_whose_words_reached_the_context_does_not_count() -> None:
+    # The platform sentence was overwritten, but another memory brought "working on an online
+    # platform" into the context: the answer step had every part of the gold answer.
+    memories = (
+        memory("plans@1", 4, PLANS_FACT),
+        memory("platform@1", 4, PLATFORM_FACT, "platform@2", 6, UPDATE),
+        memory("platform@2", 6, "Jon: I like tea."),
+    )
+    context = (f"Memory: {PLANS_FACT}", "Memory: Jon is working on an online platform.")
+    case = plans_case(memories, context)
+    assert verdict(case) == ("answer", "ResponseError", "answer", "ResponseError")
+    assert reason_of(case) == (
+        "the answer is wrong although the evidence followed did not stop before its context: "
+        f"key sentence {PLANS!r} of m2 reached the answer's context; sentence {PLATFORM!r} of m2 "
+        "(gold answer: 'working', 'online', 'platform') stopped at update_decision update: "
+        "platform@1 was rewritten as platform@2 without it (its gold-answer words are "
+        "in the context all the same)"
+    )
+    both = plans_case((memories[0], memory("platform@1", 4, PLATFORM_FACT)),
+                      (f"Memory: {PLANS_FACT}", f"Memory: {PLATFORM_FACT}"))  # fmt: skip
+    assert reason_of(both) == (
+        "the answer is wrong although the evidence followed did not stop before its context: "
+        f"key sentence {PLANS!r} of m2 reached the answer's context; sentence {PLATFORM!r} of m2 "
+        "(gold answer: 'working', 'online', 'platform') reached the answer's context"
+    )
+
+
+def test_one_shared_word_does_not_make_a_sentence_part_of_the_answer() -> None:
+    message = Evidence("m1", f"{SENTENCE} The shelter was named Paws.")
+    case = CaseGraph(ANCHOR, (message,), flow(FACT), (memory("mem@1", 4, FACT),),
+                     (("ctx", f"Memory: {FACT}"),))  # fmt: skip
+    assert [t.role for t in trace_all(case)] == ["key"]  # "Pixel" has one word: all of it

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from membase_stages import STAGES, write_traced_data
 from pydantic import BaseModel
 
 import memtrace.loaders
@@ -21,6 +22,7 @@ from memtrace.loaders.load import (
     detect_format,
     expand_paths,
     load_paths,
+    stages_line,
 )
 from memtrace.loaders.models import (
     CaseRecord,
@@ -35,8 +37,8 @@ from memtrace.loaders.models import (
     parse_timestamp,
 )
 from memtrace.loaders.native import read_native
-from memtrace.loaders.rows import node_rows, relationship_rows
-from memtrace.loaders.smartcomment import python_text
+from memtrace.loaders.rows import node_rows, relationship_rows, trace_properties
+from memtrace.loaders.smartcomment import python_text, read_smartcomment
 from memtrace.taxonomy import (
     is_reserved_trace_id,
     retired_trace_id,
@@ -241,11 +243,110 @@ def test_trace_id_override_needs_one_file(tmp_path: Path) -> None:
         load_paths(None, [str(SMALL), str(copy)], LoadOptions(trace_id="x", dry_run=True))
 
 
-def test_same_trace_twice_in_one_run_is_refused(tmp_path: Path) -> None:
+def test_an_identical_copy_of_a_trace_is_loaded_once(tmp_path: Path) -> None:
     copy = tmp_path / "copy.jsonl"
     copy.write_bytes(SMALL.read_bytes())
-    with pytest.raises(InputError, match="trace id 'small' is also the trace of"):
-        load_paths(None, [str(SMALL), str(copy)], LoadOptions(dry_run=True))
+    summary = load_paths(None, [str(SMALL), str(copy)], LoadOptions(dry_run=True))
+    assert [f.path for f in summary.files] == [str(SMALL)]
+    assert [(s.trace_id, s.loaded, s.earlier) for s in summary.stages] == [
+        ("small", str(SMALL), [str(copy)])
+    ]
+    assert stages_line(summary.stages) == (  # two folders: the line names whole paths
+        f"small is in 2 cumulative stage files ({copy}, {SMALL}): loaded once, from the most "
+        f"complete, {SMALL}"
+    )
+
+
+def test_same_trace_id_with_other_content_is_refused_at_the_first_difference(
+    tmp_path: Path,
+) -> None:
+    lines = SMALL.read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    n = next(i for i, r in enumerate(records) if r["type"] == "variable")
+    records[n]["value"] = "something else"
+    other = tmp_path / "other.jsonl"
+    other.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    with pytest.raises(InputError) as caught:
+        load_paths(None, [str(SMALL), str(other)], LoadOptions(dry_run=True))
+    variable = records[n]["id"]
+    assert (caught.value.path, caught.value.location) == (str(other), str(n + 1))
+    assert caught.value.problem == (
+        f"trace id 'small' is also the trace of {SMALL}, and this file is not an earlier stage "
+        f"of it: variable {variable!r} differs from line {n + 1} of {SMALL}"
+    )
+
+
+def test_membase_user_folders_load_each_graph_once_from_its_last_stage(tmp_path: Path) -> None:
+    traced = write_traced_data(tmp_path)  # real smartcomment, stage by stage as MemBase exports
+    users = sorted(p for p in traced.iterdir())
+    graph_ids = [json.loads((u / STAGES[0]).read_text())["graph_id"] for u in users]
+    for user, graph_id in zip(users, graph_ids, strict=True):
+        stages = [json.loads((user / stage).read_text()) for stage in STAGES]
+        assert {g["graph_id"] for g in stages} == {graph_id}
+        assert [len(g["data"]["operations"]) for g in stages] == sorted(
+            {len(g["data"]["operations"]) for g in stages}
+        )  # each stage extends the last
+        one = load_paths(None, [str(user)], LoadOptions(dry_run=True))
+        alone = load_paths(None, [str(user / STAGES[2])], LoadOptions(dry_run=True))
+        assert [f.path for f in one.files] == [str(user / STAGES[2])]
+        assert one.total("operations") == alone.total("operations") > 0
+        assert one.total("failed_cases") == alone.total("failed_cases") > 0
+        assert stages_line(one.stages) == (
+            f"{graph_id} is in 3 cumulative stage files ({', '.join(STAGES)}) of {user}: "
+            f"loaded once, from the most complete, {STAGES[2]}"
+        )
+    both = load_paths(None, [str(traced)], LoadOptions(dry_run=True))
+    assert sorted(f.trace_id for f in both.files) == sorted(graph_ids)
+    assert {Path(f.path).name for f in both.files} == {STAGES[2]}
+    assert [len(s.earlier) for s in both.stages] == [2, 2]
+    assert stages_line(both.stages) == (
+        "2 traces are each in several cumulative stage files (6 files): each loaded once, "
+        f"from its most complete stage ({STAGES[2]} x2)"
+    )
+    trace = read_smartcomment(users[0] / STAGES[2])[0][1]
+    assert isinstance(trace, TraceRecord)
+    props = trace_properties(trace, "smartcomment", "f", {})
+    assert (trace.system, trace.dataset) == ("Mem0", "LoCoMo")  # as MemBase writes them
+    assert (props["system"], props["dataset"]) == ("mem0", "locomo")  # the registry's names
+
+
+def test_membase_stages_that_conflict_are_refused_naming_the_first_difference(
+    tmp_path: Path,
+) -> None:
+    user = write_traced_data(tmp_path) / "locomo-1"
+    path = user / STAGES[0]
+    graph = json.loads(path.read_text())
+    n = next(i for i, node in enumerate(graph["data"]["nodes"]) if node["category"] == "message")
+    node = graph["data"]["nodes"][n]
+    node["value"] = node["value"].replace("Rex", "Max")
+    path.write_text(json.dumps(graph))
+    with pytest.raises(InputError) as caught:
+        load_paths(None, [str(user)], LoadOptions(dry_run=True))
+    later = user / STAGES[2]
+    assert (caught.value.path, caught.value.location) == (str(path), f"data.nodes[{n}]")
+    assert caught.value.problem.endswith(
+        f"is not an earlier stage of it: variable {node['full_node_id']!r} differs from "
+        f"data.nodes[{n}] of {later}"
+    )
+    graph["data"]["nodes"][n]["value"] = node["value"].replace("Max", "Rex")
+    extra = {**graph["data"]["nodes"][n], "name": "U1:D9:9", "full_node_id": "U1:D9:9@1"}
+    graph["data"]["nodes"].append(extra)
+    path.write_text(json.dumps(graph))
+    last = len(graph["data"]["nodes"]) - 1
+    with pytest.raises(InputError, match=rf"nodes\[{last}\]: .* variable 'U1:D9:9@1' is not in"):
+        load_paths(None, [str(user)], LoadOptions(dry_run=True))
+
+
+@pytest.mark.parametrize(
+    ("written", "stored"),
+    [("Mem0", "mem0"), ("NaiveRAG", "rag"), ("Long-Context", "long-context"),
+     ("EverMemOS", "EverMemOS"), (None, None)],
+)  # fmt: skip
+def test_system_names_map_to_the_registry_names(written: str | None, stored: str | None) -> None:
+    trace = TraceRecord(type="trace", format_version=1, id="t", system=written, dataset="LoCoMo")
+    props = trace_properties(trace, "native", "f", {})
+    assert (props.get("system"), props["dataset"]) == (stored, "locomo")
+    assert trace_properties(trace, "native", "f", {"system": "MEM0"})["system"] == "mem0"
 
 
 def test_json_schema_matches_the_models() -> None:

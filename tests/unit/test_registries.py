@@ -29,6 +29,7 @@ from memtrace.systems.registry import (
     make_ranker,
     make_system,
 )
+from memtrace.taxonomy import SYSTEM_ALIASES, SYSTEM_NAMES
 
 
 def settings(base_url: str | None = None) -> Settings:
@@ -57,6 +58,12 @@ def test_the_cli_offers_what_the_registries_hold() -> None:
     assert choices("run", "retriever") == list(RANKERS)
     assert choices("attribute", "judge") == list(JUDGES)
     assert choices("explain", "judge") == list(JUDGES)
+
+
+def test_the_loader_stores_system_names_as_the_registry_spells_them() -> None:
+    # taxonomy cannot import the registry (it imports nothing); this keeps the two lists equal
+    assert tuple(SYSTEMS) == SYSTEM_NAMES
+    assert set(SYSTEM_ALIASES.values()) <= set(SYSTEMS)
 
 
 def test_make_system_passes_keyword_options_to_the_factory() -> None:

@@ -1,8 +1,9 @@
 // Labeled cases with one run's attribution (if any), for evaluation.
-// params: $run_id, $trace_id
+// params: $run_id, $trace_id, $label_source
 // returns: trace_id, case_id, answer_op, label_op, label_kind, label_type, label_source, attr_op, attr_kind, error_type, judge, llm_calls, tokens_in, tokens_out, seconds, error
 MATCH (t:Trace)-[:HAS_CASE]->(c:Case)-[l:LABELED]->(lo:Operation)
 WHERE ($trace_id IS NULL OR t.id = $trace_id) AND t.load_state = 'complete'
+  AND ($label_source IS NULL OR l.source = $label_source)
 OPTIONAL MATCH (c)-[:HAS_ATTRIBUTION]->(a:Attribution {run_id: $run_id})
 OPTIONAL MATCH (a)-[:BLAMES]->(ao:Operation)
 CALL (c) {

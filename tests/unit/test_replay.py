@@ -1,0 +1,258 @@
+"""The replay engine and the executed label on the reference systems (offline, no database)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from memtrace.attribution.counterfactual import Suspect, executed_label
+from memtrace.errors import NotReplayableError
+from memtrace.replay import CaseReplay, Replayer, make_replayer, read_native
+from memtrace.systems.core import Fault, Repaired
+from memtrace.systems.locomo import Conversation, Question, Session, Turn
+from memtrace.systems.registry import REFERENCE_SYSTEMS, make_backend, make_system
+from memtrace.systems.runner import run_conversation
+from memtrace.tracing import SimClock
+
+DATE = "1:00 pm on 8 May, 2023"
+
+
+def conversation(turns: Sequence[tuple[str, str]], questions: Sequence[Question]) -> Conversation:
+    """One session of ``(speaker, text)`` turns, dia ids D1:1, D1:2, ..."""
+    made = tuple(Turn(f"D1:{i}", who, text) for i, (who, text) in enumerate(turns, start=1))
+    return Conversation(9, "hand-9", ("Ana", "Ben"), (Session(1, DATE, made),), tuple(questions))
+
+
+def traced(
+    tmp_path: Path, system: str, conv: Conversation, faults: Sequence[Fault] = ()
+) -> tuple[Replayer, dict[str, str]]:
+    """Run ``system`` traced; the replayer of its trace and the trace's op id -> op name."""
+    built = make_system(system, make_backend("offline"), faults=faults)
+    meta = {
+        "bench": {
+            "planted": [
+                {"id": f.id, "type": f.type, "target": f.target, "anchor": f.anchor,
+                 "sources": sorted(f.sources)}
+                for f in faults
+            ]
+        }
+    }  # fmt: skip
+    _, path = run_conversation(built, conv, tmp_path, clock=SimClock(), metadata=meta)
+    assert path is not None
+    names = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record["type"] == "operation":
+            names[record["id"]] = record["name"]
+    return make_replayer(read_native(path)), names
+
+
+def op_of(replayer: Replayer, step: str) -> str:
+    return next(op for op, key in replayer.steps().items() if key == step)
+
+
+LISBON = conversation(
+    [
+        ("Ana", "I moved to Lisbon last spring for a new job at the harbour office."),
+        ("Ben", "That sounds wonderful, how is the weather there in the summer months?"),
+        ("Ana", "Hot and sunny, I walk along the river every single evening after work."),
+    ],
+    [Question(1, "Where did Ana move to?", "Lisbon", ("D1:1",), "single-hop")],
+)
+CASE = "locomo-qa-9-1"
+
+
+@pytest.mark.parametrize("system", list(REFERENCE_SYSTEMS))
+def test_replaying_without_repairs_reproduces_every_answer(tmp_path: Path, system: str) -> None:
+    from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
+
+    conv = load_locomo(SAMPLE_PATH)[0]
+    built = make_system(system, make_backend("offline"))
+    original, path = run_conversation(built, conv, tmp_path, clock=SimClock())
+    assert path is not None
+    before = path.read_bytes()
+    inputs = read_native(path)
+    replayer = make_replayer(inputs)
+    for result in original.results:
+        again = replayer.replay(result.case_id)
+        assert (again.passed, again.prediction) == (result.passed, result.prediction)
+        assert inputs.cases[result.case_id].prediction == result.prediction
+    assert path.read_bytes() == before  # a replay never writes the trace it replays
+    assert replayer.replays == len(original.results)
+
+
+def test_extraction_repair_restores_the_facts_a_fault_dropped(tmp_path: Path) -> None:
+    fault = Fault("fault-1", "ExtractionError", CASE, "D1:1", frozenset({"D1:1#0"}))
+    replayer, _ = traced(tmp_path, "mem0", LISBON, [fault])
+    assert not replayer.replay(CASE).passed  # the planted fault dropped the fact
+    extract = op_of(replayer, "extract:D1:1")
+    fixed = replayer.replay(CASE, [extract])
+    assert fixed.passed
+    assert [(r.op_id, r.error_type) for r in fixed.repaired] == [(extract, "ExtractionError")]
+    assert "restored 1 extracted fact" in fixed.repaired[0].detail
+
+
+def test_extraction_repair_adds_the_evidence_statement_the_extractor_missed(
+    tmp_path: Path,
+) -> None:
+    conv = conversation(  # the offline extractor skips questions: a natural ExtractionError
+        [("Ana", "Hi Ben. Did you know I moved to Lisbon last spring?")],
+        [Question(1, "Where did Ana move to?", "Lisbon", ("D1:1",), "single-hop")],
+    )
+    replayer, _ = traced(tmp_path, "mem0", conv)
+    assert not replayer.replay(CASE).passed
+    fixed = replayer.replay(CASE, [op_of(replayer, "extract:D1:1")])
+    assert fixed.passed
+    assert fixed.repaired[0].detail == "added evidence D1:1#1 and its message"
+
+
+def test_retrieval_repair_adds_the_live_memory_holding_the_evidence(tmp_path: Path) -> None:
+    fault = Fault("fault-1", "RetrievalError", CASE, CASE, frozenset({"D1:1#0"}))
+    replayer, _ = traced(tmp_path, "mem0", LISBON, [fault])
+    assert not replayer.replay(CASE).passed
+    search = op_of(replayer, f"search:{CASE}")
+    fixed = replayer.replay(CASE, [search])
+    assert fixed.passed
+    assert fixed.repaired[0].error_type == "RetrievalError"
+
+
+def test_rag_retrieval_repair_adds_the_chunk_holding_the_evidence(tmp_path: Path) -> None:
+    fault = Fault("fault-1", "RetrievalError", CASE, CASE, frozenset({"D1:1#0"}))
+    replayer, _ = traced(tmp_path, "rag", LISBON, [fault])
+    assert not replayer.replay(CASE).passed
+    fixed = replayer.replay(CASE, [op_of(replayer, f"search:{CASE}")])
+    assert fixed.passed and "chunk-00001" in fixed.repaired[0].detail
+
+
+@pytest.mark.parametrize("kind", ["UpdateError", "DeletionError"])
+def test_update_repair_keeps_what_the_old_version_held(tmp_path: Path, kind: str) -> None:
+    conv = conversation(
+        [*((who, text) for who, text in [("Ana", LISBON_TEXT)]), ("Ana", LATER_TEXT)],
+        [Question(1, "Where did Ana move to?", "Lisbon", ("D1:1",), "single-hop")],
+    )
+    fault = Fault("fault-1", kind, CASE, "D1:2", frozenset({"D1:1#0"}))  # type: ignore[arg-type]
+    replayer, _ = traced(tmp_path, "mem0", conv, [fault])
+    assert not replayer.replay(CASE).passed
+    decide = op_of(replayer, "decide:D1:2")
+    fixed = replayer.replay(CASE, [decide])
+    assert fixed.passed
+    assert fixed.repaired[0].error_type == kind
+
+
+LISBON_TEXT = "I moved to Lisbon last spring for a new job at the harbour office."
+LATER_TEXT = "My sister visited me at the harbour office with her two dogs yesterday."
+
+
+def test_long_context_window_repair_keeps_the_trimmed_evidence(tmp_path: Path) -> None:
+    first = Session(1, DATE, (Turn("D1:1", "Ana", LISBON_TEXT),))
+    later = Session(2, "1:00 pm on 9 May, 2023", (Turn("D2:1", "Ana", LATER_TEXT),))
+    conv = Conversation(
+        9,
+        "hand-9",
+        ("Ana", "Ben"),
+        (first, later),
+        (Question(1, "Where did Ana move to?", "Lisbon", ("D1:1",), "single-hop"),),
+    )
+    fault = Fault("fault-1", "UpdateError", CASE, "D2:1", frozenset({"D1:1#0"}))
+    replayer, _ = traced(tmp_path, "long-context", conv, [fault])
+    assert not replayer.replay(CASE).passed
+    fixed = replayer.replay(CASE, [op_of(replayer, "window:2")])
+    assert fixed.passed and fixed.repaired[0].error_type == "UpdateError"
+
+
+def test_extraction_and_retrieval_both_failing_label_extraction(tmp_path: Path) -> None:
+    faults = [
+        Fault("fault-1", "ExtractionError", CASE, "D1:1", frozenset({"D1:1#0"})),
+        Fault("fault-2", "RetrievalError", CASE, CASE, frozenset({"D1:1#0"})),
+    ]
+    replayer, names = traced(tmp_path, "mem0", LISBON, faults)
+    extract, search = op_of(replayer, "extract:D1:1"), op_of(replayer, f"search:{CASE}")
+    answer = op_of(replayer, f"answer:{CASE}")
+    suspects = [Suspect(extract, "extraction"), Suspect(search, "retrieval")]
+    found = executed_label(replayer, CASE, suspects, answer)
+    assert (found.status, found.op_id, found.error_type) == ("decisive", extract, "ExtractionError")
+    by_op = {o.op_id: o for o in found.outcomes}
+    assert by_op[extract].decisive and not by_op[extract].alone  # extraction alone: not rescued
+    assert not by_op[search].decisive and not by_op[search].alone
+    assert found.replays <= len(suspects) + 2
+    assert names[extract] == "memory_system.extract_facts"
+
+
+def test_an_answer_that_stays_wrong_with_every_repair_is_a_response_error(tmp_path: Path) -> None:
+    fault = Fault("fault-1", "ResponseError", CASE, CASE, frozenset({"D1:1#0"}))
+    replayer, _ = traced(tmp_path, "mem0", LISBON, [fault])
+    search, answer = op_of(replayer, f"search:{CASE}"), op_of(replayer, f"answer:{CASE}")
+    found = executed_label(replayer, CASE, [Suspect(search, "retrieval")], answer)
+    assert (found.status, found.op_id, found.error_type) == ("response", answer, "ResponseError")
+
+
+@dataclass
+class Scripted:
+    """A replayer whose answers are given per repaired set (to test the label logic alone)."""
+
+    rescued: set[tuple[str, ...]]
+    changes: dict[str, str] = field(default_factory=dict)
+    calls: list[tuple[str, ...]] = field(default_factory=list)
+
+    def replay(self, case_id: str, repaired: Sequence[str] = ()) -> CaseReplay:
+        key = tuple(repaired)
+        self.calls.append(key)
+        done = tuple(Repaired("", op, self.changes.get(op, "x"), "RetrievalError") for op in key)
+        return CaseReplay(case_id, key in self.rescued, "", done)
+
+
+def test_interacting_repairs_leave_no_single_decisive_op_and_are_kept() -> None:
+    # all three repaired: wrong; the last two: right; the last alone: wrong
+    replayer = Scripted(rescued={("b", "c")})
+    suspects = [Suspect(op, "retrieval") for op in ("a", "b", "c")]
+    found = executed_label(replayer, "case", suspects, "answer")
+    assert (found.status, found.op_id, found.error_type) == ("no_single", None, None)
+    assert [o.decisive for o in found.outcomes] == [False, True, False]
+
+
+def test_a_repair_that_changed_nothing_is_not_replayed_alone() -> None:
+    replayer = Scripted(rescued={("a", "b")})
+    replayer_calls_before = len(replayer.calls)
+    suspects = [Suspect("a", "extraction"), Suspect("b", "retrieval")]
+    found = executed_label(replayer, "case", suspects, "answer")
+    assert found.op_id == "a" and found.replays == len(set(replayer.calls))
+    assert replayer_calls_before == 0 and ("a",) in replayer.calls
+
+
+def test_imported_traces_are_refused(tmp_path: Path) -> None:
+    smartcomment = tmp_path / "graph.json"
+    smartcomment.write_text(json.dumps({"graph_id": "g", "data": {"nodes": []}}), "utf-8")
+    with pytest.raises(NotReplayableError, match="cannot be replayed"):
+        read_native(smartcomment)
+    otlp = tmp_path / "spans.jsonl"
+    otlp.write_text(json.dumps({"resourceSpans": []}) + "\n", "utf-8")
+    with pytest.raises(NotReplayableError, match="cannot be replayed"):
+        read_native(otlp)
+
+
+def test_a_trace_that_does_not_reproduce_is_refused(tmp_path: Path) -> None:
+    traced(tmp_path, "mem0", LISBON)
+    path = next(tmp_path.glob("*.jsonl"))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    edited = [
+        line.replace("memory_system.extract_facts", "memory_system.other", 1)
+        if '"op-000001"' in line
+        else line
+        for line in lines
+    ]
+    path.write_text("\n".join(edited) + "\n", encoding="utf-8")
+    with pytest.raises(NotReplayableError, match="does not reproduce"):
+        make_replayer(read_native(path)).replay(CASE)
+
+
+def test_a_repaired_search_keeps_its_size() -> None:
+    from memtrace.systems.base import with_evidence
+
+    evidence = {"e1", "e2"}
+    top = ["a", "e1", "b", "c"]
+    assert with_evidence(top, ["e2"], lambda x: x in evidence) == ["a", "e1", "b", "e2"]
+    assert with_evidence(["e1"], ["e2"], lambda x: x in evidence) == ["e1", "e2"]
