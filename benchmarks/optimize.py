@@ -1,19 +1,30 @@
-"""Attribution-guided vs unguided parameter optimization on LoCoMo, offline, several seeds.
+"""Optimizer routed by headroom vs by counts vs unguided, offline parameters, LoCoMo, seeds.
 
-    .venv/bin/python benchmarks/optimize.py --system mem0 --seeds 0 1 2 --out /tmp/opt-bench
+    .venv/bin/python benchmarks/optimize.py --systems mem0 rag long-context --seeds 0 1 2 3 4 \
+        --out /tmp/opt-bench
 
 A fixed split of ../shared/data/locomo/locomo10.json: train = conversations 2 and 9 (feedback
-and selection), held-out = the other eight (acceptance only). Per seed, with the same budget of
-system runs and the same number of trials (Optuna TPE, seeded):
+and selection), held-out = the other eight (acceptance only; the split docs/optimize.md uses).
+Per system and seed, with the same budget of system runs (what-if replays included; 82 by
+default: the initial scores and four rounds of a traced train run, 4 trials and a held-out check)
+and the same trials per round (Optuna TPE, seeded), rounds until the budget is spent:
   (a) initial: the default configuration;
-  (b) guided: attribute the incumbent's failed train cases (offline judge, every failure), group
-      them into failure classes, search only the parameters the blamed operations read;
-  (b1) guided, largest class: only the parameters of the largest optimizable class;
-  (b2) guided, major classes: only the parameters of classes holding >= 10% of the failures;
-  (c) unguided: the same search over every parameter with a search range, no attribution.
+  (b) counts: attribute the incumbent's failed train cases (offline judge, every failure), group
+      them into failure classes, search the parameters the blamed operations of every
+      optimizable class read (the optimizer's default);
+  (c) headroom: the same classes, each replayed with its blamed operations repaired on the train
+      traces (memtrace.patterns.headroom); only the parameters of classes whose repair rescues
+      answers are searched; the replays are charged to the budget;
+  (d) unguided: the same search over every parameter with a search range, no attribution.
+Extra variants: counts-major (classes with >= 10% of the failures), counts-largest (the largest).
 Every variant accepts a candidate only if train accuracy rises and held-out does not drop.
-Prints held-out accuracy per variant and seed, and mean / sample std over seeds, as JSON.
-The classes of a configuration are attributed once and shared between seeds and variants.
+
+Per run: final held-out accuracy, and held-out accuracy of the incumbent after 25%, 50% and 100%
+of the budget (sample efficiency: the incumbent at the end of the last round that had spent at
+most that share). Rows are appended to OUT/results.jsonl as runs finish (a run directory resumes
+from its caches), and the summary (mean / sample std over seeds) is printed as JSON at the end.
+The classes (and headroom) of a configuration are computed once and shared between seeds and
+variants (every failure is attributed, so they do not depend on the seed).
 """
 
 from __future__ import annotations
@@ -27,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from memtrace.db import connect
-from memtrace.optimize import OptimizeOptions, run_optimization
+from memtrace.optimize import OptimizeOptions, OptimizeResult, run_optimization
 from memtrace.settings import load_settings
 from memtrace.systems.locomo import load_locomo
 from memtrace.systems.offline import OfflineBackend
@@ -36,91 +47,158 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
 TRAIN = (2, 9)
 VARIANTS: dict[str, dict[str, Any]] = {
-    "guided": {"guided": True},
-    "guided-largest-class": {"guided": True, "focus": 1},
-    "guided-major-classes": {"guided": True, "min_share": 0.1},
+    "counts": {"guided": True},
+    "headroom": {"guided": True, "route_by": "headroom"},
     "unguided": {"guided": False},
+    "counts-major": {"guided": True, "min_share": 0.1},
+    "counts-largest": {"guided": True, "focus": 1},
 }
+SHARES = (0.25, 0.5, 1.0)
+
+
+def heldout_at(result: OptimizeResult, budget: int, share: float) -> float:
+    """Held-out accuracy of the incumbent after ``share`` of the budget: the incumbent at the
+    end of the last round that had spent at most that much (the initial one before)."""
+    accuracy = result.initial["heldout"]
+    for summary in result.rounds:
+        if summary.budget_spent <= share * budget + 1e-9:
+            accuracy = summary.heldout_after
+    return accuracy
+
+
+def row_of(
+    system: str, variant: str, seed: int, result: OptimizeResult, budget: int, seconds: float
+) -> dict[str, Any]:
+    return {
+        "system": system,
+        "variant": variant,
+        "seed": seed,
+        "initial": result.initial,
+        "final": result.final,
+        "heldout_at": {f"{share:.0%}": heldout_at(result, budget, share) for share in SHARES},
+        "accepted": sum(bool(r.candidate and r.candidate.accepted) for r in result.rounds),
+        "targets": [r.targets for r in result.rounds],
+        "classes": [
+            [
+                {"key": f"{c['system']}/{c['op_name']}/{c['error_type']}"}
+                | {k: c.get(k) for k in ("cases", "headroom", "rescued", "broken", "targets")}
+                | {"why_not": c.get("why_not")}
+                for c in r.classes
+            ]
+            for r in result.rounds
+        ],
+        "budget_spent": result.budget_spent,
+        "replays": result.replays,
+        "stopped": result.stopped,
+        "seconds": round(seconds, 1),
+    }
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for system in sorted({r["system"] for r in rows}):
+        mine = [r for r in rows if r["system"] == system]
+        summary: dict[str, Any] = {"initial": mine[0]["initial"]["heldout"]}
+        for variant in dict.fromkeys(r["variant"] for r in mine):
+            runs = [r for r in mine if r["variant"] == variant]
+
+            def stats(values: list[float]) -> dict[str, Any]:
+                spread = statistics.stdev(values) if len(values) > 1 else 0.0
+                return {"mean": statistics.mean(values), "std": spread, "values": values}
+
+            summary[variant] = {
+                "seeds": [r["seed"] for r in runs],
+                "final": stats([r["final"]["heldout"] for r in runs]),
+                "at": {
+                    share: stats([r["heldout_at"][share] for r in runs])
+                    for share in runs[0]["heldout_at"]
+                },
+                "replays": [r["replays"] for r in runs],
+            }
+        out[system] = summary
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--system", default="mem0")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--trials", type=int, default=6, help="per round")
+    parser.add_argument("--systems", nargs="+", default=["mem0"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--rounds", type=int, default=6, help="at most: the budget decides")
+    parser.add_argument("--trials", type=int, default=4, help="per round")
+    parser.add_argument("--budget", type=int, default=82, help="system runs, replays included")
     parser.add_argument(
         "--variants",
         nargs="+",
-        default=["guided", "guided-major-classes", "unguided"],
+        default=["counts", "headroom", "unguided"],
         choices=list(VARIANTS),
     )
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--summarize",
+        type=Path,
+        nargs="+",
+        metavar="RESULTS",
+        help="Run nothing: print the summary of these results.jsonl files (benchmarks split "
+        "over processes, e.g. by seed).",
+    )
     args = parser.parse_args()
+    if args.summarize:
+        found = [
+            json.loads(line)
+            for path in args.summarize
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
+        print(json.dumps(summarize(found), indent=2, allow_nan=False))
+        return
 
     convs = load_locomo(DATA)
     train = [c for c in convs if c.number in TRAIN]
     heldout = [c for c in convs if c.number not in TRAIN]
-    # initial scores + per round: the traced train run, the trials, one held-out check
-    budget = (
-        len(train) + len(heldout) + args.rounds * (len(train) * (args.trials + 1) + len(heldout))
-    )
-    results: dict[str, Any] = {
-        "system": args.system,
+    budget = args.budget
+    args.out.mkdir(parents=True, exist_ok=True)
+    log = args.out / "results.jsonl"
+    rows: list[dict[str, Any]] = []
+    with connect(load_settings()) as db:
+        # seed-major: a stopped benchmark still has every variant of the seeds it finished
+        for seed in args.seeds:
+            for system in args.systems:
+                for variant in args.variants:
+                    started = time.perf_counter()
+                    options = OptimizeOptions(
+                        system,
+                        f"bench-{system}-{variant}-s{seed}",
+                        rounds=args.rounds,
+                        trials=args.trials,
+                        budget=budget,
+                        seed=seed,
+                        max_cases=10_000,
+                        **VARIANTS[variant],
+                    )
+                    result = run_optimization(
+                        options,
+                        train,
+                        heldout,
+                        args.out / system / variant / f"seed-{seed}",
+                        backend=OfflineBackend(),
+                        db=db,
+                        classes_cache=args.out / system / "classes",
+                    )
+                    row = row_of(
+                        system, variant, seed, result, budget, time.perf_counter() - started
+                    )
+                    rows.append(row)
+                    with log.open("a", encoding="utf-8") as out:
+                        out.write(json.dumps(row, allow_nan=False) + "\n")
+                    print(json.dumps({k: row[k] for k in list(row)[:7]}), file=sys.stderr)
+    results = {
         "train": list(TRAIN),
         "heldout": [c.number for c in heldout],
         "rounds": args.rounds,
         "trials_per_round": args.trials,
         "budget_runs": budget,
-        "runs": [],
+        "summary": summarize(rows),
     }
-    with connect(load_settings()) as db:
-        for seed in args.seeds:
-            for variant in args.variants:
-                started = time.perf_counter()
-                options = OptimizeOptions(
-                    args.system,
-                    f"bench-{args.system}-{variant}-s{seed}",
-                    rounds=args.rounds,
-                    trials=args.trials,
-                    budget=budget,
-                    seed=seed,
-                    max_cases=10_000,
-                    **VARIANTS[variant],
-                )
-                result = run_optimization(
-                    options,
-                    train,
-                    heldout,
-                    args.out / args.system / variant / f"seed-{seed}",
-                    backend=OfflineBackend(),
-                    db=db,
-                    classes_cache=args.out / args.system / "classes",
-                )
-                row = {
-                    "variant": variant,
-                    "seed": seed,
-                    "initial": result.initial,
-                    "final": result.final,
-                    "accepted": sum(
-                        bool(r.candidate and r.candidate.accepted) for r in result.rounds
-                    ),
-                    "targets": [r.targets for r in result.rounds],
-                    "budget_spent": result.budget_spent,
-                    "seconds": round(time.perf_counter() - started, 1),
-                }
-                results["runs"].append(row)
-                print(json.dumps(row), file=sys.stderr)
-    initial = results["runs"][0]["initial"]["heldout"]
-    summary: dict[str, Any] = {"initial": {"mean": initial, "std": 0.0}}
-    for variant in args.variants:
-        values = [r["final"]["heldout"] for r in results["runs"] if r["variant"] == variant]
-        summary[variant] = {
-            "mean": statistics.mean(values),
-            "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-            "values": values,
-        }
-    results["heldout_accuracy"] = summary
     print(json.dumps(results, indent=2, allow_nan=False))
 
 

@@ -48,6 +48,15 @@ def _numbers(text: str, what: str) -> tuple[str, ...]:
     "endpoint, OPENAI_BASE_URL).",
 )
 @click.option("--unguided", is_flag=True, help="Baseline: no attribution, move everything.")
+@click.option(
+    "--route-by",
+    type=click.Choice(["cases", "headroom"]),
+    default="cases",
+    show_default=True,
+    help="Rank failure classes by their cases, or by headroom: replay each class with its "
+    "blamed operations repaired and route only to classes whose repair rescues answers "
+    "(replays count against --budget, one system run per conversation re-run).",
+)
 @click.option("--rounds", type=int, default=3, show_default=True)
 @click.option("--trials", type=int, default=6, show_default=True, help="Candidates per round.")
 @click.option(
@@ -105,6 +114,7 @@ def _run(
     questions: int | None,
     mode: str,
     unguided: bool,
+    route_by: str,
     rounds: int,
     trials: int,
     budget: int,
@@ -140,6 +150,7 @@ def _run(
         focus=focus,
         min_share=min_share,
         max_cases=max_cases,
+        route_by="headroom" if route_by == "headroom" else "cases",
     )
     console = make_console(stderr=as_json)
     with (
@@ -154,6 +165,9 @@ def _run(
             progress.advance(task)
             verdict = summary.candidate.reason if summary.candidate else "no candidate"
             progress.console.print(f"round {summary.round}: {verdict}")
+            for cls in summary.classes:  # routed by headroom: why a class got no trials
+                if str(cls.get("why_not", "")).startswith("no trials"):
+                    progress.console.print(f"  {cls['system']}/{cls['op_name']}: {cls['why_not']}")
 
         result = optimize_system(
             options, settings, train_convs, held_convs, out, db, base=base, on_round=on_round
@@ -168,6 +182,7 @@ def _run(
         table.add_row(split, f"{result.initial[split]:.1%}", f"{result.final[split]:.1%}")
     console.print(table)
     console.print(
-        f"budget {result.budget_spent} system runs ({result.runs_made} made by this process); "
+        f"budget {result.budget_spent} system runs ({result.replays} of them what-if replays; "
+        f"{result.runs_made} made by this process); "
         f"accepted configuration: {out / 'accepted'}"
     )

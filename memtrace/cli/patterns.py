@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import click
 import pandas as pd
+from rich.progress import BarColumn, Progress, TextColumn
 from rich.table import Table
 
 from memtrace import patterns
 from memtrace.cli.options import neo4j_options
 from memtrace.cli.output import make_console
 from memtrace.db import Database, connect
-from memtrace.patterns import export
+from memtrace.errors import NotReplayableError
+from memtrace.patterns import WhatIf, export
 from memtrace.settings import Settings
 from memtrace.taxonomy import ERROR_TYPES
 
@@ -88,6 +91,21 @@ VIEWS: dict[str, View] = {
 }
 
 COMPARE_COLUMNS = ("status", "system", "op_name", "error_type", "cases_a", "cases_b", "change")
+WHAT_IF_COLUMNS = (
+    "system",
+    "op_name",
+    "error_type",
+    "inputs",
+    "cases",
+    "rescued",
+    "also_rescued",
+    "broken",
+    "net",
+    "accuracy_delta",
+    "fix_alone_share",
+    "replays",
+    "why",
+)
 
 
 def _cell(column: str, value: object) -> str:
@@ -98,13 +116,20 @@ def _cell(column: str, value: object) -> str:
     if isinstance(value, float):
         if value != value:  # NaN: unknown
             return "-"
-        return f"{value:.0%}" if column.startswith("share") else f"{value:.2f}"
+        if column == "accuracy_delta":
+            return f"{value:+.1%}"
+        if column.startswith("share") or column.endswith("share"):
+            return f"{value:.0%}"
+        if column in ("rescued", "also_rescued", "broken", "net", "replays"):
+            return f"{value:.0f}"
+        return f"{value:.2f}"
     return str(value)
 
 
 def _table(frame: pd.DataFrame, columns: tuple[str, ...], title: str) -> Table:
     table = Table(title=title)
     numeric = {"cases", "evidence", "cases_a", "cases_b", "change", "session_index"}
+    numeric |= {"rescued", "also_rescued", "broken", "net", "replays"}
     for column in columns:
         right = column in numeric or column.startswith(("share", "median"))
         table.add_column(column.replace("_", " "), justify="right" if right else "left")
@@ -141,6 +166,21 @@ def _emit(frame: pd.DataFrame, fmt: str, columns: tuple[str, ...], title: str) -
     help="Classes that appeared, grew, shrank or vanished from run A to run B.",
 )
 @click.option(
+    "--what-if",
+    "what_if",
+    is_flag=True,
+    help="Also execute each class's what-if: replay the affected conversations with every "
+    "blamed operation of the class repaired and count the answers rescued and broken "
+    "(stored on the run for the report and Neo4j Browser; replays take time).",
+)
+@click.option(
+    "--joint",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="With --what-if: also repair the top N classes together.",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(["table", "csv", "json"]),
@@ -156,14 +196,19 @@ def patterns_command(
     min_count: int,
     view: str,
     compare: tuple[str, str] | None,
+    what_if: bool,
+    joint: int,
     fmt: str,
 ) -> None:
     """Failure classes of an attribution run: which operation, error type and inputs fail most.
 
-    Lists are JSON arrays in CSV cells; JSON output is strict (unknown numbers are null).
+    Lists are JSON arrays in CSV cells; JSON output is strict (unknown numbers are null). With
+    --what-if, JSON is an object: the classes with their headroom, and the joint headroom.
     """
     if view != "classes" and (error_type or min_count > 1):
         raise click.UsageError("--error-type and --min-count filter the classes view only")
+    if what_if and (view != "classes" or compare or error_type or min_count > 1):
+        raise click.UsageError("--what-if measures every class of the classes view (no filter)")
     filters = Filters(system, error_type, min_count)
     with connect(settings) as db:
         if compare:
@@ -175,6 +220,9 @@ def patterns_command(
             run_id = patterns.latest_run(db)
         else:
             patterns.require_run(db, run_id)
+        if what_if:
+            _what_if(settings, db, run_id, system, joint, fmt)
+            return
         chosen = VIEWS[view]
         frame = chosen.compute(db, run_id, filters)
         # only the table has room for the note; CSV and JSON readers ask `--view failed`
@@ -186,3 +234,56 @@ def patterns_command(
             f"{len(failed)} case(s) whose attribution failed are not in any class: "
             f"`memtrace patterns --run {run_id} --view failed`"
         )
+
+
+def _what_if(
+    settings: Settings, db: Database, run_id: str, system: str | None, joint: int, fmt: str
+) -> None:
+    from memtrace.optimize.what_if import graph_replayer  # the engine: only when asked
+
+    classes = patterns.failure_classes(db, run_id, system=system)
+    with Progress(
+        TextColumn("[bold]what-if"), BarColumn(), TextColumn("{task.description}"),
+        console=console, transient=True,
+    ) as progress:  # fmt: skip
+        task = progress.add_task("", total=len(classes))
+
+        def measured(key: str) -> None:
+            progress.update(task, advance=1, description=key)
+
+        result = patterns.what_if(
+            db, run_id, graph_replayer(db, settings), system=system, joint_top=joint,
+            progress=measured,
+        )  # fmt: skip
+    _emit_what_if(result, classes, run_id, fmt)
+    if not classes.empty and not result.classes["replayable"].astype(bool).any():
+        reasons = "; ".join(sorted(set(result.not_replayable.values())))
+        raise NotReplayableError(f"no class of run {run_id!r} could be replayed: {reasons}")
+
+
+def _emit_what_if(result: WhatIf, classes: pd.DataFrame, run_id: str, fmt: str) -> None:
+    frame = patterns.with_headroom(classes, result.classes)
+    frame = frame.sort_values(["net", "cases"], ascending=False, na_position="last", kind="stable")
+    joint_row = result.run_properties()
+    if fmt == "json":
+        document = {"run_id": run_id, "classes": export.records(frame), "joint": joint_row}
+        click.echo(json.dumps(document, ensure_ascii=False, allow_nan=False, indent=2))
+        return
+    if fmt == "csv":
+        click.echo(export.to_csv(frame), nl=False)
+        return
+    console.print(
+        _table(frame, WHAT_IF_COLUMNS, f"what fixing each class would buy - run {run_id}")
+    )
+    if result.joint_keys:
+        console.print(
+            f"the top {len(result.joint_keys)} classes repaired together: "
+            f"{result.joint_rescued} rescued, {result.joint_broken} broken, "
+            f"net {result.joint_net:+d} ({result.joint_accuracy_delta:+.1%} of "
+            f"{result.total_cases} cases)"
+        )
+    for trace_id, why in sorted(result.not_replayable.items()):
+        console.print(f"[yellow]not replayed[/] {trace_id}: {why}")
+    console.print(
+        f"{result.replays} system runs replayed; stored for `memtrace report` and Browser"
+    )

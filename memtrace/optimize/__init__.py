@@ -16,7 +16,7 @@ from memtrace.attribution.judges import Judge, OfflineJudge
 from memtrace.db import Database
 from memtrace.errors import ConfigError
 from memtrace.llm import LLMClient
-from memtrace.optimize.feedback import GraphFeedback
+from memtrace.optimize.feedback import GraphFeedback, ReplayerFactory
 from memtrace.optimize.loop import (
     OptimizeOptions,
     OptimizeResult,
@@ -145,8 +145,11 @@ def run_optimization(
     base: SystemConfig | None = None,
     on_round: Callable[[RoundSummary], None] | None = None,
     classes_cache: Path | None = None,
+    replayer: ReplayerFactory | None = None,
 ) -> OptimizeResult:
-    """Optimize ``options.system`` on ``train``, accepting on ``heldout``; writes to ``out``."""
+    """Optimize ``options.system`` on ``train``, accepting on ``heldout``; writes to ``out``.
+    Routed by headroom, the what-if replays go through ``replayer`` (default: the replay
+    engine over the traced train files)."""
     overlap = {c.number for c in train} & {c.number for c in heldout}
     if overlap:
         raise ConfigError(f"conversations {sorted(overlap)} are in both train and held-out")
@@ -170,6 +173,7 @@ def run_optimization(
             max_cases=options.max_cases,
             seed=options.seed,
             cache=classes_cache,
+            replayer=replayer,
         )
     return optimize(
         options,

@@ -1,5 +1,12 @@
 """Attribution feedback for one incumbent: trace the train split, load it, attribute its failed
-cases, group them into failure classes (``memtrace.patterns``).
+cases, group them into failure classes (``memtrace.patterns``), and, to route by headroom,
+execute each class's what-if on the train traces (``memtrace.patterns.headroom``) through a
+replayer whose replays are charged to the budget in system runs.
+
+A configuration's classes (and headroom) are charged once per optimization run: served from the
+cache they are charged again the first time this run asks (another run, or an interrupted one,
+computed them; this run would have had to), not when a later round asks again for an incumbent
+that did not change.
 
 The classes of a configuration are computed once: they are kept in ``<cache>/<key>.json``
 (default ``<out>/classes``), so a resumed run (or a later round with the same incumbent) reads
@@ -11,6 +18,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -19,11 +27,49 @@ from memtrace.attribution.judges import Judge
 from memtrace.attribution.pipeline import Options, run_attribution
 from memtrace.attribution.store import AttributionStore
 from memtrace.db import Database
+from memtrace.errors import ConfigError
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.optimize.scoring import Blame, Evaluator
-from memtrace.patterns import CLASS_COLUMNS, failure_classes
+from memtrace.optimize.what_if import EngineReplayer
+from memtrace.patterns import CLASS_COLUMNS, HEADROOM_COLUMNS, failure_classes
+from memtrace.patterns.export import records
+from memtrace.patterns.headroom import Outcome, Repair, Replayer, what_if
+from memtrace.patterns.reader import PatternReader
+from memtrace.replay import read_native
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.runner import trace_id
+
+# the trace files of a configuration's train run, by trace id -> a replayer of them
+ReplayerFactory = Callable[[Mapping[str, Path]], Replayer]
+
+
+def engine_replayer(files: Mapping[str, Path]) -> Replayer:
+    """The replay engine over native trace files (offline backends need no settings)."""
+    return EngineReplayer(lambda trace_id: read_native(files[trace_id]))
+
+
+class BudgetedReplayer:
+    """A replayer whose replays are charged to the optimizer's budget in system runs (the
+    conversations they re-run) before they run: one past the limit raises OutOfBudget."""
+
+    def __init__(self, inner: Replayer, evaluator: Evaluator) -> None:
+        self.inner = inner
+        self.evaluator = evaluator
+
+    def replayable(self, trace_id: str) -> str | None:
+        return self.inner.replayable(trace_id)
+
+    def baseline(self, trace_id: str) -> Mapping[str, bool]:
+        return self.inner.baseline(trace_id)
+
+    def cost(self, trace_id: str, repairs: Sequence[Repair]) -> int:
+        return self.inner.cost(trace_id, repairs)
+
+    def replay(
+        self, trace_id: str, repairs: Sequence[Repair], cases: Collection[str] | None = None
+    ) -> Mapping[str, Outcome]:
+        self.evaluator.budget.charge_replays(self.inner.cost(trace_id, repairs), cached=False)
+        return self.inner.replay(trace_id, repairs, cases)
 
 
 class GraphFeedback:
@@ -38,6 +84,7 @@ class GraphFeedback:
         max_cases: int,
         seed: int,
         cache: Path | None = None,
+        replayer: ReplayerFactory | None = None,
     ) -> None:
         self.db = db
         self.judge = judge
@@ -47,15 +94,31 @@ class GraphFeedback:
         self.max_cases = max_cases
         self.seed = seed
         self.cache = cache or out / "classes"
+        self.replayer = replayer or engine_replayer
+        self._charged: set[tuple[str, str]] = set()
+
+    def _first(self, what: str, config: SystemConfig) -> bool:
+        """True the first time this run asks for ``what`` of ``config`` (then it is charged)."""
+        key = (what, config.key())
+        first = key not in self._charged
+        self._charged.add(key)
+        return first
 
     def attribution_run(self, config: SystemConfig) -> str:
+        """The attribution run of ``config``'s classes: this run's, or, when the classes came
+        from a shared cache, the run that computed them (its traces are the ones loaded)."""
+        source = self.cache / f"{config.key()}.run.json"
+        if source.is_file():
+            return str(json.loads(source.read_text(encoding="utf-8"))["run_id"])
         return f"{self.run_id}-{config.key()}"
 
     def classes(self, config: SystemConfig) -> pd.DataFrame:
         cached = self.cache / f"{config.key()}.json"
         if cached.is_file():
-            self.evaluator.budget.charge(self.evaluator.cost("train"), cached=True)
+            if self._first("classes", config):
+                self.evaluator.budget.charge(self.evaluator.cost("train"), cached=True)
             return pd.DataFrame(json.loads(cached.read_text(encoding="utf-8")))
+        self._first("classes", config)  # traced() below charges the run
         prefix = f"{self.attribution_run(config)}-"
         paths = self.evaluator.traced(config, "train", self.out / "traces" / config.key(), prefix)
         load_paths(self.db, [str(p) for p in paths], LoadOptions())
@@ -84,7 +147,40 @@ class GraphFeedback:
         cached.parent.mkdir(parents=True, exist_ok=True)
         self._blames_path(config).write_text(json.dumps(blames), encoding="utf-8")
         cached.write_text(frame[list(CLASS_COLUMNS)].to_json(orient="records"), encoding="utf-8")
+        source = self.cache / f"{config.key()}.run.json"
+        files = {
+            trace_id(system, c, prefix): str(p)
+            for c, p in zip(self.evaluator.splits["train"], paths, strict=True)
+        }
+        source.write_text(json.dumps({"run_id": run_id, "files": files}), encoding="utf-8")
         return frame
+
+    def train_files(self, config: SystemConfig) -> dict[str, Path]:
+        """Trace id -> the file of the incumbent's traced train run (what a replay reads)."""
+        source = self.cache / f"{config.key()}.run.json"
+        if not source.is_file():
+            raise ConfigError(f"no traced train run recorded for configuration {config.key()}")
+        files = json.loads(source.read_text(encoding="utf-8")).get("files", {})
+        return {str(t): Path(p) for t, p in files.items()}
+
+    def headroom(self, config: SystemConfig, classes: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
+        """The what-if of the classes in ``keys`` on the train traces (no fix-alone, no joint:
+        routing needs neither), cached beside the classes; a cached answer is charged its
+        replays again, like cached evaluations, so a resumed run spends what the first did."""
+        cached = self.cache / f"{config.key()}.headroom.json"
+        if cached.is_file():
+            data = json.loads(cached.read_text(encoding="utf-8"))
+            if self._first("headroom", config):
+                self.evaluator.budget.charge_replays(int(data["replays"]), cached=True)
+            return pd.DataFrame(data["classes"], columns=list(HEADROOM_COLUMNS))
+        self._first("headroom", config)  # the replays below are charged as they run
+        replayer = BudgetedReplayer(self.replayer(self.train_files(config)), self.evaluator)
+        blamed = PatternReader(self.db).blamed_cases(self.attribution_run(config), None)
+        result = what_if(classes, blamed, replayer, fix_alone=False, joint_top=0, only=keys)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"replays": result.replays, "classes": records(result.classes)}
+        cached.write_text(json.dumps(payload, allow_nan=False), encoding="utf-8")
+        return result.classes
 
     def _blames_path(self, config: SystemConfig) -> Path:
         return self.cache / f"{config.key()}.blames.json"

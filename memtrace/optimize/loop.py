@@ -6,7 +6,10 @@ split, and accepts the best one only if train accuracy rises and held-out accura
 never used for feedback or selection) does not drop. Every proposed candidate, accepted or not,
 is recorded in Neo4j (``LineageStore``) and in ``<out>/update_results.json``.
 
-Unguided mode (the baseline) skips attribution and lets the proposer move everything.
+Unguided mode (the baseline) skips attribution and lets the proposer move everything. Routed by
+headroom (``route_by="headroom"``), each round also executes the what-if of the classes that have
+a target (``memtrace.patterns.headroom``: repair, replay, count; replays charged to the budget)
+and searches only what the classes with headroom read.
 """
 
 from __future__ import annotations
@@ -15,14 +18,15 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import pandas as pd
 
 from memtrace.errors import ConfigError
-from memtrace.optimize.routing import TUNABLE_PROMPTS, Mode, Routing, route
+from memtrace.optimize.routing import TUNABLE_PROMPTS, Mode, RouteBy, Routing, route
 from memtrace.optimize.scoring import Evaluator, OutOfBudget, Score
 from memtrace.optimize.store import LineageStore
+from memtrace.patterns.classes import class_key
 from memtrace.systems.config import SystemConfig, write_config
 from memtrace.systems.params import RANGES
 
@@ -31,6 +35,13 @@ Trial = tuple[SystemConfig, Score]
 
 class Feedback(Protocol):
     def classes(self, config: SystemConfig) -> pd.DataFrame: ...
+
+
+@runtime_checkable
+class HeadroomFeedback(Feedback, Protocol):
+    def headroom(self, config: SystemConfig, classes: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
+        """The what-if rows (``HEADROOM_COLUMNS``) of the classes whose key is in ``keys``."""
+        ...
 
 
 class Proposer(Protocol):
@@ -56,6 +67,7 @@ class OptimizeOptions:
     focus: int | None = None  # route to the largest N optimizable classes only (None = all)
     min_share: float = 0.0  # ... and only to classes holding this share of the failures
     max_cases: int = 60  # failed train cases attributed per round (a seeded sample)
+    route_by: RouteBy = "cases"  # "headroom": by the executed what-if of each class
 
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.trials < 1 or self.budget < 1:
@@ -87,6 +99,7 @@ class RoundSummary:
     heldout_after: float
     budget_spent: int
     runs_made: int
+    replays: int = 0  # what-if replays charged so far (part of budget_spent)
     llm_calls: int = 0  # so far, sent (cache hits are free)
     tokens_in: int = 0
     tokens_out: int = 0
@@ -103,6 +116,7 @@ class OptimizeResult:
     budget_spent: int
     runs_made: int
     stopped: str  # why the loop ended
+    replays: int = 0  # what-if replays, one system run each, part of budget_spent
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -114,6 +128,7 @@ class OptimizeResult:
             "rounds": [asdict(r) for r in self.rounds],
             "budget_spent": self.budget_spent,
             "runs_made": self.runs_made,
+            "replays": self.replays,
             "stopped": self.stopped,
         }
 
@@ -168,6 +183,22 @@ def movable(mode: Mode) -> tuple[str, ...]:
     return tuple(RANGES) if mode == "parameters" else TUNABLE_PROMPTS
 
 
+def _routing(feedback: Feedback, incumbent: SystemConfig, options: OptimizeOptions) -> Routing:
+    found = feedback.classes(incumbent)
+    by_count = route(found, options.mode)
+    if options.route_by == "cases":
+        return by_count
+    if not isinstance(feedback, HeadroomFeedback):
+        raise ConfigError("routing by headroom needs feedback that executes the what-if")
+    # only classes with something to search are worth a replay: the rest get no trials anyway
+    keys = {
+        class_key(row)
+        for row, routed in zip(found.to_dict("records"), by_count.classes, strict=True)
+        if routed.targets
+    }
+    return route(found, options.mode, headroom=feedback.headroom(incumbent, found, keys))
+
+
 def optimize(
     options: OptimizeOptions,
     evaluator: Evaluator,
@@ -194,6 +225,7 @@ def optimize(
                 "system": options.system,
                 "mode": options.mode,
                 "guided": options.guided,
+                "route_by": options.route_by if options.guided else "none",
                 "seed": options.seed,
                 "budget": options.budget,
             },
@@ -214,7 +246,7 @@ def optimize(
         try:
             if options.guided:
                 assert feedback is not None
-                routing = route(feedback.classes(incumbent), options.mode)
+                routing = _routing(feedback, incumbent, options)
                 targets = routing.targets(options.focus, options.min_share)
                 classes = [{**asdict(c), "case_ids": list(c.case_ids[:3])} for c in routing.classes]
                 if store is not None:
@@ -225,7 +257,12 @@ def optimize(
             stopped = "budget"
             break
         if not targets:
-            stopped = "no optimizable failure class"
+            stopped = (
+                "no failure class with headroom: "
+                + "; ".join(f"{c.key} {c.why_not}" for c in routing.classes)
+                if routing is not None and routing.by == "headroom" and routing.classes
+                else "no optimizable failure class"
+            )
             break
         trials = proposer(incumbent, targets, routing, number)
         summary_trials = [
@@ -313,6 +350,7 @@ def optimize(
             heldout_after=held,
             budget_spent=evaluator.budget.spent,
             runs_made=evaluator.budget.runs_made,
+            replays=evaluator.budget.replays,
             llm_calls=evaluator.llm_usage().calls,
             tokens_in=evaluator.llm_usage().tokens_in,
             tokens_out=evaluator.llm_usage().tokens_out,
@@ -336,6 +374,7 @@ def optimize(
         budget_spent=evaluator.budget.spent,
         runs_made=evaluator.budget.runs_made,
         stopped=stopped,
+        replays=evaluator.budget.replays,
     )
     write_config(incumbent, out / "accepted")
     _write(out / "update_results.json", updates)
@@ -349,6 +388,7 @@ def optimize(
                 "final_train": train,
                 "final_heldout": held,
                 "budget_spent": evaluator.budget.spent,
+                "replays": evaluator.budget.replays,
                 "stopped": stopped,
                 "rounds": len(rounds),
             },

@@ -4,20 +4,28 @@ A class's targets are the prompt and parameter variables its blamed operation re
 ``prompts`` / ``parameters`` columns of ``memtrace.patterns.failure_classes``), restricted to
 what the optimizer in use can move: parameters with a search range, prompts an LLM may rewrite.
 Everything else is reported as unoptimizable, with the reason.
+
+Routed by **headroom** (``route(..., headroom=...)``, the executed what-if of
+``memtrace.patterns.headroom``), classes are ordered by what repairing them buys (net cases
+rescued) instead of how many cases they hold, and a class whose repair rescues nothing (or
+could not be replayed) gets no target: no trials go to it, and ``why_not`` says why.
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
 import pandas as pd
 
+from memtrace.patterns.classes import class_key
 from memtrace.systems.params import RANGES
 from memtrace.systems.prompts import FACT_EXTRACTION, QUESTION_ANSWERING, UPDATE_DECISION
 
 Mode = Literal["parameters", "prompts"]
+RouteBy = Literal["cases", "headroom"]
 MODE_BY_NAME: dict[str, Mode] = {"parameters": "parameters", "prompts": "prompts"}
 # The judge's prompt and threshold are never targets: loosening the judge "improves" accuracy.
 TUNABLE_PROMPTS = (FACT_EXTRACTION, UPDATE_DECISION, QUESTION_ANSWERING)
@@ -33,6 +41,10 @@ class RoutedClass:
     case_ids: tuple[str, ...]
     targets: tuple[str, ...]  # prompt or parameter names this optimizer may change
     why_not: str = ""  # when there is no target
+    headroom: int | None = None  # net cases a repair of the class rescues (routed by headroom)
+    rescued: int | None = None
+    broken: int | None = None
+    headroom_why: str = ""
 
     @property
     def key(self) -> str:
@@ -42,7 +54,8 @@ class RoutedClass:
 @dataclass(frozen=True, slots=True)
 class Routing:
     mode: Mode
-    classes: tuple[RoutedClass, ...]  # most cases first, as the patterns API sorts them
+    classes: tuple[RoutedClass, ...]  # most cases first (by headroom: largest headroom first)
+    by: RouteBy = "cases"
 
     @property
     def optimizable(self) -> tuple[RoutedClass, ...]:
@@ -52,11 +65,19 @@ class Routing:
     def unoptimizable(self) -> tuple[RoutedClass, ...]:
         return tuple(c for c in self.classes if not c.targets)
 
+    def share(self, cls: RoutedClass) -> float:
+        """The class's share of the failures, or (by headroom) of the total positive headroom."""
+        if self.by == "cases":
+            return cls.share_of_failures
+        total = sum(c.headroom or 0 for c in self.optimizable)
+        return (cls.headroom or 0) / total if total else 0.0
+
     def targets(self, largest: int | None = None, min_share: float = 0.0) -> tuple[str, ...]:
         """The targets of the ``largest`` optimizable classes (all by default) holding at
-        least ``min_share`` of the failures, in the order of the classes that name them."""
+        least ``min_share`` of the failures (by headroom: of the headroom), in the order of
+        the classes that name them."""
         out: list[str] = []
-        major = [c for c in self.optimizable if c.share_of_failures >= min_share]
+        major = [c for c in self.optimizable if self.share(c) >= min_share]
         for cls in major[:largest]:
             out.extend(t for t in cls.targets if t not in out)
         return tuple(out)
@@ -71,14 +92,26 @@ def route(
     *,
     parameters: Collection[str] = tuple(RANGES),
     prompts: Collection[str] = TUNABLE_PROMPTS,
+    headroom: pd.DataFrame | None = None,
 ) -> Routing:
-    """``classes``: rows with the failure_classes columns (system, op_name, error_type, prompts,
-    parameters, cases, share_of_failures, case_ids)."""
+    """``classes``: rows with the failure_classes columns (system, op_name, error_type, inputs,
+    prompts, parameters, cases, share_of_failures, case_ids). ``headroom``: rows of
+    ``memtrace.patterns.headroom.what_if`` (key, replayable, net, rescued, broken, why) to
+    route by headroom; a class missing from it has no known headroom and gets no target."""
     movable = set(parameters if mode == "parameters" else prompts)
+    measured = (
+        {str(r["key"]): r for r in headroom.to_dict("records")} if headroom is not None else {}
+    )
     routed = []
     for row in classes.to_dict("records"):
         read = list(row["parameters"] if mode == "parameters" else row["prompts"])
         targets = tuple(name for name in read if name in movable)
+        why_not = "" if targets else _why_not(mode, row["prompts"], row["parameters"])
+        what_if = measured.get(class_key(row), {})
+        net = _int(what_if.get("net"))
+        if headroom is not None and targets and (net is None or net <= 0):
+            why_not = _no_headroom(net, str(what_if.get("why") or ""))
+            targets = ()
         routed.append(
             RoutedClass(
                 system=str(row["system"]),
@@ -88,10 +121,28 @@ def route(
                 share_of_failures=float(row["share_of_failures"]),
                 case_ids=tuple(map(str, row["case_ids"])),
                 targets=targets,
-                why_not="" if targets else _why_not(mode, row["prompts"], row["parameters"]),
+                why_not=why_not,
+                headroom=net,
+                rescued=_int(what_if.get("rescued")),
+                broken=_int(what_if.get("broken")),
+                headroom_why=str(what_if.get("why") or ""),
             )
         )
-    return Routing(mode, tuple(routed))
+    if headroom is None:
+        return Routing(mode, tuple(routed))
+    ordered = sorted(routed, key=lambda c: (-(-1 if c.headroom is None else c.headroom), -c.cases))
+    return Routing(mode, tuple(ordered), by="headroom")
+
+
+def _int(value: object) -> int | None:
+    """A count from a DataFrame cell; None for a missing one (NaN, None)."""
+    return int(float(value)) if isinstance(value, numbers.Real) and value == value else None
+
+
+def _no_headroom(net: int | None, why: str) -> str:
+    if net is None:
+        return f"no trials: its headroom is unknown ({why or 'not measured'})"
+    return f"no trials: no headroom (net {net:+d} cases; {why})"
 
 
 def _why_not(mode: Mode, prompts: Collection[str], parameters: Collection[str]) -> str:

@@ -1,6 +1,8 @@
 """Score a configuration by re-running the system and its judge; budget and an on-disk cache.
 
 One *system run* is one conversation replayed with its questions: the unit the budget counts.
+A what-if replay (headroom routing) re-runs one conversation too and is charged as one system
+run (``Budget.charge_replays``), so headroom routing pays for what it measures.
 Evaluations are cached by (configuration, split) in a JSON-lines file, so an interrupted
 optimization that is started again replays its history for free: the budget still counts the
 cached runs (the run as a whole spent them), ``runs_made`` only what this process ran.
@@ -61,6 +63,7 @@ class Budget:
     limit: int  # system runs
     spent: int = 0
     runs_made: int = 0  # not served from the cache
+    replays: int = 0  # what-if replays charged (part of ``spent``)
 
     def charge(self, runs: int, *, cached: bool, strict: bool = True) -> None:
         """Count ``runs``; ``strict``: refuse (OutOfBudget) what would exceed the limit."""
@@ -69,6 +72,11 @@ class Budget:
         self.spent += runs
         if not cached:
             self.runs_made += runs
+
+    def charge_replays(self, replays: int, *, cached: bool) -> None:
+        """What-if replays, one system run each; refused (OutOfBudget) past the limit."""
+        self.charge(replays, cached=cached)
+        self.replays += replays
 
     def affords(self, runs: int) -> bool:
         return self.spent + runs <= self.limit

@@ -39,6 +39,17 @@ class LineageStore:
                     "optimizable": bool(cls.targets),
                     "why_not": cls.why_not,
                     "example_cases": list(cls.case_ids[:3]),
+                    "routed_by": routing.by,
+                }
+                | {
+                    name: value
+                    for name, value in (
+                        ("headroom", cls.headroom),
+                        ("rescued", cls.rescued),
+                        ("broken", cls.broken),
+                        ("headroom_why", cls.headroom_why or None),
+                    )
+                    if value is not None
                 },
             }
             for cls in routing.classes

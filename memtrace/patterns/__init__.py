@@ -8,16 +8,23 @@ of ``memtrace/cypher/patterns/`` (the same text works in Neo4j Browser), the sha
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
 from memtrace.db import Database
 from memtrace.errors import MemtraceError
 from memtrace.patterns import breakdowns
-from memtrace.patterns.classes import CLASS_COLUMNS, shape_classes
+from memtrace.patterns.classes import CLASS_COLUMNS, class_key, shape_classes
+from memtrace.patterns.export import records
+from memtrace.patterns.headroom import HEADROOM_COLUMNS, Replayer, WhatIf
+from memtrace.patterns.headroom import what_if as compute_what_if
 from memtrace.patterns.reader import PatternReader
 
 __all__ = [
     "CLASS_COLUMNS",
+    "HEADROOM_COLUMNS",
+    "WhatIf",
     "by_age",
     "by_category",
     "by_session",
@@ -25,9 +32,13 @@ __all__ = [
     "evidence_funnel",
     "failed_attributions",
     "failure_classes",
+    "headroom",
     "latest_run",
     "run_summary",
     "runs",
+    "what_if",
+    "what_if_summary",
+    "with_headroom",
 ]
 
 
@@ -50,6 +61,63 @@ def failure_classes(
     """
     rows = PatternReader(db).failure_classes(run_id, system, error_type, min_count)
     return shape_classes(rows)
+
+
+def what_if(
+    db: Database,
+    run_id: str,
+    replayer: Replayer,
+    *,
+    system: str | None = None,
+    fix_alone: bool = True,
+    joint_top: int = 3,
+    progress: Callable[[str], None] | None = None,
+) -> WhatIf:
+    """Execute the what-if of every failure class of run ``run_id`` (``headroom.what_if``:
+    repair, replay through ``replayer``, count) and store it on the run's ``:WhatIf`` node and
+    its ``:FailureClass`` nodes, where ``headroom``, the report and Neo4j Browser read it."""
+    require_run(db, run_id)
+    reader = PatternReader(db)
+    classes = failure_classes(db, run_id, system=system)
+    blamed = reader.blamed_cases(run_id, system)
+    result = compute_what_if(
+        classes, blamed, replayer, fix_alone=fix_alone, joint_top=joint_top, progress=progress
+    )
+    stored = [
+        {
+            "key": row["key"],
+            "props": {
+                k: ([f"{t}: {n}" for t, n in sorted(v.items())] if k == "still_lost" else v)
+                for k, v in row.items()
+                if k != "key" and v is not None
+            },
+        }
+        for row in records(result.classes)
+    ]
+    reader.write_headroom(run_id, result.run_properties(), stored)
+    return result
+
+
+def headroom(db: Database, run_id: str) -> pd.DataFrame:
+    """The stored what-if of run ``run_id`` (``class_headroom.cypher``), largest net headroom
+    first; empty when ``memtrace patterns --what-if`` has not run for it."""
+    return PatternReader(db).class_headroom(run_id)
+
+
+def what_if_summary(db: Database, run_id: str) -> dict[str, object] | None:
+    """The stored run-level what-if (joint headroom, replays, refusals), None if never run."""
+    return PatternReader(db).what_if_run(run_id)
+
+
+def with_headroom(classes: pd.DataFrame, headroom_rows: pd.DataFrame) -> pd.DataFrame:
+    """``failure_classes`` rows with the what-if columns joined on the class key (missing
+    where a class was not measured)."""
+    keyed = classes.assign(key=[class_key(row) for row in classes.to_dict("records")])
+    extra = [c for c in HEADROOM_COLUMNS if c not in keyed.columns or c == "key"]
+    if headroom_rows.empty:
+        return keyed.assign(**{c: None for c in extra if c != "key"})
+    measured = headroom_rows[[c for c in extra if c in headroom_rows.columns]]
+    return keyed.merge(measured, on="key", how="left")
 
 
 def failed_attributions(db: Database, run_id: str, *, system: str | None = None) -> pd.DataFrame:

@@ -6,6 +6,8 @@ counts, this module adds the vocabulary (stage) and makes the types dependable f
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
+
 import pandas as pd
 
 from memtrace.taxonomy import stage_of
@@ -50,6 +52,14 @@ LIST_COLUMNS = (
 TEXT_COLUMNS = ("failure_mode",)
 
 EXAMPLES = 3
+
+
+def class_key(row: Mapping[Hashable, object]) -> str:
+    """A class's identity within a run: system / operation / error type / inputs read (two
+    versions of a prompt make two classes, as ``failure_classes`` groups them)."""
+    inputs = row.get("inputs")
+    read = ",".join(map(str, inputs)) if isinstance(inputs, list) else ""
+    return f"{row['system']}/{row['op_name']}/{row['error_type']}/{read}"
 
 
 def _names(values: object) -> list[str]:

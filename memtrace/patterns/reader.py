@@ -1,4 +1,5 @@
-"""The one place memtrace.patterns reads Neo4j: each method runs one query of cypher/patterns/."""
+"""The one place memtrace.patterns reads (and, for the what-if, writes) Neo4j: each method runs
+one query of cypher/patterns/."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from memtrace.db import Database
 # the queries offered in Neo4j Browser, in the order a user explores a run
 BROWSER_QUERIES = (
     "failure_classes",
+    "class_headroom",
     "by_category",
     "evidence_funnel",
     "evidence_position",
@@ -66,6 +68,28 @@ class PatternReader:
     def case_details(self, run_id: str, cases: list[tuple[str, str]]) -> pd.DataFrame:
         refs = [{"trace_id": trace_id, "case_id": case_id} for trace_id, case_id in cases]
         return self._frame("case_details", run_id=run_id, cases=refs)
+
+    def blamed_cases(self, run_id: str, system: str | None) -> pd.DataFrame:
+        return self._frame("blamed_cases", run_id=run_id, system=system)
+
+    def class_headroom(self, run_id: str) -> pd.DataFrame:
+        return self._frame("class_headroom", run_id=run_id)
+
+    def what_if_run(self, run_id: str) -> dict[str, Any] | None:
+        rows = self.db.run(pattern_query("what_if_run"), run_id=run_id)
+        if not rows:
+            return None
+        return {
+            k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in rows[0]["run"].items()
+        }
+
+    def write_headroom(
+        self, run_id: str, props: dict[str, Any], classes: list[dict[str, Any]]
+    ) -> int:
+        rows = self.db.run(
+            pattern_query("write_headroom"), run_id=run_id, props=props, classes=classes
+        )
+        return int(rows[0]["written"]) if rows else 0
 
     def runs(self) -> pd.DataFrame:
         return self._frame("runs")

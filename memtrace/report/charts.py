@@ -126,6 +126,31 @@ def comparison(table: pd.DataFrame, run_a: str, run_b: str) -> bytes:
     return _render(draw, (7.0, 0.5 * max(len(changed), 2) + 1.2))
 
 
+def headroom(rows: pd.DataFrame) -> bytes:
+    """What fixing each class would buy: its cases, the cases its repair rescues, and the
+    passing answers it breaks, per class (largest net headroom on top)."""
+    measured = rows[rows["replayable"].fillna(False).astype(bool)].head(TOP_CLASSES).iloc[::-1]
+
+    def draw(axes: Axes) -> None:
+        if measured.empty:
+            return _empty(axes, "no class could be replayed")
+        records = measured.to_dict(orient="records")
+        ys = range(len(records))
+        cases = [int(r["cases"]) for r in records]
+        rescued = [int(r["rescued"]) + int(r["also_rescued"]) for r in records]
+        broken = [int(r["broken"]) for r in records]
+        axes.barh([y + 0.27 for y in ys], cases, 0.27, color="tab:gray", label="cases")
+        axes.barh(list(ys), rescued, 0.27, color="tab:green", label="rescued by the repair")
+        axes.barh([y - 0.27 for y in ys], broken, 0.27, color="tab:red", label="broken by it")
+        axes.set_yticks(list(ys))
+        axes.set_yticklabels([_label(r) for r in records])
+        axes.set_xlabel("failed cases")
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.legend(fontsize="small")
+
+    return _render(draw, (7.0, 0.6 * max(len(measured), 2) + 1.4))
+
+
 def charts(data: ReportData) -> list[Chart]:
     """Every chart of the report, in reading order."""
     made = [
@@ -135,6 +160,8 @@ def charts(data: ReportData) -> list[Chart]:
         Chart("evidence-funnel", "Evidence-loss funnel", evidence_funnel(data.funnel)),
         Chart("top-classes", "Top failure classes", top_classes(data.classes)),
     ]
+    if not data.headroom.empty:
+        made.append(Chart("headroom", "What fixing each class would buy", headroom(data.headroom)))
     if data.compare_run is not None:
         made.append(
             Chart(

@@ -33,6 +33,8 @@ class ReportData:
     optimization_run: str | None = None  # an optimization run: the before/after section
     optimization: dict[str, object] = field(default_factory=dict)  # its properties
     lineage: pd.DataFrame = field(default_factory=pd.DataFrame)  # its candidates' versions
+    headroom: pd.DataFrame = field(default_factory=pd.DataFrame)  # stored what-if, per class
+    what_if: dict[str, object] | None = None  # its run-level figures (joint headroom, replays)
 
 
 def _example_refs(classes: pd.DataFrame) -> list[tuple[str, str]]:
@@ -89,4 +91,6 @@ def collect(
         optimization_run=optimization_run,
         optimization=optimization,
         lineage=lineage,
+        headroom=patterns.headroom(db, run_id),
+        what_if=patterns.what_if_summary(db, run_id),
     )

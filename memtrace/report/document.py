@@ -246,6 +246,88 @@ def _narrative(narrative: NarrativeText) -> Section:
     return section
 
 
+def _headroom(data: ReportData) -> Section:
+    """What fixing each class would buy (the stored executed what-if), or how to measure it."""
+    section = Section("what-fixing-buys", "What fixing each class would buy")
+    if data.headroom.empty or data.what_if is None:
+        section.blocks.append(
+            Paragraph(
+                "Not measured for this run: `memtrace patterns --run "
+                f"{data.run_id} --what-if` replays each class with its blamed operations "
+                "repaired and stores what it would buy."
+            )
+        )
+        return section
+    run = data.what_if
+    section.blocks.append(
+        Paragraph(
+            "Each class replayed with every blamed operation of its cases repaired (the replay "
+            "engine's oracle repairs; an answer step's oracle is the gold answer) and the rest "
+            "of the system as it is: cases of the class rescued, other failed cases rescued on "
+            "the way, passing answers broken, and the net change of accuracy. Fix alone: the "
+            "share of its cases that their own repair alone rescues."
+        )
+    )
+    joint = run.get("joint_keys") or []
+    assert isinstance(joint, list)
+    total = run.get("total_cases")
+    delta = run.get("joint_accuracy_delta")
+    section.blocks.append(
+        Facts(
+            [
+                (
+                    f"top {len(joint)} classes repaired together",
+                    f"{run.get('joint_rescued')} rescued, {run.get('joint_broken')} broken, "
+                    f"net {run.get('joint_net')} "
+                    f"({delta:+.1%} of {total} cases)"
+                    if joint and isinstance(delta, float)
+                    else "-",
+                ),
+                ("classes together", ", ".join(map(str, joint)) or "-"),
+                ("system runs replayed", str(run.get("replays"))),
+                ("measured", str(run.get("computed_at"))),
+            ]
+        )
+    )
+    rows = data.headroom.assign(
+        accuracy_delta=data.headroom["accuracy_delta"].map(
+            lambda v: "-" if v is None or v != v else f"{float(v):+.1%}"
+        ),
+        fix_alone_share=pd.to_numeric(data.headroom["fix_alone_share"]).astype(float),
+    )
+    section.blocks.append(
+        table(
+            rows,
+            [
+                "system",
+                "op_name",
+                "error_type",
+                "cases",
+                "rescued",
+                "also_rescued",
+                "broken",
+                "net",
+                "accuracy_delta",
+                "fix_alone_share",
+            ],
+            shares=["fix_alone_share"],
+        )
+    )
+    reasons = [
+        f"{row['system']} {row['op_name']} / {row['error_type']}: {row['why']}"
+        for row in data.headroom.to_dict(orient="records")
+        if row.get("why") and row.get("rescued") != row.get("cases")
+    ]
+    if reasons:
+        section.blocks.append(Paragraph("Where a repair rescues fewer cases than the class holds:"))
+        section.blocks.append(Bullets(reasons))
+    refused = run.get("not_replayable") or []
+    if isinstance(refused, list) and refused:
+        section.blocks.append(Paragraph("Traces that could not be replayed:"))
+        section.blocks.append(Bullets([str(r) for r in refused]))
+    return section
+
+
 def _optimization(data: ReportData) -> Section:
     """Before and after an optimization run: accuracies, then every candidate's versions."""
     run = data.optimization
@@ -338,6 +420,7 @@ def build(
             )
         )
     sections.append(classes)
+    sections.append(_headroom(data))
     for index, row in enumerate(data.classes.head(max_classes).to_dict("records"), start=1):
         sections.append(_class_section(index, row, data))
     sections.append(

@@ -160,6 +160,45 @@ def test_the_offline_parameter_loop_raises_held_out_accuracy_and_records_lineage
     assert get_query("optimizer/lineage").params == ("run_id",)
 
 
+def test_routed_by_headroom_the_replays_are_paid_and_recorded(
+    db: Database, opt_run: tuple[str, Path], shared_data: Path
+) -> None:
+    run_id, out = opt_run
+    convs = small_locomo(shared_data)
+    options = OptimizeOptions(
+        "mem0", run_id, rounds=1, trials=3, budget=40, max_cases=100, route_by="headroom"
+    )
+    result = run_optimization(
+        options, [convs[2]], [convs[1], convs[3]], out, backend=OfflineBackend(), db=db,
+        base=STARVED,
+    )  # fmt: skip
+    (first,) = result.rounds
+    # the engine's step map and one replay per class with a target that is not the answer
+    assert result.replays >= 2 and first.replays == result.replays
+    assert result.budget_spent <= 40
+    measured = [c for c in first.classes if c["headroom"] is not None]
+    assert measured and all(c["headroom_why"] for c in measured)
+    assert all(not c["targets"] for c in first.classes if (c["headroom"] or 0) <= 0)
+    assert set(first.targets) == {t for c in first.classes for t in c["targets"]}
+    stored = db.run(
+        "MATCH (:OptimizationRun {id: $r})-[:FOUND]->(c:FailureClass) "
+        "RETURN c.routed_by AS by, c.headroom AS headroom, c.why_not AS why_not",
+        r=run_id,
+    )
+    assert {row["by"] for row in stored} == {"headroom"}
+    assert any(row["headroom"] is not None for row in stored)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["replays"] == result.replays
+    # a second run over the same classes cache reads the headroom without replaying, but pays it
+    again = run_optimization(
+        replace(options, run_id=f"{run_id}-again"), [convs[2]], [convs[1], convs[3]],
+        out / "again", backend=OfflineBackend(), db=db, base=STARVED,
+        classes_cache=out / "classes",
+    )  # fmt: skip
+    assert again.replays == result.replays
+    LineageStore(db).delete(f"{run_id}-again")
+
+
 def test_cli_optimize_writes_files_memtrace_run_reads_and_resumes(
     db: Database, opt_run: tuple[str, Path], shared_data: Path
 ) -> None:
