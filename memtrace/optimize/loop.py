@@ -29,6 +29,7 @@ from memtrace.optimize.store import LineageStore
 from memtrace.patterns.classes import class_key
 from memtrace.systems.config import SystemConfig, write_config
 from memtrace.systems.params import RANGES
+from memtrace.systems.registry import parameters_read
 
 Trial = tuple[SystemConfig, Score]
 
@@ -178,9 +179,12 @@ class Versions:
             self.current[f"{change['kind']}:{change['name']}"] = change["version"]
 
 
-def movable(mode: Mode) -> tuple[str, ...]:
-    """What an unguided optimizer moves: everything the mode can."""
-    return tuple(RANGES) if mode == "parameters" else TUNABLE_PROMPTS
+def movable(mode: Mode, system: str) -> tuple[str, ...]:
+    """What an unguided optimizer moves: every parameter with a range that the system reads
+    (another system's would only spend trials), or every tunable prompt."""
+    if mode == "prompts":
+        return TUNABLE_PROMPTS
+    return tuple(name for name in parameters_read(system) if name in RANGES)
 
 
 def _routing(feedback: Feedback, incumbent: SystemConfig, options: OptimizeOptions) -> Routing:
@@ -252,7 +256,7 @@ def optimize(
                 if store is not None:
                     store.classes(run_id, number, routing)
             else:
-                targets = movable(options.mode)
+                targets = movable(options.mode, options.system)
         except OutOfBudget:
             stopped = "budget"
             break

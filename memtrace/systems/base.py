@@ -11,7 +11,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 from memtrace.prompts import Prompt
 from memtrace.settings import Settings
@@ -76,6 +76,9 @@ def op_id() -> str:
 
 class System(ABC):
     name: str
+    # The Params fields the system reads (answering and judging read these two): an unguided
+    # optimizer moves those of them that have a range. A test checks them against a traced run.
+    parameters: ClassVar[tuple[str, ...]] = ("answer_items", "judge_f1_threshold")
     answer_prompt = QUESTION_ANSWERING  # the prompt of the question-answering op
 
     def __init__(

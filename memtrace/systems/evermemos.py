@@ -126,6 +126,25 @@ class CaseSearch:
 
 class EverMemOSSystem(System):
     name = "evermemos"
+    parameters = (
+        *System.parameters,
+        "boundary_max_messages",
+        "boundary_max_tokens",
+        "boundary_overlap",
+        "boundary_min_messages",
+        "boundary_window",
+        "boundary_min_words",
+        "boundary_topic_overlap",
+        "min_content_words",
+        "top_k",
+        "hybrid_candidates",
+        "rrf_k",
+        "agentic_rounds",
+        "sufficiency_top",
+        "sufficiency_threshold",
+        "refined_queries",
+        "final_rerank",
+    )
     answer_prompt = EVERMEMOS_ANSWER
 
     def __init__(self, backend: Backend, **options: Any) -> None:

@@ -12,6 +12,7 @@ from memtrace.tracing import OFF, Var, edges, mutation, operation, read, variabl
 
 class LongContextSystem(System):
     name = "long-context"
+    parameters = (*System.parameters, "window")
 
     def reset(self) -> None:
         self.pending: list[tuple[Turn, str, Var]] = []

@@ -32,6 +32,16 @@ class Memory:
 
 class Mem0System(System):
     name = "mem0"
+    parameters = (
+        *System.parameters,
+        "min_content_words",
+        "similar_top_k",
+        "none_threshold",
+        "update_threshold",
+        "delete_threshold",
+        "max_merge_sentences",
+        "top_k",
+    )
 
     def reset(self) -> None:
         self.memories: dict[str, Memory] = {}  # alive memories, in creation order

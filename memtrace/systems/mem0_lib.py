@@ -93,6 +93,7 @@ def import_mem0(home: Path) -> Any:
 
 class Mem0LibSystem(System):
     name = "mem0-lib"
+    parameters = (*System.parameters, "top_k")  # Mem0's own settings are not ours to move
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -13,6 +13,7 @@ from memtrace.tracing import OFF, Var, edge, mutation, operation, read, variable
 
 class RagSystem(System):
     name = "rag"
+    parameters = (*System.parameters, "chunk_size", "top_k")
 
     def reset(self) -> None:
         self.buffer: list[tuple[Turn, str]] = []

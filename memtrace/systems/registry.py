@@ -1,7 +1,7 @@
 """Systems, backends and rankers by name: what ``memtrace run`` and ``bench make`` offer.
 
-A new memory system is one entry in ``SYSTEMS`` (a ``System`` subclass, or any factory taking
-the backend and keyword options); a new backend or ranker is one factory here. Factories get the
+A new memory system is one entry in ``SYSTEMS`` (a ``System`` subclass, which names the
+parameters it reads); a new backend or ranker is one factory here. Factories get the
 settings passed in; those that need an endpoint say so when called without them.
 """
 
@@ -23,7 +23,7 @@ from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.rag import RagSystem
 from memtrace.systems.rankers import BM25Ranker, EmbeddingRanker, Ranker, TrigramRanker
 
-SystemFactory = Callable[..., System]  # (backend, *, params, faults, ranker, ...) -> System
+SystemFactory = type[System]  # (backend, *, params, faults, ranker, ...) -> System
 BackendFactory = Callable[[Settings | None], Backend]
 RankerFactory = Callable[[Settings | None, str | None], Ranker]
 
@@ -96,6 +96,12 @@ def make_ranker(
     sentence-transformers model)."""
     factory: RankerFactory = _lookup(RANKERS, "retriever", name)
     return factory(settings, embedding_model)
+
+
+def parameters_read(name: str) -> tuple[str, ...]:
+    """The Params fields the system registered as ``name`` reads."""
+    factory: SystemFactory = _lookup(SYSTEMS, "system", name)
+    return factory.parameters
 
 
 def make_system(name: str, backend: Backend, **options: Any) -> System:

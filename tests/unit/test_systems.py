@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -192,3 +193,21 @@ def test_same_bytes_across_processes_on_locomo(
         )
     (first,) = (tmp_path / "1").iterdir()
     assert first.read_bytes() == (tmp_path / "3" / first.name).read_bytes()
+
+
+@pytest.mark.parametrize("system", sorted(REFERENCE_SYSTEMS))
+def test_a_system_declares_exactly_the_parameters_its_trace_reads(
+    system: str, tmp_path: Path
+) -> None:
+    """What an unguided optimizer moves is the declaration: it must match what is read."""
+    convs = load_locomo(SAMPLE_PATH, Subset(conversations=("1",)))
+    (path,) = run_system(system, convs, tmp_path, deterministic=True).traces
+    read = {
+        name.removeprefix("parameter:").partition("@")[0]
+        for record in check_trace(path)
+        if record["type"] == "operation"
+        for name in record["reads"]
+        if name.startswith("parameter:")
+    }
+    fields = {field.name for field in dataclasses.fields(Params)}
+    assert set(REFERENCE_SYSTEMS[system].parameters) == read & fields
