@@ -162,6 +162,15 @@ def _replay_all(
 
 
 UNSUPPORTED = "unsupported"  # the case's evidence does not hold its gold answer
+# The fix a class's error type names ("update fixes would rescue ..."), and the step that loses
+# the rest ("retrieval also misses 8").
+FIX_WORDS = {
+    "ExtractionError": "extraction",
+    "UpdateError": "update",
+    "DeletionError": "deletion",
+    "RetrievalError": "retrieval",
+    "ResponseError": "answer-step",
+}
 STAGE_WORDS = {
     "ExtractionError": "extraction",
     "UpdateError": "an update",
@@ -177,7 +186,7 @@ OTHER_REASONS = {
 
 def explain(error_type: str, cases: int, rescued: int, still_lost: Mapping[str, int]) -> str:
     """ "extraction fixes would rescue 3 of 13: retrieval also misses 8, ..." (the report's)."""
-    fixes = STAGE_WORDS.get(error_type, error_type).split(" (")[0]
+    fixes = FIX_WORDS.get(error_type, error_type)
     head = f"{fixes} fixes would rescue {rescued} of {cases}"
     if rescued == cases or not still_lost:
         return head

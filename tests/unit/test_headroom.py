@@ -194,6 +194,8 @@ def test_an_unreplayable_trace_is_said_not_guessed() -> None:
 
 def test_explain_names_what_still_misses_the_cases() -> None:
     assert explain("ExtractionError", 13, 13, {}) == "extraction fixes would rescue 13 of 13"
+    assert explain("DeletionError", 4, 4, {}) == "deletion fixes would rescue 4 of 4"
+    assert explain("ResponseError", 2, 1, {}) == "answer-step fixes would rescue 1 of 2"
     assert explain("ExtractionError", 13, 3, {"RetrievalError": 8, "ResponseError": 2}) == (
         "extraction fixes would rescue 3 of 13: retrieval also misses 8, the answer step "
         "(the evidence reached it) also misses 2"
