@@ -147,6 +147,7 @@ def main() -> None:
     parser.add_argument("--held-out", default="")
     parser.add_argument("--planted", default="1,2", help="conversations of the bench make sets")
     parser.add_argument("--faults", type=int, default=10, help="faults per bench make set")
+    parser.add_argument("--systems", default=",".join(REPLAYABLE_SYSTEMS), help="of --planted")
     args = parser.parse_args()
     settings = load_settings()
     out: dict[str, Any] = {}
@@ -156,7 +157,7 @@ def main() -> None:
         if args.planted:
             sets = load_locomo(args.data, Subset(conversations=tuple(args.planted.split(","))))
             out["planted"] = {}
-            for system in REPLAYABLE_SYSTEMS:
+            for system in args.systems.split(","):
                 where = Path(folder) / system
                 out["planted"][system] = planted(db, settings, sets, where, system, args.faults)
                 print(system, json.dumps(out["planted"][system])[:300], flush=True)

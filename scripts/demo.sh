@@ -58,20 +58,15 @@ step "Why did case $case_id fail?"
 step "Failure classes: which operation, error type and inputs fail most"
 "$BIN/memtrace" patterns --run demo
 
-case "$SYSTEM" in
-  evermemos)
-    printf '\n(The replay engine does not re-run the evermemos system yet: no executed counterfactuals.)\n' ;;
-  *)
-    step "Executed counterfactuals: re-run each failed case with operations repaired"
-    "$BIN/memtrace" db delete --run demo-replay >/dev/null 2>&1 || true
-    for trace_id in $trace_ids; do
-      "$BIN/memtrace" attribute --trace "$trace_id" --judge replay --run-id demo-replay
-    done
-    "$BIN/memtrace" eval --run-id demo-replay --labels planted
+step "Executed counterfactuals: re-run each failed case with operations repaired"
+"$BIN/memtrace" db delete --run demo-replay >/dev/null 2>&1 || true
+for trace_id in $trace_ids; do
+  "$BIN/memtrace" attribute --trace "$trace_id" --judge replay --run-id demo-replay
+done
+"$BIN/memtrace" eval --run-id demo-replay --labels planted
 
-    step "What fixing each failure class would buy (each class repaired and replayed)"
-    "$BIN/memtrace" patterns --run demo --what-if ;;
-esac
+step "What fixing each failure class would buy (each class repaired and replayed)"
+"$BIN/memtrace" patterns --run demo --what-if
 
 step "The diagnostic report (self-contained HTML + Markdown)"
 "$BIN/memtrace" report --run demo --out demo-report

@@ -23,8 +23,8 @@ from memtrace.systems.params import Params
 from memtrace.systems.prompts import DEFAULTS
 
 # The reference systems whose operations name their steps and say how they are repaired
-# (``System.step``); evermemos does not yet.
-REPLAYABLE_SYSTEMS: Final[tuple[str, ...]] = ("mem0", "rag", "long-context")
+# (``System.step``).
+REPLAYABLE_SYSTEMS: Final[tuple[str, ...]] = ("mem0", "rag", "long-context", "evermemos")
 
 _SESSION = re.compile(r"locomo-(\d+)-session-(\d+)")
 _CASE = re.compile(r"locomo-qa-(\d+)-(\d+)")

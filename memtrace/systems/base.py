@@ -19,12 +19,14 @@ from memtrace.systems.core import (
     Applied,
     Backend,
     ConversationRun,
+    Fact,
     Fault,
     Item,
     Loss,
     QuestionResult,
     Repair,
     Repaired,
+    source_key,
 )
 from memtrace.systems.evidence import evidence
 from memtrace.systems.judge import parse_label
@@ -32,6 +34,7 @@ from memtrace.systems.locomo import Conversation, Question, Turn
 from memtrace.systems.params import Params, parameter, use
 from memtrace.systems.prompts import DEFAULTS, JUDGE, QUESTION_ANSWERING
 from memtrace.systems.rankers import BM25Ranker, Ranker
+from memtrace.systems.text import sentences
 from memtrace.taxonomy import ErrorType
 from memtrace.tracing import (
     Registered,
@@ -67,6 +70,23 @@ def with_evidence(top: list[T], extra: Sequence[T], holds: Callable[[T], bool]) 
             del kept[spare[-1]]
         kept.append(item)
     return kept
+
+
+def evidence_facts(dia_id: str, speaker: str, text: str, missing: Sequence[str]) -> list[Fact]:
+    """The oracle's facts of a message's evidence sentences ``missing`` (``D1:3#0``) that no
+    extracted fact holds: each sentence as a fact and, for a message of several sentences, the
+    whole message as another (a sentence alone can lose what it is about: "She gave it to me
+    ... it stands for love")."""
+    parts = sentences(text) or [text]
+    added = []
+    for key in missing:
+        index = int(key.rpartition("#")[2])
+        said = parts[index] if index < len(parts) else text
+        added.append(Fact(f"{speaker}: {said}", speaker, frozenset({key})))
+    if added and len(parts) > 1:
+        keys = frozenset(source_key(dia_id, i) for i in range(len(parts)))
+        added.append(Fact(f"{speaker}: {text}", speaker, keys))
+    return added
 
 
 def op_id() -> str:

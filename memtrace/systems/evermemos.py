@@ -21,8 +21,16 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from memtrace.errors import ConfigError
-from memtrace.systems.base import System, op_id
-from memtrace.systems.core import RERANK_ANCHOR, Backend, Fact, Item, Loss, source_key
+from memtrace.systems.base import System, evidence_facts, op_id, with_evidence
+from memtrace.systems.core import (
+    RERANK_ANCHOR,
+    Backend,
+    Fact,
+    Item,
+    Loss,
+    Repaired,
+    source_key,
+)
 from memtrace.systems.evermemos_steps import (
     Boundary,
     EpisodeSteps,
@@ -172,6 +180,7 @@ class EverMemOSSystem(System):
         self.last_date = ""
         self.search = CaseSearch()
         self._sufficiency_var = OFF
+        self.cell_repairs: list[str] = []  # repaired boundary steps the next MemCell answers to
 
     # -- construction -------------------------------------------------------------------
     def end_session(self, date: str) -> None:
@@ -185,6 +194,7 @@ class EverMemOSSystem(System):
         if self.buffer and self.detect(said, message, gap).should_end:
             self.finalize(keep=self.params.boundary_overlap)
         with operation("memory_system.message_buffer_update", category="update"):
+            self.step(f"buffer:{turn.dia_id}")  # keeps every message: nothing to repair
             read(message)
             self.buffer.append(Buffered(said, message, len(words(f"{turn.speaker}: {turn.text}"))))
             self._write_buffer()
@@ -199,6 +209,8 @@ class EverMemOSSystem(System):
 
     def detect(self, said: Said, message: Var, gap: str) -> Boundary:
         with operation("evermemos.boundary_detection", category="boundary_detection"):
+            if self.step(f"boundary:{said.dia_id}"):  # repaired: the MemCell it shapes (the one
+                self.cell_repairs.append(self.current_step)  # it closes, or its message joins)
             read(self.buffer_var, message)
             use(self.params, "boundary_max_messages", "boundary_max_tokens")
             history = [b.said for b in self.buffer]
@@ -237,6 +249,9 @@ class EverMemOSSystem(System):
         cell_id = f"memcell-{self.cells:05d}"
         cell = list(self.buffer)
         with operation("memory_system.finalize_memory_unit", category="extraction"):
+            if self.step(f"memcell:{cell_id}"):
+                self.cell_repairs.append(self.current_step)
+            repairs, self.cell_repairs = self.cell_repairs, []
             read(self.buffer_var)
             use(self.params, "boundary_overlap")
             cell_var = variable(
@@ -247,15 +262,21 @@ class EverMemOSSystem(System):
             )
             self.buffer = cell[len(cell) - keep :] if keep else []
             self._write_buffer()
-        self.extract(cell_id, [b.said for b in cell], cell_var)
+        self.extract(cell_id, [b.said for b in cell], cell_var, repairs)
 
-    def extract(self, cell_id: str, cell: list[Said], cell_var: Var) -> None:
+    def extract(self, cell_id: str, cell: list[Said], cell_var: Var, repairs: list[str]) -> None:
+        """``repairs``: the repaired steps that shaped this MemCell (its boundary, its cut)."""
         with operation("memory_system.extract_memory", category="extraction"):
+            if self.step(f"extract:{cell_id}"):
+                repairs = [*repairs, self.current_step]
             read(cell_var)
             use(self.params, "min_content_words")
             episode = self.steps.episode(self.prompt(EVERMEMOS_EPISODE), cell, self.params)
             log = self.steps.event_log(self.prompt(EVERMEMOS_EVENT_LOG), cell, self.params)
             parts, facts = self._planted_extraction(cell, episode.parts, log.facts)
+            if repairs:
+                parts, facts = self._repair_extraction(cell, episode.parts, log.facts,
+                                                       parts, facts, repairs)  # fmt: skip
             # one sentence per line, like the unit (see Unit.value)
             episode_var = variable(
                 f"episode:{cell_id}",
@@ -289,6 +310,50 @@ class EverMemOSSystem(System):
         for key in kept:
             self.holders.setdefault(key, set()).add(unit_id)
             self.dropped.pop(key, None)
+
+    def _repair_extraction(
+        self,
+        cell: list[Said],
+        made_parts: Sequence[Fact],
+        made_facts: Sequence[Fact],
+        parts: tuple[Fact, ...],
+        facts: tuple[Fact, ...],
+        repairs: list[str],
+    ) -> tuple[tuple[Fact, ...], tuple[Fact, ...]]:
+        """The oracle's episode and event log: both keep the evidence sentences of this
+        MemCell's messages, the extractor's own pieces of them when something dropped those
+        after it made them (a planted fault), else the sentences themselves (``evidence_facts``)."""
+        wanted = {
+            k for k in self.repair_sources() if k.rpartition("#")[0] in {s.dia_id for s in cell}
+        }
+        details = []
+        for name, made, have in (("episode", made_parts, parts), ("event log", made_facts, facts)):
+            restored = [p for p in made if p not in have and p.sources & wanted]
+            kept = [p for p in made if p in have or p in restored]
+            kept += [p for p in have if p not in made]
+            held = {k for p in kept for k in p.sources}
+            added = [
+                fact
+                for said in cell
+                for fact in evidence_facts(
+                    said.dia_id,
+                    said.speaker,
+                    said.text,
+                    sorted(k for k in wanted - held if k.rpartition("#")[0] == said.dia_id),
+                )
+            ]
+            if restored or added:
+                details.append(f"{name}: restored {len(restored)}, added {len(added)} piece(s)")
+            if name == "episode":
+                parts = (*kept, *added)
+            else:
+                facts = (*kept, *added)
+        if details:
+            for step in repairs:
+                self.run_state.repaired.append(
+                    Repaired(step, op_id(), "; ".join(details), "ExtractionError")
+                )
+        return parts, facts
 
     def _planted_extraction(
         self, cell: list[Said], parts: Sequence[Fact], facts: Sequence[Fact]
@@ -343,10 +408,13 @@ class EverMemOSSystem(System):
             if fault is not None and any(u.sources & fault.sources for u in self.units):
                 self.applied(fault, "hybrid retrieval missed the units holding the evidence")
             round1 = self._missed(case_id, ranked)[:k]
+            if self.step(f"search:{case_id}"):
+                round1 = self.repair_retrieval(round1, self.units)
             read(*(u.var for u in round1))
             hybrid_var = self._results(f"hybrid:{case_id}", round1, "hybrid_retrieval_results")
             self._stage((), round1)
         with operation("memory_system.agentic_round1_bundle", category="retrieval"):
+            self.step(f"round1:{case_id}")  # passes on what it received: nothing to restore
             read(query, hybrid_var)
             use(self.params, "agentic_rounds", "sufficiency_top")
             check = self.check(question.text, round1, case_id)
@@ -376,7 +444,10 @@ class EverMemOSSystem(System):
             ]
             by_id = {u.id: u for u in self.units}
             fused = [by_id[i] for i in _fuse(rankings, self.params.rrf_k)]
-            merged = list({u.id: u for u in [*round1, *fused]}.values())[: 2 * k]
+            pool = list({u.id: u for u in [*round1, *fused]}.values())
+            merged = pool[: 2 * k]
+            if self.step(f"round2:{case_id}"):
+                merged = self.repair_retrieval(merged, pool)
             new = [u for u in merged if u not in round1]
             read(*(u.var for u in new))
             final_rerank = bool(self.params.final_rerank)
@@ -396,9 +467,24 @@ class EverMemOSSystem(System):
             use(self.params, "top_k", "final_rerank")
             order = self.hybrid(question.text, merged, self.rerank_keyword)
             top = self._planted_rerank(case_id, order, k)[:k]
+            if self.step(f"rerank:{case_id}"):
+                top = self.repair_retrieval(top, order)
             context = self._results(case_id, top, "memory_context", merged_var, context=True)
             self._stage(merged, top)
             return self._items(top), context, op_id()
+
+    def repair_retrieval(self, results: list[Unit], found: Sequence[Unit]) -> list[Unit]:
+        """The oracle's retrieval step: its results plus the units holding the evidence among
+        those it ``found`` (every stored unit for the hybrid search; what a later stage received
+        or retrieved itself), each in place of the lowest-ranked result holding none
+        (``with_evidence``: the same result size)."""
+        wanted = self.repair_sources()
+        shown = {u.id for u in results}
+        extra = [u for u in found if u.id not in shown and u.sources & wanted]
+        if not extra:
+            return results
+        self.repaired(f"added {', '.join(u.id for u in extra)}", "RetrievalError")
+        return with_evidence(results, extra, lambda u: bool(u.sources & wanted))
 
     def check(self, question: str, round1: list[Unit], case_id: str) -> Sufficiency | None:
         """The sufficiency check (None when only one round runs)."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
-from memtrace.systems.base import System, op_id, with_evidence
+from memtrace.systems.base import System, evidence_facts, op_id, with_evidence
 from memtrace.systems.core import Action, Fact, Item, Loss, Similar, source_key
 from memtrace.systems.locomo import Question, Turn
 from memtrace.systems.params import use
@@ -107,17 +107,8 @@ class Mem0System(System):
         if restored:
             self.repaired(f"restored {len(restored)} extracted fact(s)", "ExtractionError")
             facts = facts + restored
-        produced = {k for f in facts for k in f.sources}
-        parts = sentences(turn.text) or [turn.text]
-        missing = sorted(wanted - produced)
-        added = []
-        for key in missing:
-            index = int(key.rpartition("#")[2])
-            text = parts[index] if index < len(parts) else turn.text
-            added.append(Fact(f"{turn.speaker}: {text}", turn.speaker, frozenset({key})))
-        if added and len(parts) > 1:
-            keys = frozenset(source_key(turn.dia_id, i) for i in range(len(parts)))
-            added.append(Fact(f"{turn.speaker}: {turn.text}", turn.speaker, keys))
+        missing = sorted(wanted - {k for f in facts for k in f.sources})
+        added = evidence_facts(turn.dia_id, turn.speaker, turn.text, missing)
         if added:
             self.repaired(f"added evidence {', '.join(missing)} and its message", "ExtractionError")
         return facts + added

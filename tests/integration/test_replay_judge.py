@@ -61,17 +61,18 @@ def test_attribute_with_the_replay_judge_and_explain(
         delete_trace(db, run_id)
 
 
+@pytest.mark.parametrize("system", ["rag", "evermemos"])
 def test_bench_natural_labels_are_scored_by_eval_labels_replay(
-    db: Database, run_id: str, tmp_path: Path, shared_data: Path
+    db: Database, run_id: str, tmp_path: Path, shared_data: Path, system: str
 ) -> None:
     prefix = f"{run_id}-"
     code, out = invoke(
-        "bench", "natural", "--system", "rag", *locomo_subset(shared_data), "--out", str(tmp_path),
+        "bench", "natural", "--system", system, *locomo_subset(shared_data), "--out", str(tmp_path),
         "--trace-prefix", prefix, "--json",
     )  # fmt: skip
     assert code == 0, out
     summary = json.loads(out)
-    trace_id = f"{prefix}rag-locomo-1"
+    trace_id = f"{prefix}{system}-locomo-1"
     try:
         assert summary["failed"] == summary["labeled"] + summary["no_single_decisive"]
         rows = db.run(

@@ -260,10 +260,13 @@ def test_a_repaired_search_keeps_its_size() -> None:
 
 
 def test_a_system_without_replay_steps_is_refused(tmp_path: Path) -> None:
-    built = make_system("evermemos", make_backend("offline"))
-    _, path = run_conversation(built, LISBON, tmp_path, clock=SimClock())
-    assert path is not None
-    with pytest.raises(NotReplayableError, match=r"'evermemos'.*memtrace\.replay\.hook"):
+    traced(tmp_path, "mem0", LISBON)
+    path = next(tmp_path.glob("*.jsonl"))
+    head, *rest = path.read_text(encoding="utf-8").splitlines()
+    record = json.loads(head)
+    record["system"] = "mem0-lib"  # the real Mem0 library: memtrace cannot re-run it alone
+    path.write_text("\n".join([json.dumps(record), *rest]) + "\n", encoding="utf-8")
+    with pytest.raises(NotReplayableError, match=r"'mem0-lib'.*memtrace\.replay\.hook"):
         read_native(path)
 
 
@@ -322,3 +325,80 @@ def test_a_replay_resumed_from_a_snapshot_equals_a_repaired_run_from_scratch(
         ]
         changed += bool(fast.repaired)
     assert changed  # some repairs restored something: the comparison is not of no-ops
+
+
+# -- evermemos: boundary / MemCell, extraction and retrieval repairs ----------------------------
+CITY = conversation(
+    [(t.speaker, t.text) for t in LISBON.sessions[0].turns],
+    # a word no unit holds: the sufficiency check falls short, round 2 and the rerank run
+    [Question(1, "Which city did Ana move to last spring?", "Lisbon", ("D1:1",), "single-hop")],
+)
+
+
+def evermemos_label(
+    tmp_path: Path, fault: Fault
+) -> tuple[Replayer, dict[str, str], tuple[str | None, str | None, str]]:
+    """The executed label of CASE with ``fault`` planted, every step of the case a suspect."""
+    replayer, names = traced(tmp_path, "evermemos", CITY, [fault])
+    assert not replayer.replay(CASE).passed  # the planted fault broke it
+    suspects = [
+        Suspect(op, "extraction" if kind in CONSTRUCTION else "retrieval")
+        for op, step in replayer.steps().items()
+        for kind in [step.split(":", 1)[0]]
+        if kind in CONSTRUCTION or kind in RETRIEVAL
+    ]
+    found = executed_label(replayer, CASE, suspects, op_of(replayer, f"answer:{CASE}"))
+    return replayer, names, (found.op_id, found.error_type, found.status)
+
+
+CONSTRUCTION = ("boundary", "memcell", "extract")  # in execution order, as the label needs
+RETRIEVAL = ("search", "round1", "round2", "rerank")
+
+
+def test_evermemos_extraction_repair_keeps_the_evidence_in_episode_and_event_log(
+    tmp_path: Path,
+) -> None:
+    fault = Fault("fault-1", "ExtractionError", CASE, "D1:1", frozenset({"D1:1#0"}))
+    replayer, names, label = evermemos_label(tmp_path, fault)
+    extract = op_of(replayer, "extract:memcell-00001")
+    assert label == (extract, "ExtractionError", "decisive")
+    assert names[extract] == "memory_system.extract_memory"
+    fixed = replayer.replay(CASE, [extract])
+    assert fixed.passed and "episode: restored 1" in fixed.repaired[0].detail
+    assert "event log: restored 1" in fixed.repaired[0].detail
+
+
+@pytest.mark.parametrize("step", ["memcell:memcell-00001", "boundary:D1:2"])
+def test_evermemos_memcell_repair_keeps_the_evidence_of_the_unit_built_from_it(
+    tmp_path: Path, step: str
+) -> None:
+    fault = Fault("fault-1", "ExtractionError", CASE, "D1:1", frozenset({"D1:1#0"}))
+    replayer, _ = traced(tmp_path, "evermemos", CITY, [fault])
+    op = op_of(replayer, step)
+    fixed = replayer.replay(CASE, [op])
+    assert fixed.passed
+    assert [(r.op_id, r.error_type) for r in fixed.repaired] == [(op, "ExtractionError")]
+
+
+@pytest.mark.parametrize(
+    ("anchor", "step", "name"),
+    [
+        (CASE, f"search:{CASE}", "memory_system.hybrid_retrieval"),
+        (f"rerank:{CASE}", f"rerank:{CASE}", "memory_system.agentic_final_rerank"),
+    ],
+)
+def test_evermemos_retrieval_repair_adds_the_unit_holding_the_evidence(
+    tmp_path: Path, anchor: str, step: str, name: str
+) -> None:
+    fault = Fault("fault-1", "RetrievalError", CASE, anchor, frozenset({"D1:1#0"}))
+    replayer, names, label = evermemos_label(tmp_path, fault)
+    op = op_of(replayer, step)
+    assert label == (op, "RetrievalError", "decisive") and names[op] == name
+    fixed = replayer.replay(CASE, [op])
+    assert fixed.passed and fixed.repaired[0].detail == "added memory-unit-00001"
+
+
+def test_evermemos_an_ignored_context_is_a_response_error(tmp_path: Path) -> None:
+    fault = Fault("fault-1", "ResponseError", CASE, CASE, frozenset({"D1:1#0"}))
+    replayer, _, label = evermemos_label(tmp_path, fault)
+    assert label == (op_of(replayer, f"answer:{CASE}"), "ResponseError", "response")
