@@ -4,14 +4,17 @@ which is what fault injection and derived labels follow."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any
 
 from memtrace.systems.base import System, evidence_facts, op_id, with_evidence
 from memtrace.systems.core import Action, Fact, Item, Loss, Similar, source_key
 from memtrace.systems.locomo import Question, Turn
 from memtrace.systems.params import use
 from memtrace.systems.prompts import FACT_EXTRACTION, UPDATE_DECISION
-from memtrace.systems.text import content, jaccard, sentences
+from memtrace.systems.text import content, sentences
 from memtrace.taxonomy import ErrorType
 from memtrace.tracing import Var, delete, mutation, operation, read, variable
 
@@ -29,6 +32,12 @@ class Memory:
     def value(self) -> dict[str, str]:
         return {"id": self.id, "memory": self.text, "date": self.date}
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Memory:
+        """A replay snapshot's copy: only ``sources`` is mutable (the rest is replaced whole)."""
+        return Memory(
+            self.id, self.text, self.speaker, self.date, set(self.sources), self.var, self.tokens
+        )
+
 
 class Mem0System(System):
     name = "mem0"
@@ -45,6 +54,7 @@ class Mem0System(System):
 
     def reset(self) -> None:
         self.memories: dict[str, Memory] = {}  # alive memories, in creation order
+        self.by_speaker: dict[str, dict[str, Memory]] = {}  # the same, per speaker
         self.holders: dict[str, set[str]] = {}  # source key -> alive memory ids holding it
         self.removed: dict[str, Loss] = {}  # source key -> the op that removed its last holder
         self.dropped: dict[str, str] = {}  # source key -> extract op that left it out
@@ -104,13 +114,16 @@ class Mem0System(System):
         return facts + added
 
     def similar(self, fact: Fact) -> list[tuple[Memory, float]]:
-        tokens = frozenset(content(fact.text))
-        scored = [
-            (m, jaccard(tokens, m.tokens))
-            for m in self.memories.values()
-            if m.speaker == fact.speaker and m.tokens & tokens
-        ]
-        scored.sort(key=lambda pair: -pair[1])  # stable: older memories first on ties
+        # the Jaccard similarity of the memories sharing a token, computed from the intersection
+        # alone (|a | b| = |a| + |b| - |a & b|): the hot loop of mem0's construction
+        tokens = _tokens(fact.text)
+        size = len(tokens)
+        scored = []
+        for m in self.by_speaker.get(fact.speaker, {}).values():
+            shared = len(tokens & m.tokens)
+            if shared:
+                scored.append((m, shared / (size + len(m.tokens) - shared)))
+        scored.sort(key=itemgetter(1), reverse=True)  # stable: older memories first on ties
         return scored[: self.params.similar_top_k]
 
     def decide(self, turn: Turn, facts: list[Fact], facts_var: Var) -> tuple[list[Fact], Var]:
@@ -206,6 +219,7 @@ class Mem0System(System):
         elif action.event == "DELETE":
             delete(memory.var)
             del self.memories[memory.id]
+            del self.by_speaker[memory.speaker][memory.id]
             self.release(memory, set(memory.sources), "DeletionError")
         elif action.event == "UPDATE" and fact is not None:
             if guarded and (overwrite or memory.text not in (action.text or "")):
@@ -219,7 +233,7 @@ class Mem0System(System):
                 self.holders.setdefault(key, set()).add(memory.id)
                 self.removed.pop(key, None)
             memory.text = action.text or memory.text
-            memory.tokens = frozenset(content(memory.text))
+            memory.tokens = _tokens(memory.text)
             memory.var = mutation(memory.var, memory.value(), category="memory_entry")
             self.release(memory, lost - fact.sources, "UpdateError")
 
@@ -245,12 +259,13 @@ class Mem0System(System):
                     date,
                     set(fact.sources),
                     var=Var("", "", 0),
-                    tokens=frozenset(content(fact.text)),
+                    tokens=_tokens(fact.text),
                 )
                 memory.var = variable(
                     memory_id, memory.value(), category="memory_entry", sources=(actions_var,)
                 )
                 self.memories[memory_id] = memory
+                self.by_speaker.setdefault(memory.speaker, {})[memory_id] = memory
                 for key in fact.sources:
                     self.holders.setdefault(key, set()).add(memory_id)
                     self.removed.pop(key, None)
@@ -302,6 +317,12 @@ class Mem0System(System):
         if key in self.dropped:
             return Loss("ExtractionError", self.dropped[key])
         return None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tokens(text: str) -> frozenset[str]:
+    """A text's content tokens: every replay of a conversation stems the same texts again."""
+    return frozenset(content(text))
 
 
 def _sources(memory: Memory) -> set[str]:

@@ -46,10 +46,6 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
 
 
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    return len(a & b) / len(a | b) if a or b else 0.0
-
-
 def normalize(text: str) -> str:
     """LoCoMo/SQuAD answer normalization: lower case, no punctuation, no articles."""
     tokens = text.lower().translate(_PUNCT).split()

@@ -34,6 +34,9 @@ class Var(NamedTuple):
     version: int
     class_name: str | None = None
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Var:
+        return self  # immutable all through: a replay's snapshot shares it, without the walk
+
 
 OFF = Var(id="", name="", version=0)  # what the API hands out while tracing is off
 

@@ -270,6 +270,63 @@ def test_a_system_without_replay_steps_is_refused(tmp_path: Path) -> None:
         read_native(path)
 
 
+@pytest.mark.parametrize("system", list(REPLAYABLE_SYSTEMS))
+def test_a_replay_resumed_from_a_snapshot_equals_a_repaired_run_from_scratch(
+    tmp_path: Path, system: str
+) -> None:
+    """The engine's fast path (snapshots, shared memories, mem0's similarity shortcuts) gives
+    exactly what running the whole conversation with the same repair gives."""
+    import random
+
+    from memtrace.systems.core import Repair
+    from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
+    from memtrace.systems.text import sentences
+
+    conv = load_locomo(SAMPLE_PATH)[0]
+    turns = conv.turns()
+    faults = []  # evidence lost at extraction and at search, for repairs to restore
+    for q in conv.questions[::2]:
+        dia = q.evidence[0]
+        keys = frozenset(f"{dia}#{i}" for i in range(len(sentences(turns[dia].text))))
+        case = f"locomo-qa-{conv.number}-{q.number}"
+        faults += [Fault(f"x{q.number}", "ExtractionError", case, dia, keys)]
+        faults += [Fault(f"r{q.number}", "RetrievalError", case, case, keys)]
+        later = conv.sessions[-1].turns[0].dia_id  # long-context trims the window there
+        faults += [Fault(f"u{q.number}", "UpdateError", case, later, keys)]
+    replayer, _ = traced(tmp_path, system, conv, faults)
+    original = make_system(system, make_backend("offline"), faults=faults).run(conv)
+    ops = sorted(replayer.steps())
+    picks = random.Random(19)
+    changed = 0
+    failed = [r for r in original.results if not r.passed]
+    for result in picks.sample(failed, min(8, len(failed))):
+        # the steps of the case's evidence messages (where a repair changes something), its
+        # search, the last window trim, and one op anywhere
+        dia_ids = {key.partition("#")[0] for key in replayer.evidence_sources(result.case_id)}
+        near = [
+            op
+            for op, step in replayer.steps().items()
+            if step.partition(":")[2] in dia_ids
+            or step in (f"search:{result.case_id}", f"window:{len(conv.sessions)}")
+        ]
+        repaired = [*picks.sample(near, min(3, len(near))), picks.choice(ops)]
+        fast = replayer.replay(result.case_id, repaired)
+        steps = frozenset(replayer.step_of(op) for op in repaired)
+        scratch = make_system(
+            system,
+            make_backend("offline"),
+            faults=faults,
+            repair=Repair(steps, replayer.evidence_sources(result.case_id)),
+        )
+        (again,) = scratch.run(conv, {result.case_id}).results
+        assert (fast.passed, fast.prediction) == (again.passed, again.prediction)
+        assert [(r.step, r.detail, r.error_type) for r in fast.repaired] == [
+            (r.step, r.detail, r.error_type) for r in scratch.run_state.repaired
+        ]
+        changed += bool(fast.repaired)
+    assert changed  # some repairs restored something: the comparison is not of no-ops
+
+
 # -- evermemos: boundary / MemCell, extraction and retrieval repairs ----------------------------
 CITY = conversation(
     [(t.speaker, t.text) for t in LISBON.sessions[0].turns],
