@@ -80,7 +80,7 @@ def one_run(traced: bool, number: int) -> tuple[float, float]:
         )
         state = instrument(memory) if traced else None
         if state is not None:  # time the tracer's own work: turning events into records
-            state._write_add = timed(state._write_add, ADD_WORK_SECONDS)  # type: ignore[attr-defined]
+            state._write_add = timed(state._write_add, ADD_WORK_SECONDS)  # type: ignore[method-assign]
             state._write_search = timed(state._write_search)  # type: ignore[method-assign]
         variant = "traced" if traced else "plain"
         out = Path(folder) / "trace.jsonl"

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import import_module
 from importlib import metadata as package_metadata
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, Generic, TypeVar
 
 from memtrace.errors import MemtraceError
 from memtrace.tracing import Var, operation, read, variable
@@ -72,7 +72,18 @@ class SearchResult:
     op_id: str
 
 
-class Instrumented:
+@dataclass
+class Events:
+    """What one traced ``add()`` did (a pipeline's subclass records more); appended to by the
+    wrappers, possibly from Mem0's worker threads."""
+
+    llm_calls: list[LLMCall] = field(default_factory=list)
+
+
+E = TypeVar("E", bound=Events)
+
+
+class Instrumented(Generic[E]):
     """The tracing state of one instrumented ``mem0.Memory``; a subclass per pipeline."""
 
     version_range: ClassVar[str]
@@ -86,6 +97,7 @@ class Instrumented:
         self._inputs: tuple[Var, ...] = ()
         self._query: Var | None = None
         self._lock = threading.Lock()  # one add() / search() at a time per memory
+        self._events: E | None = None  # of the add() / search() under way
 
     @contextmanager
     def inputs(self, *variables: Var) -> Iterator[None]:
@@ -112,6 +124,45 @@ class Instrumented:
     def search(self, query: str, *, user_id: str, top_k: int) -> dict[str, Any]:
         """``memory.search`` for one user's memories, in the installed version's API."""
         raise NotImplementedError
+
+    def new_events(self) -> E:
+        """An empty record for the next ``add()`` or ``search()``."""
+        raise NotImplementedError
+
+    def _write_add(self, messages: Any, events: E, result: Any) -> None:
+        """Write what one ``add()`` did as operations (checked against the pipeline)."""
+        raise NotImplementedError
+
+    def _record_llm(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def generate_response(*args: Any, **kwargs: Any) -> Any:
+            if self._events is None:
+                return original(*args, **kwargs)
+            call = LLMCall(list(kwargs.get("messages", args[0] if args else [])), None)
+            self._events.llm_calls.append(call)
+            try:
+                response = original(*args, **kwargs)
+            except Exception as exc:
+                call.error = f"{type(exc).__name__}: {exc}"
+                raise
+            call.response = response if isinstance(response, str) else json.dumps(response)
+            return response
+
+        return generate_response
+
+    def _traced_add(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def add(messages: Any, *args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                self._events = events = self.new_events()
+                try:
+                    result = original(messages, *args, **kwargs)
+                finally:
+                    self._events = None
+                # infer=False adds and procedural memories (memory_type) are not traced
+                if kwargs.get("infer", True) and kwargs.get("memory_type") is None and tracing():
+                    self._write_add(messages, events, result)
+                return result
+
+        return add
 
     def _check(self, condition: bool, problem: str, call: str = "add()") -> None:
         if not condition:
@@ -165,7 +216,7 @@ class Instrumented:
             self.last_search = SearchResult(context, op.id if op else "")
 
 
-def instrument(memory: Any) -> Instrumented:
+def instrument(memory: Any) -> Instrumented[Any]:
     """Instrument one ``mem0.Memory``; raises Mem0InstrumentationError when the installed mem0ai
     is outside the tested ranges or the instance lacks what that version's pipeline wraps."""
     version = mem0_version()
@@ -175,7 +226,7 @@ def instrument(memory: Any) -> Instrumented:
         raise Mem0InstrumentationError(
             f"mem0ai {shown} is not supported: the instrumentation is tested with {SUPPORTED_TEXT}"
         )
-    pipeline: type[Instrumented] = import_module(f"memtrace.integrations.{module}").PIPELINE
+    pipeline: type[Instrumented[Any]] = import_module(f"memtrace.integrations.{module}").PIPELINE
     missing = [name for name in pipeline.needed if not callable(_dotted(memory, name))]
     if missing:
         raise Mem0InstrumentationError(

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from memtrace.integrations.mem0 import (
+    Events,
     Instrumented,
-    LLMCall,
     memory_value,
     parse_json,
     tracing,
@@ -40,15 +40,14 @@ UPDATE_PROMPT = Registered("memory-update-decision-prompt", category="prompt")
 
 
 @dataclass
-class _Events:
+class _Events(Events):
     """What one ``add()`` did, in order (appended from Mem0's worker thread)."""
 
-    llm_calls: list[LLMCall] = field(default_factory=list)
     found: dict[str, str] = field(default_factory=dict)  # memory id -> text, from searches
     changes: list[tuple[str, str, str | None]] = field(default_factory=list)  # event, id, text
 
 
-class Mem0V1(Instrumented):
+class Mem0V1(Instrumented[_Events]):
     """mem0ai 1.0.x: fact extraction, then an ADD / UPDATE / DELETE / NONE decision."""
 
     version_range: ClassVar[str] = "mem0ai>=1.0.11,<1.1 (fact extraction, then update decision)"
@@ -63,9 +62,8 @@ class Mem0V1(Instrumented):
         "search",
     )
 
-    def __init__(self, memory: Any) -> None:
-        super().__init__(memory)
-        self._events: _Events | None = None
+    def new_events(self) -> _Events:
+        return _Events()
 
     def wrap(self) -> None:
         memory = self.memory
@@ -82,22 +80,6 @@ class Mem0V1(Instrumented):
         return result
 
     # -- the wrappers -----------------------------------------------------------------------
-
-    def _record_llm(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def generate_response(*args: Any, **kwargs: Any) -> Any:
-            messages = kwargs.get("messages", args[0] if args else [])
-            call = LLMCall(list(messages), None)
-            if self._events is not None:
-                self._events.llm_calls.append(call)
-            try:
-                response = original(*args, **kwargs)
-            except Exception as exc:
-                call.error = f"{type(exc).__name__}: {exc}"
-                raise
-            call.response = response if isinstance(response, str) else json.dumps(response)
-            return response
-
-        return generate_response
 
     def _record_search(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def search(*args: Any, **kwargs: Any) -> Any:
@@ -123,22 +105,6 @@ class Mem0V1(Instrumented):
             return result
 
         return change
-
-    def _traced_add(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def add(messages: Any, *args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                self._events = _Events()
-                try:
-                    result = original(messages, *args, **kwargs)
-                    events = self._events
-                finally:
-                    self._events = None
-                # infer=False adds and procedural memories (memory_type) are not traced
-                if kwargs.get("infer", True) and kwargs.get("memory_type") is None and tracing():
-                    self._write_add(messages, events, result)
-                return result
-
-        return add
 
     def _traced_search(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def search(query: str, *args: Any, **kwargs: Any) -> Any:

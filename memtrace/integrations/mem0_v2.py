@@ -36,12 +36,17 @@ spaCy) and whether a reranker reordered them, in the op's metadata. ``update()``
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from memtrace.integrations.mem0 import Instrumented, LLMCall, memory_value, parse_json, tracing
+from memtrace.integrations.mem0 import (
+    Events,
+    Instrumented,
+    memory_value,
+    parse_json,
+    tracing,
+)
 from memtrace.tracing import Registered, delete, mutation, operation, read, variable
 
 EXTRACTION_PROMPT = Registered("additive-extraction-prompt", category="prompt")
@@ -58,13 +63,12 @@ class _Found:
 
 
 @dataclass
-class _Events:
+class _Events(Events):
     """What one ``add()`` or ``search()`` did, in order."""
 
     recent: list[dict[str, Any]] | None = None
     searches: list[list[_Found]] = field(default_factory=list)
     keyword: list[list[_Found]] = field(default_factory=list)
-    llm_calls: list[LLMCall] = field(default_factory=list)
     inserted: list[_Found] = field(default_factory=list)
     history_rows: int = 0
     embedding_calls: int = 0
@@ -72,7 +76,7 @@ class _Events:
     reranked: bool = False
 
 
-class Mem0V2(Instrumented):
+class Mem0V2(Instrumented[_Events]):
     """mem0ai 2.x: additive extraction, MD5 de-duplication, hybrid search."""
 
     version_range: ClassVar[str] = "mem0ai>=2.0,<2.3 (additive extraction, hybrid search)"
@@ -96,8 +100,10 @@ class Mem0V2(Instrumented):
 
     def __init__(self, memory: Any) -> None:
         super().__init__(memory)
-        self._events: _Events | None = None
         self._embedding_depth = 0  # embed_batch may loop over embed: count the outer call
+
+    def new_events(self) -> _Events:
+        return _Events()
 
     def wrap(self) -> None:
         memory = self.memory
@@ -128,22 +134,6 @@ class Mem0V2(Instrumented):
         return result
 
     # -- the wrappers: they only record ------------------------------------------------------
-
-    def _record_llm(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def generate_response(*args: Any, **kwargs: Any) -> Any:
-            if self._events is None:
-                return original(*args, **kwargs)
-            call = LLMCall(list(kwargs.get("messages", args[0] if args else [])), None)
-            self._events.llm_calls.append(call)
-            try:
-                response = original(*args, **kwargs)
-            except Exception as exc:
-                call.error = f"{type(exc).__name__}: {exc}"
-                raise
-            call.response = response if isinstance(response, str) else json.dumps(response)
-            return response
-
-        return generate_response
 
     def _count_embedding(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def embed(*args: Any, **kwargs: Any) -> Any:
@@ -219,21 +209,6 @@ class Mem0V2(Instrumented):
         return rerank
 
     # -- the traced public methods ------------------------------------------------------------
-
-    def _traced_add(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def add(messages: Any, *args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                self._events = events = _Events()
-                try:
-                    result = original(messages, *args, **kwargs)
-                finally:
-                    self._events = None
-                # infer=False adds and procedural memories (memory_type) are not traced
-                if kwargs.get("infer", True) and kwargs.get("memory_type") is None and tracing():
-                    self._write_add(messages, events, result)
-                return result
-
-        return add
 
     def _traced_search(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def search(query: str, *args: Any, **kwargs: Any) -> Any:

@@ -111,7 +111,7 @@ class Mem0LibSystem(System):
         self.memory = self.memory_class.from_config(
             memory_config(self.settings, folder, "memtrace")
         )
-        self.traced: Instrumented = instrument(self.memory)
+        self.traced: Instrumented[Any] = instrument(self.memory)
 
     def ingest(self, turn: Turn, date: str, message: Var) -> None:
         self.user = self.run_state.sample_id or "locomo"
