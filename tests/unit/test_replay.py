@@ -264,9 +264,13 @@ def test_a_system_without_replay_steps_is_refused(tmp_path: Path) -> None:
     path = next(tmp_path.glob("*.jsonl"))
     head, *rest = path.read_text(encoding="utf-8").splitlines()
     record = json.loads(head)
-    record["system"] = "mem0-lib"  # the real Mem0 library: memtrace cannot re-run it alone
+    record["system"] = "my-own-system"  # memtrace cannot re-run a system it does not know
     path.write_text("\n".join([json.dumps(record), *rest]) + "\n", encoding="utf-8")
-    with pytest.raises(NotReplayableError, match=r"'mem0-lib'.*memtrace\.replay\.hook"):
+    with pytest.raises(NotReplayableError, match=r"'my-own-system'.*memtrace\.replay\.hook"):
+        read_native(path)
+    record["system"] = "mem0-lib"  # a trace without recorded model calls (mem0ai 2.x)
+    path.write_text("\n".join([json.dumps(record), *rest]) + "\n", encoding="utf-8")
+    with pytest.raises(NotReplayableError, match=r"'mem0-lib' records no model calls"):
         read_native(path)
 
 
