@@ -114,6 +114,7 @@ class Instrumented(Generic[E]):
         self.written: list[tuple[str, str]] = []  # (name, op id) the last traced add() wrote
         self._inputs: tuple[Var, ...] = ()
         self._query: Var | None = None
+        self._inside: Callable[[], None] | None = None
         self._lock = threading.Lock()  # one add() / search() at a time per memory
         self._events: E | None = None  # of the add() / search() under way
 
@@ -127,13 +128,14 @@ class Instrumented(Generic[E]):
             self._inputs = ()
 
     @contextmanager
-    def query(self, var: Var) -> Iterator[None]:
-        """The question variable the next ``search()`` calls read."""
-        self._query = var
+    def query(self, var: Var, inside: Callable[[], None] | None = None) -> Iterator[None]:
+        """The question variable the next ``search()`` calls read; ``inside`` is called within
+        each of their operations (e.g. to mark the parameters the search reads)."""
+        self._query, self._inside = var, inside
         try:
             yield
         finally:
-            self._query = None
+            self._query, self._inside = None, None
 
     def similar(self) -> list[tuple[str, str]]:
         """The memories (id, text) the similarity searches of the ``add()`` under way found, in
@@ -242,6 +244,8 @@ class Instrumented(Generic[E]):
                 "mem0-query", query, category="message & query", class_name="query"
             )
             read(query_var)
+            if self._inside is not None:
+                self._inside()
             found = [self._memory_var(str(i["id"]), str(i["memory"])) for i in items]
             read(*found)
             context = variable(

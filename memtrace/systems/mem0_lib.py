@@ -50,6 +50,7 @@ from memtrace.settings import LLMSettings, Settings
 from memtrace.systems.base import System, evidence_facts, op_id, with_evidence
 from memtrace.systems.core import Item, Loss
 from memtrace.systems.locomo import Question, Turn
+from memtrace.systems.params import use
 from memtrace.systems.text import content, sentences
 from memtrace.tracing import OFF, Var
 
@@ -218,7 +219,8 @@ class Mem0LibSystem(System):
         return uuid.uuid5(ID_NAMESPACE, f"{self.user}:{self.created}")
 
     def retrieve(self, query: Var, question: Question, case_id: str) -> tuple[list[Item], Var, str]:
-        with self.traced.query(query):
+        # top_k is a parameter of the search, as in the reference mem0 (a replay reads it back)
+        with self.traced.query(query, lambda: use(self.params, "top_k")):
             found = self.traced.search(question.text, user_id=self.user, top_k=self.params.top_k)
         search = self.traced.last_search
         memories = self.traced.memories  # empty while tracing is off

@@ -33,6 +33,7 @@ from memtrace.replay import Replayer, make_replayer, read_native
 from memtrace.settings import load_settings
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.mem0_lib import import_mem0, memory_config
+from memtrace.systems.params import Params
 from memtrace.systems.registry import make_backend, make_system
 from memtrace.systems.runner import run_conversation
 from memtrace.tracing import SimClock, trace, variable
@@ -219,9 +220,12 @@ def test_a_broken_pinned_range_assumption_is_a_clear_error(
 # -- replays: the real Mem0 re-run with operations repaired ---------------------------------
 
 
-def traced_run(tmp_path: Path) -> tuple[Path, dict[str, tuple[bool, str]]]:
+def traced_run(
+    tmp_path: Path, params: Params | None = None
+) -> tuple[Path, dict[str, tuple[bool, str]]]:
     """Conversation 1 of the sample, run and traced (no database): the trace and the answers."""
-    system = make_system("mem0-lib", make_backend("offline"), settings=load_settings())
+    settings = load_settings()
+    system = make_system("mem0-lib", make_backend("offline"), params=params, settings=settings)
     run, path = run_conversation(system, load_locomo(SAMPLE_PATH)[0], tmp_path, clock=SimClock())
     assert path is not None
     return path, {r.case_id: (r.passed, r.prediction) for r in run.results}
@@ -231,7 +235,7 @@ def test_a_replay_without_repairs_reproduces_every_answer_from_the_trace(
     endpoint: Mem0Replies, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     endpoint.drop.add("5k race")  # a failing case or two among the passing ones
-    path, answers = traced_run(tmp_path)
+    path, answers = traced_run(tmp_path, Params(top_k=3))  # the replay reads top_k back
     before = path.read_bytes()
     ops = [json.loads(line) for line in before.decode().splitlines()]
     recorded = [o for o in ops if (o.get("metadata") or {}).get("llm_request")]
@@ -240,7 +244,9 @@ def test_a_replay_without_repairs_reproduces_every_answer_from_the_trace(
         "memory_system.update_memory_decision",
     }
     sent = len(fake_openai.chat_requests)
-    replayer = make_replayer(read_native(path), load_settings())
+    inputs = read_native(path)
+    assert inputs.params.top_k == 3
+    replayer = make_replayer(inputs, load_settings())
     again = {case: replayer.replay(case) for case in answers}
     assert {case: (r.passed, r.prediction) for case, r in again.items()} == answers
     assert False in {passed for passed, _ in answers.values()}
