@@ -158,8 +158,10 @@ MEMORY_IDS: Final = MemoryIds()
 
 
 def holds(sentence: str, text: str) -> bool:
-    """``text`` has every content word of ``sentence`` (a memory or fact holding evidence)."""
-    return set(content(sentence)) <= set(content(text))
+    """``text`` has every content word of ``sentence`` (a memory or fact holding evidence); a
+    sentence without content words is held by nothing (else every memory would hold it)."""
+    words = set(content(sentence))
+    return bool(words) and words <= set(content(text))
 
 
 class Mem0LibSystem(System):
