@@ -23,8 +23,9 @@ Public API (kept stable; changes are noted here):
 
 * ``mem0-lib`` traces (the real Mem0 library, mem0ai 1.0.x; added after the first commit of
   this API) replay with ``make_replayer(inputs, settings)``, the settings naming the endpoint:
-  ``TraceInputs.recorded`` (request digest -> reply, from the ops' ``llm_request`` /
-  ``llm_reply`` metadata) answers every model call a repair did not change; the others, and
+  ``TraceInputs.recorded`` (request digest -> replies in execution order, from the ops'
+  ``llm_request`` / ``llm_reply`` metadata) answers every model call a repair did not change
+  (the n-th asking of a request gets the n-th reply); the others, and
   every embedding, go to the endpoint. Each repaired replay rebuilds Mem0's memory from the
   first session (``System.replay_snapshots``). A trace that recorded no calls is refused.
 

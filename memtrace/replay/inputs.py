@@ -64,9 +64,9 @@ class TraceInputs:
     faults: tuple[Fault, ...]
     cases: Mapping[str, RecordedCase]
     operations: Mapping[str, Signature]  # op id -> (name, written variable ids), as traced
-    # request digest -> reply of the model calls the operations recorded (metadata
-    # llm_request / llm_reply: mem0-lib's extraction and decision)
-    recorded: Mapping[str, str] = field(default_factory=dict)
+    # request digest -> the replies of the model calls the operations recorded, in execution
+    # order (metadata llm_request / llm_reply: mem0-lib's extraction and decision)
+    recorded: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def read_native(path: Path) -> TraceInputs:
@@ -145,14 +145,17 @@ def _inputs(items: list[dict[str, Any]], where: str) -> TraceInputs:
     )
 
 
-def _recorded(operations: list[dict[str, Any]]) -> dict[str, str]:
-    recorded = {}
-    for op in operations:
+def _recorded(operations: list[dict[str, Any]]) -> dict[str, tuple[str, ...]]:
+    """Request digest -> its replies in execution order (op ids number operations in the order
+    they started; the graph returns them in no order). A model may answer the same request
+    differently twice: a replay serves the n-th asking the n-th reply."""
+    recorded: dict[str, list[str]] = {}
+    for op in sorted(operations, key=lambda o: str(o.get("id"))):
         meta = op.get("metadata") or {}
         request, reply = meta.get("llm_request"), meta.get("llm_reply")
         if isinstance(request, str) and isinstance(reply, str):
-            recorded[request] = reply
-    return recorded
+            recorded.setdefault(request, []).append(reply)
+    return {request: tuple(replies) for request, replies in recorded.items()}
 
 
 def _conversation(

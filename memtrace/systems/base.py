@@ -116,12 +116,13 @@ class System(ABC):
         ranker: Ranker | None = None,
         settings: Settings | None = None,
         repair: Repair | None = None,
-        recorded: Mapping[str, str] | None = None,
+        recorded: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.backend = backend
         self.repair = repair  # an executed counterfactual (memtrace.replay); None: run as is
-        # the original run's model replies by request digest, for a replay of a system that
-        # calls a model itself (mem0-lib): a request no repair changed is answered from them
+        # the original run's model replies by request digest (in the order it got them), for a
+        # replay of a system that calls a model itself (mem0-lib): a request no repair changed
+        # is answered from them
         self.recorded = dict(recorded or {})
         self.current_step = ""
         self.settings = settings  # for systems that call an endpoint themselves (mem0-lib)

@@ -39,6 +39,7 @@ import os
 import tempfile
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -191,6 +192,7 @@ class Mem0LibSystem(System):
         self._turn: Turn | None = None  # the message being added
         self._calls = 0  # model calls of its add() so far
         self._facts: list[str] = []  # its extraction's facts
+        self._asked: Counter[str] = Counter()  # request digest -> times served from the trace
         # under the tracing wrappers: the trace records the replies Mem0 got
         self.memory.llm.generate_response = self._model(self.memory.llm.generate_response)
         self.traced: Instrumented[Any] = instrument(self.memory)
@@ -247,8 +249,12 @@ class Mem0LibSystem(System):
         def generate_response(*args: Any, **kwargs: Any) -> Any:
             messages = list(kwargs.get("messages", args[0] if args else []))
             options = {k: v for k, v in kwargs.items() if k != "messages"}
-            reply = self.recorded.get(request_digest(messages, options))
-            if reply is None:  # not in the trace, or its request changed: ask the model
+            digest = request_digest(messages, options)
+            replies = self.recorded.get(digest)
+            if replies:  # the n-th asking gets the n-th reply (the last once they run out)
+                reply: Any = replies[min(self._asked[digest], len(replies) - 1)]
+                self._asked[digest] += 1
+            else:  # not in the trace, or its request changed: ask the model
                 reply = original(*args, **kwargs)
             turn = self._turn
             stage = CALL_STEPS[self._calls] if turn and self._calls < len(CALL_STEPS) else ""

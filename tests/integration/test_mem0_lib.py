@@ -23,7 +23,7 @@ except importlib.metadata.PackageNotFoundError:
 if not MEM0_VERSION.startswith("1.0."):
     pytest.skip("needs mem0ai 1.0.x (memtrace[mem0-v1])", allow_module_level=True)
 
-from fake_openai import FakeOpenAI, Mem0Replies, fake_openai_fixture  # noqa: F401
+from fake_openai import FakeOpenAI, Mem0Replies, Reply, fake_openai_fixture  # noqa: F401
 
 from memtrace.admin import delete_trace
 from memtrace.cli import cli
@@ -255,6 +255,31 @@ def test_a_replay_without_repairs_reproduces_every_answer_from_the_trace(
         "extract:D1:3", "decide:D2:6", "add:D2:6", "search:locomo-qa-1-7",
     }  # fmt: skip
     assert path.read_bytes() == before  # a replay never writes the trace it replays
+
+
+def test_a_request_answered_differently_twice_replays_in_order(
+    endpoint: Mem0Replies, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """A model may answer the same request differently (the sample repeats its filler
+    messages): a replay serves the n-th asking the n-th recorded reply."""
+    asked: list[str] = []
+
+    def fickle(body: dict[str, Any]) -> Reply | None:
+        prompt = json.dumps(body["messages"])
+        if "Personal Information Organizer" in prompt and "Farid: Wow, good for you!" in prompt:
+            asked.append(prompt)
+            if len(asked) == 2:  # the second asking: no fact this time
+                return Reply(json.dumps({"facts": []}))
+        return endpoint(body)
+
+    fake_openai.responder = fickle
+    path, answers = traced_run(tmp_path)
+    assert len(asked) == 2 and asked[0] == asked[1]
+    sent = len(fake_openai.chat_requests)
+    replayer = make_replayer(read_native(path), load_settings())
+    again = {case: replayer.replay(case) for case in answers}
+    assert {case: (r.passed, r.prediction) for case, r in again.items()} == answers
+    assert len(fake_openai.chat_requests) == sent
 
 
 def step_op(replayer: Replayer, step: str) -> str:
