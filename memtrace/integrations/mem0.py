@@ -16,6 +16,11 @@ instance's shape (a clear error for anything else):
 - mem0ai 2.x (``mem0_v2.py``, extra ``memtrace[mem0]``): additive extraction (one LLM call that
   only adds), MD5 de-duplication, hybrid search (semantic, keyword, entity).
 
+For replays (``systems/mem0_lib.py``), 1.0.x's extraction and decision ops record their LLM
+call (metadata ``llm_request``: ``request_digest`` of it, ``llm_reply``), ``written`` names the
+ops the last traced ``add()`` wrote, ``similar()`` the memories its decision was shown and
+``all_memories(user)`` every memory of a user.
+
 Mem0 has no hooks, so the instance's collaborators are wrapped (never the classes); the
 wrappers only *record events*, and when ``add()`` / ``search()`` returns, the events are checked
 against the version's pipeline and written as operations. Events that do not fit raise

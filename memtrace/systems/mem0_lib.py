@@ -213,10 +213,8 @@ class Mem0LibSystem(System):
                 metadata={"dia_id": turn.dia_id, "date": date},
             )
         self._turn = None
-        for index, (name, op) in enumerate(self.traced.written):
-            kind = STEP_KINDS.get(name)
-            step = f"{kind}:{turn.dia_id}" if kind else f"{name}:{turn.dia_id}:{index}"
-            self.run_state.steps[op] = step
+        for name, op in self.traced.written:  # (1.0.x: 2.x names no steps yet)
+            self.run_state.steps[op] = f"{STEP_KINDS[name]}:{turn.dia_id}"
 
     def _memory_id(self) -> uuid.UUID:
         self.created += 1
