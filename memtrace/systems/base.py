@@ -100,6 +100,12 @@ class System(ABC):
     # optimizer moves those of them that have a range. A test checks them against a traced run.
     parameters: ClassVar[tuple[str, ...]] = ("answer_items", "judge_f1_threshold")
     answer_prompt = QUESTION_ANSWERING  # the prompt of the question-answering op
+    # A replay starts a repaired run at the session of its first repaired step from a deep copy
+    # of the memory before that session; a system whose memory lives outside Python objects
+    # (Mem0's vector store) is rebuilt from the first session instead.
+    replay_snapshots: ClassVar[bool] = True
+    # a system that calls a model itself replays only from a trace that recorded its calls
+    replay_needs_calls: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -110,9 +116,14 @@ class System(ABC):
         ranker: Ranker | None = None,
         settings: Settings | None = None,
         repair: Repair | None = None,
+        recorded: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.backend = backend
         self.repair = repair  # an executed counterfactual (memtrace.replay); None: run as is
+        # the original run's model replies by request digest (in the order it got them), for a
+        # replay of a system that calls a model itself (mem0-lib): a request no repair changed
+        # is answered from them
+        self.recorded = dict(recorded or {})
         self.current_step = ""
         self.settings = settings  # for systems that call an endpoint themselves (mem0-lib)
         self.ranker = ranker or BM25Ranker()
