@@ -4,7 +4,9 @@ Each round re-attributes the incumbent's failed train cases, routes the failure 
 prompts or parameters the blamed operations read, lets a proposer try candidates on the train
 split, and accepts the best one only if train accuracy rises and held-out accuracy (conversations
 never used for feedback or selection) does not drop. Every proposed candidate, accepted or not,
-is recorded in Neo4j (``LineageStore``) and in ``<out>/update_results.json``.
+is recorded in Neo4j (``LineageStore``) and in ``<out>/update_results.json``. An optional
+*test* split is only reported: the incumbent's accuracy on it at the start and after each round
+(``RoundSummary.test_after``), outside the budget and read by no decision.
 
 Unguided mode (the baseline) skips attribution and lets the proposer move everything. Routed by
 headroom (``route_by="headroom"``), each round also executes the what-if of the classes that have
@@ -101,6 +103,7 @@ class RoundSummary:
     budget_spent: int
     runs_made: int
     replays: int = 0  # what-if replays charged so far (part of budget_spent)
+    test_after: float | None = None  # the incumbent on the report-only test split
     llm_calls: int = 0  # so far, sent (cache hits are free)
     tokens_in: int = 0
     tokens_out: int = 0
@@ -240,7 +243,7 @@ def optimize(
         )
     train = evaluator.score(incumbent, "train").accuracy
     held = evaluator.score(incumbent, "heldout").accuracy
-    initial = {"train": train, "heldout": held}
+    initial = {"train": train, "heldout": held} | _reported(evaluator, incumbent)
     rounds: list[RoundSummary] = []
     updates: dict[str, dict[str, Any]] = {}
     stopped = "rounds done"
@@ -355,6 +358,7 @@ def optimize(
             budget_spent=evaluator.budget.spent,
             runs_made=evaluator.budget.runs_made,
             replays=evaluator.budget.replays,
+            test_after=_reported(evaluator, incumbent).get("test"),
             llm_calls=evaluator.llm_usage().calls,
             tokens_in=evaluator.llm_usage().tokens_in,
             tokens_out=evaluator.llm_usage().tokens_out,
@@ -372,7 +376,7 @@ def optimize(
         run_id=run_id,
         options=asdict(options),
         initial=initial,
-        final={"train": train, "heldout": held},
+        final={"train": train, "heldout": held} | _reported(evaluator, incumbent),
         rounds=rounds,
         config=incumbent,
         budget_spent=evaluator.budget.spent,
@@ -398,6 +402,12 @@ def optimize(
             },
         )
     return result
+
+
+def _reported(evaluator: Evaluator, incumbent: SystemConfig) -> dict[str, float]:
+    """``{"test": accuracy}`` when the evaluator has a test split (reported, never decided by)."""
+    score = evaluator.report(incumbent)
+    return {} if score is None else {"test": score.accuracy}
 
 
 def _write(path: Path, data: Any) -> None:
