@@ -155,6 +155,12 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument(
+        "--run-prefix",
+        default="bench",
+        help="Of the optimization and attribution run ids in Neo4j; a new experiment needs a "
+        "new one (an attribution run id reused over other traces would mix their cases).",
+    )
+    parser.add_argument(
         "--summarize",
         type=Path,
         nargs="+",
@@ -187,7 +193,7 @@ def main() -> None:
                     started = time.perf_counter()
                     options = OptimizeOptions(
                         system,
-                        f"bench-{system}-{variant}-s{seed}",
+                        f"{args.run_prefix}-{system}-{variant}-s{seed}",
                         rounds=args.rounds,
                         trials=args.trials,
                         budget=budget,
