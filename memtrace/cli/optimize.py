@@ -35,8 +35,13 @@ def _numbers(text: str, what: str) -> tuple[str, ...]:
     default=None,
     help="LoCoMo-format JSON [default: the generated sample shipped with memtrace].",
 )
-@click.option("--train", required=True, help="Conversations for feedback, e.g. 2,9.")
-@click.option("--heldout", required=True, help="Conversations for acceptance only, e.g. 1,3,4.")
+@click.option("--train", required=True, help="Conversations for feedback, e.g. 1,2,3.")
+@click.option("--heldout", required=True, help="Conversations for acceptance only, e.g. 4,5,6.")
+@click.option(
+    "--test",
+    help="Conversations only reported on (the incumbent after each round, outside the budget, "
+    "read by no decision), e.g. 7,8,9,10.",
+)
 @click.option("--sessions", help="Comma-separated session numbers to replay.")
 @click.option("--questions", type=int, help="The first N questions per conversation.")
 @click.option(
@@ -110,6 +115,7 @@ def _run(
     data: Path | None,
     train: str,
     heldout: str,
+    test: str | None,
     sessions: str | None,
     questions: int | None,
     mode: str,
@@ -137,6 +143,11 @@ def _run(
     path = data or SAMPLE_PATH
     train_convs = load_locomo(path, parse_subset(",".join(train_ids), sessions, questions))
     held_convs = load_locomo(path, parse_subset(",".join(held_ids), sessions, questions))
+    test_convs = (
+        load_locomo(path, parse_subset(",".join(_numbers(test, "--test")), sessions, questions))
+        if test
+        else []
+    )
     base = read_config(prompts_file, params_file)
     options = OptimizeOptions(
         system,
@@ -170,7 +181,15 @@ def _run(
                     progress.console.print(f"  {cls['system']}/{cls['op_name']}: {cls['why_not']}")
 
         result = optimize_system(
-            options, settings, train_convs, held_convs, out, db, base=base, on_round=on_round
+            options,
+            settings,
+            train_convs,
+            held_convs,
+            out,
+            db,
+            base=base,
+            on_round=on_round,
+            test=test_convs,
         )
     if as_json:
         click.echo(json.dumps(result.as_dict(), allow_nan=False))
@@ -178,7 +197,7 @@ def _run(
     table = Table(title=f"{result.run_id}: accuracy ({result.stopped})")
     for column in ("split", "initial", "final"):
         table.add_column(column, justify="left" if column == "split" else "right")
-    for split in ("train", "heldout"):
+    for split in result.final:  # train, heldout and, when given, test
         table.add_row(split, f"{result.initial[split]:.1%}", f"{result.final[split]:.1%}")
     console.print(table)
     console.print(

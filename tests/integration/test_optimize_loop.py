@@ -207,7 +207,7 @@ def test_cli_optimize_writes_files_memtrace_run_reads_and_resumes(
     args = [
         "optimize", "mem0", "--data", str(shared_data / "locomo" / "locomo10.json"),
         "--sessions", "1,2,3,4", "--questions", "20",
-        "--train", "2", "--heldout", "1,3", "--rounds", "1", "--trials", "3",
+        "--train", "2", "--heldout", "1,3", "--test", "4", "--rounds", "1", "--trials", "3",
         "--budget", "30", "--params", str(out / "base.toml"), "--out", str(out / "run"),
         "--run-id", run_id, "--max-cases", "100", "--json",
     ]  # fmt: skip
@@ -217,6 +217,12 @@ def test_cli_optimize_writes_files_memtrace_run_reads_and_resumes(
     summary = json.loads(first.stdout)
     assert summary["final"]["heldout"] >= summary["initial"]["heldout"]
     assert "top_k" in summary["rounds"][0]["targets"]
+    # the test split is reported after the round, and is not in the budget (1 + 2 runs initially)
+    assert 0 <= summary["initial"]["test"] <= 1 and summary["rounds"][0]["test_after"] is not None
+    assert summary["budget_spent"] == 3 + sum(
+        (1 + len(r["trials"]) + (r["candidate"]["heldout"] is not None) * 2)
+        for r in summary["rounds"]
+    )
     again = runner.invoke(cli, args)
     assert again.exit_code == 0, again.output
     resumed = json.loads(again.stdout)
