@@ -14,7 +14,7 @@ proposal, selection or acceptance reads it.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -94,13 +94,13 @@ class Evaluator:
         self,
         system: str,
         backend: Backend,
-        splits: dict[str, Sequence[Conversation]],
+        splits: Mapping[str, Sequence[Conversation]],
         budget: Budget,
         cache_path: Path,
     ) -> None:
         self.system = system
         self.backend = backend
-        self.splits = splits
+        self.splits = dict(splits)
         self.budget = budget
         self.cache_path = cache_path
         self._cache: dict[tuple[str, str], Score] = {}
