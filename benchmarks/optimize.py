@@ -20,7 +20,9 @@ seeded), rounds until the budget is spent:
       traces (memtrace.patterns.headroom); only the parameters of classes whose repair rescues
       answers are searched; the replays are charged to the budget;
   (d) unguided: the same search over every parameter with a search range, no attribution.
-Extra variants: counts-major (classes with >= 10% of the failures), counts-largest (the largest).
+Extra variants: headroom-precise (as headroom, but a repaired search keeps only the results
+holding the evidence: the oracle of a precise retrieval, which a smaller top_k moves towards),
+counts-major (classes with >= 10% of the failures), counts-largest (the largest).
 Every variant accepts a candidate only if train accuracy rises and held-out does not drop.
 
 Per run: final test and held-out accuracy, and both of the incumbent after 25%, 50% and 100% of
@@ -56,6 +58,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "counts": {"guided": True},
     "headroom": {"guided": True, "route_by": "headroom"},
     "unguided": {"guided": False},
+    "headroom-precise": {"guided": True, "route_by": "headroom", "search_repair": "precise"},
     "counts-major": {"guided": True, "min_share": 0.1},
     "counts-largest": {"guided": True, "focus": 1},
 }

@@ -62,6 +62,14 @@ def _numbers(text: str, what: str) -> tuple[str, ...]:
     "blamed operations repaired and route only to classes whose repair rescues answers "
     "(replays count against --budget, one system run per conversation re-run).",
 )
+@click.option(
+    "--search-repair",
+    type=click.Choice(["same-size", "precise"]),
+    default="same-size",
+    show_default=True,
+    help="Routed by headroom, what a repaired search returns: its own number of results with "
+    "the evidence among them, or only the results holding the evidence (no distractors).",
+)
 @click.option("--rounds", type=int, default=3, show_default=True)
 @click.option("--trials", type=int, default=6, show_default=True, help="Candidates per round.")
 @click.option(
@@ -121,6 +129,7 @@ def _run(
     mode: str,
     unguided: bool,
     route_by: str,
+    search_repair: str,
     rounds: int,
     trials: int,
     budget: int,
@@ -162,6 +171,7 @@ def _run(
         min_share=min_share,
         max_cases=max_cases,
         route_by="headroom" if route_by == "headroom" else "cases",
+        search_repair="precise" if search_repair == "precise" else "same-size",
     )
     console = make_console(stderr=as_json)
     with (

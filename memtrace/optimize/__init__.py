@@ -183,6 +183,7 @@ def run_optimization(
             seed=options.seed,
             cache=classes_cache,
             replayer=replayer,
+            precise_search=options.search_repair == "precise",
         )
     return optimize(
         options,

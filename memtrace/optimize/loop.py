@@ -25,7 +25,14 @@ from typing import Any, Protocol, runtime_checkable
 import pandas as pd
 
 from memtrace.errors import ConfigError
-from memtrace.optimize.routing import TUNABLE_PROMPTS, Mode, RouteBy, Routing, route
+from memtrace.optimize.routing import (
+    TUNABLE_PROMPTS,
+    Mode,
+    RouteBy,
+    Routing,
+    SearchRepair,
+    route,
+)
 from memtrace.optimize.scoring import Evaluator, OutOfBudget, Score
 from memtrace.optimize.store import LineageStore
 from memtrace.patterns.classes import class_key
@@ -71,6 +78,9 @@ class OptimizeOptions:
     min_share: float = 0.0  # ... and only to classes holding this share of the failures
     max_cases: int = 60  # failed train cases attributed per round (a seeded sample)
     route_by: RouteBy = "cases"  # "headroom": by the executed what-if of each class
+    # routed by headroom, the oracle of a repaired search: "same-size" puts the evidence in
+    # the system's own number of results; "precise" keeps only the results holding it
+    search_repair: SearchRepair = "same-size"
 
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.trials < 1 or self.budget < 1:

@@ -197,6 +197,19 @@ def test_routed_by_headroom_the_replays_are_paid_and_recorded(
     )  # fmt: skip
     assert again.replays == result.replays
     LineageStore(db).delete(f"{run_id}-again")
+    # the precise search oracle measures other headroom: replayed anew, cached apart, paid
+    precise = run_optimization(
+        replace(options, run_id=f"{run_id}-precise", search_repair="precise"), [convs[2]],
+        [convs[1], convs[3]], out / "precise", backend=OfflineBackend(), db=db, base=STARVED,
+        classes_cache=out / "classes",
+    )  # fmt: skip
+    LineageStore(db).delete(f"{run_id}-precise")
+    assert precise.replays >= 1 and list((out / "classes").glob("*.headroom.precise.json"))
+    by_key = {c["op_name"]: c for c in precise.rounds[0].classes}
+    same = {c["op_name"]: c for c in first.classes}
+    search = "memory_system.search_vector_store"
+    # the oracle that drops distractors rescues at least as many
+    assert by_key[search]["rescued"] >= same[search]["rescued"] >= 0
 
 
 def test_cli_optimize_writes_files_memtrace_run_reads_and_resumes(
