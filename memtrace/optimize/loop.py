@@ -398,6 +398,12 @@ def optimize(
     _write(out / "update_results.json", updates)
     _write(out / "summary.json", result.as_dict())
     if store is not None:
+        # the report-only test split, when there is one
+        tested = {
+            f"{when}_test": acc["test"]
+            for when, acc in (("initial", initial), ("final", result.final))
+            if "test" in acc
+        }
         store.finish(
             run_id,
             {
@@ -405,6 +411,7 @@ def optimize(
                 "initial_heldout": initial["heldout"],
                 "final_train": train,
                 "final_heldout": held,
+                **tested,
                 "budget_spent": evaluator.budget.spent,
                 "replays": evaluator.budget.replays,
                 "stopped": stopped,

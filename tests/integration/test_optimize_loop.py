@@ -236,6 +236,14 @@ def test_cli_optimize_writes_files_memtrace_run_reads_and_resumes(
         (1 + len(r["trials"]) + (r["candidate"]["heldout"] is not None) * 2)
         for r in summary["rounds"]
     )
+    (stored,) = db.run(
+        "MATCH (r:OptimizationRun {id: $r}) RETURN r.final_test AS test, r.final_heldout AS held",
+        r=run_id,
+    )
+    assert (stored["test"], stored["held"]) == (
+        summary["final"]["test"],
+        summary["final"]["heldout"],
+    )
     again = runner.invoke(cli, args)
     assert again.exit_code == 0, again.output
     resumed = json.loads(again.stdout)
