@@ -59,10 +59,15 @@ def session_date(date_time: str) -> str:
 T = TypeVar("T")
 
 
-def with_evidence(top: list[T], extra: Sequence[T], holds: Callable[[T], bool]) -> list[T]:
+def with_evidence(
+    top: list[T], extra: Sequence[T], holds: Callable[[T], bool], *, precise: bool = False
+) -> list[T]:
     """A repaired search's results: ``top`` with each of ``extra`` in the place of the
     lowest-ranked item that holds no evidence, so the answer sees as many items as the system
-    gives it (appended when every item holds evidence)."""
+    gives it (appended when every item holds evidence). ``precise``: only the items holding
+    evidence, ranked ones first (as they were when none does: nothing to be precise about)."""
+    if precise:
+        return [i for i in [*top, *extra] if holds(i)] or list(top)
     kept = list(top)
     for item in extra:
         spare = [i for i, old in enumerate(kept) if not holds(old)]
@@ -174,6 +179,11 @@ class System(ABC):
 
     def repair_sources(self) -> frozenset[str]:
         return self.repair.sources if self.repair is not None else frozenset()
+
+    @property
+    def precise_search(self) -> bool:
+        """A repaired search keeps only what holds the evidence (``Repair.precise``)."""
+        return self.repair is not None and self.repair.precise
 
     def retrieval_fault(
         self,

@@ -259,6 +259,16 @@ def test_a_repaired_search_keeps_its_size() -> None:
     assert with_evidence(["e1"], ["e2"], lambda x: x in evidence) == ["e1", "e2"]
 
 
+def test_a_precise_repaired_search_keeps_only_the_evidence() -> None:
+    from memtrace.systems.base import with_evidence
+
+    evidence = {"e1", "e2"}
+    holds = evidence.__contains__
+    assert with_evidence(["a", "e1", "b"], ["e2"], holds, precise=True) == ["e1", "e2"]
+    # nothing holds the evidence: nothing to be precise about, the results stay
+    assert with_evidence(["a", "b"], [], holds, precise=True) == ["a", "b"]
+
+
 def test_a_system_without_replay_steps_is_refused(tmp_path: Path) -> None:
     traced(tmp_path, "mem0", LISBON)
     path = next(tmp_path.glob("*.jsonl"))
