@@ -79,16 +79,6 @@ def selection(graph: CaseGraph) -> Selection | None:
     return Selection(tuple(items), len(quoted))
 
 
-@dataclass(frozen=True)
-class Restored:
-    text: str
-    in_place: bool  # kept where it was (an update's repair), not a new search result
-
-
-def restored(graph: CaseGraph, trail: Trail) -> Restored:
-    return Restored(restored_text(graph, trail), trail.error_type == "UpdateError")
-
-
 def restored_text(graph: CaseGraph, trail: Trail) -> str:
     """What a repair would put back into the context for a lost trail: the line of a memory that
     held the sentence which holds most of it, else the sentence as its speaker said it."""
@@ -119,24 +109,11 @@ def _memory_text(value: str) -> str:
     return value
 
 
-def would_quote(found: Selection, question: str, restored: Sequence[Restored]) -> bool:
-    """Whether the answer step, with the restored items in its context where the repairs would
-    put them, would quote one (ties go to the earlier item, as ``_ranked`` breaks them).
-
-    A restored search result takes the place of the lowest-ranked result (a repaired search
-    keeps its size: the last item); a line a repaired update kept stays in its place in the
-    memory, older than what was added after it (before the context's items)."""
-    items = list(found.items)
-    ahead: list[frozenset[str]] = []
-    behind: list[frozenset[str]] = []
-    for item in restored:
-        if item.in_place:
-            ahead.append(content_words(item.text))
-        else:
-            if items:
-                items.pop()
-            behind.append(content_words(item.text))
-    ordered = [*ahead, *items, *behind]
-    new = set(range(len(ahead))) | set(range(len(ahead) + len(items), len(ordered)))
-    chosen = _ranked(ordered, content_words(question))[: found.quoted]
-    return any(i in new for i in chosen)
+def would_quote(found: Selection, question: str, restored: Sequence[str]) -> bool:
+    """Whether the answer step, with the restored items in its context, could quote one: one
+    scores at least as high as the last item it would quote. A tie counts as quoted: where the
+    repair puts the item decides it, and that is not in the trace."""
+    items = [*found.items, *(content_words(text) for text in restored)]
+    scores = _scores(items, content_words(question))
+    last = sorted(scores[: len(found.items)], reverse=True)[found.quoted - 1]
+    return any(score >= last for score in scores[len(found.items) :])

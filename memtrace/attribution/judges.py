@@ -17,8 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Protocol
 
-from memtrace.attribution.answer_model import Selection, selection, would_quote
-from memtrace.attribution.answer_model import restored as restored_item
+from memtrace.attribution.answer_model import Selection, restored_text, selection, would_quote
 from memtrace.attribution.model import Candidate, CaseGraph, Check, OperationView, Trail
 from memtrace.attribution.trails import Stale, stale_memories
 from memtrace.taxonomy import ErrorType
@@ -56,7 +55,7 @@ class CaseView:
         found = selection(self.graph) if lost else None
         if found is None:
             return None
-        restored = [restored_item(self.graph, trail) for trail in lost]
+        restored = [restored_text(self.graph, trail) for trail in lost]
         return None if would_quote(found, self.graph.anchor.question, restored) else found
 
     @property

@@ -281,6 +281,11 @@ def test_a_repaired_search_keeps_its_size() -> None:
     top = ["a", "e1", "b", "c"]
     assert with_evidence(top, ["e2"], lambda x: x in evidence) == ["a", "e1", "b", "e2"]
     assert with_evidence(["e1"], ["e2"], lambda x: x in evidence) == ["e1", "e2"]
+    # ordered by the search's own ranking: a planted fault dropped e2, ranked second
+    ranking = ["a", "e2", "e1", "b", "c"].index
+    assert with_evidence(top, ["e2"], lambda x: x in evidence, rank=ranking) == [
+        "a", "e2", "e1", "b"
+    ]  # fmt: skip
 
 
 def test_a_precise_repaired_search_keeps_only_the_evidence() -> None:
