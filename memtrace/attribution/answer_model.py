@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memtrace.attribution.dates import date_phrases, unglue_dates
 from memtrace.attribution.model import CaseGraph, Trail
 from memtrace.attribution.text import content_words, lines
 
@@ -79,9 +80,23 @@ def selection(graph: CaseGraph) -> Selection | None:
     return Selection(tuple(items), len(quoted))
 
 
+@dataclass(frozen=True)
+class Restored:
+    """What a repair would put back into the context for a lost trail."""
+
+    text: str
+    dates: tuple[str, ...]  # the day its message was said and the dates it refers to
+
+
+def restored(graph: CaseGraph, trail: Trail) -> Restored:
+    evidence = next((e for e in graph.evidence if e.id == trail.message_id), None)
+    day, relative = date_phrases(trail.key_sentence, evidence.said_on if evidence else None)
+    return Restored(restored_text(graph, trail), tuple(p for p in (day, *relative) if p))
+
+
 def restored_text(graph: CaseGraph, trail: Trail) -> str:
-    """What a repair would put back into the context for a lost trail: the line of a memory that
-    held the sentence which holds most of it, else the sentence as its speaker said it."""
+    """The line of a memory that held the sentence which holds most of it, else the sentence as
+    its speaker said it."""
     words = content_words(trail.key_sentence)
     holders = {m.id: m.value for m in graph.memories}
     candidates = [
@@ -109,11 +124,20 @@ def _memory_text(value: str) -> str:
     return value
 
 
-def would_quote(found: Selection, question: str, restored: Sequence[str]) -> bool:
-    """Whether the answer step, with the restored items in its context, could quote one: one
-    scores at least as high as the last item it would quote. A tie counts as quoted: where the
-    repair puts the item decides it, and that is not in the trace."""
-    items = [*found.items, *(content_words(text) for text in restored)]
+def rescues(found: Selection, question: str, restored: Sequence[Restored], gold: str) -> bool:
+    """Whether restoring the lost evidence could make the answer right: with the restored items
+    in its context, the step would quote one of them (a tie counts as quoted: where a repair puts
+    the item decides it, and that is not in the trace), and what it would quote then holds every
+    content word of the gold answer (the dates a restored message refers to count as said: an
+    answer step writes them out)."""
+    n = len(found.items)
+    items = [*found.items, *(content_words(r.text) for r in restored)]
     scores = _scores(items, content_words(question))
-    last = sorted(scores[: len(found.items)], reverse=True)[found.quoted - 1]
-    return any(score >= last for score in scores[len(found.items) :])
+    chosen = sorted(range(len(items)), key=lambda i: (-scores[i], i < n, i))[: found.quoted]
+    if all(i < n for i in chosen):
+        return False
+    said = set().union(*(items[i] for i in chosen))
+    for i in chosen:
+        if i >= n:
+            said |= content_words(" ".join(restored[i - n].dates))
+    return content_words(unglue_dates(gold)) <= said

@@ -212,5 +212,12 @@ def retrieved_evidence(
                 chosen.append(holders[0])
                 ranks[holders[0]] = item_top.index(holders[0]) + 1
     return tuple(
-        Evidence(i, texts[i], rank=ranks[i], speaker=(speakers or {}).get(i)) for i in chosen
+        Evidence(
+            i,
+            texts[i],
+            rank=ranks[i],
+            speaker=(speakers or {}).get(i),
+            said_on=(dates or {}).get(i),
+        )
+        for i in chosen
     )

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Protocol
 
-from memtrace.attribution.answer_model import Selection, restored_text, selection, would_quote
+from memtrace.attribution.answer_model import Selection, rescues, restored, selection
 from memtrace.attribution.model import Candidate, CaseGraph, Check, OperationView, Trail
 from memtrace.attribution.trails import Stale, stale_memories
 from memtrace.taxonomy import ErrorType
@@ -48,15 +48,20 @@ class CaseView:
 
     @cached_property
     def unquoted(self) -> Selection | None:
-        """Set when every lost trail is one the answer would not have used: its step quotes the
-        context items that best match the question (``answer_model``, checked on this case), and
-        none of what repairs would restore would be among them."""
+        """Set when restoring what was lost would not make the answer right: its step quotes the
+        context items that best match the question (``answer_model``, checked on this case),
+        and with the restored items those would still not hold the gold answer."""
         lost = self.lost
         found = selection(self.graph) if lost else None
         if found is None:
             return None
-        restored = [restored_text(self.graph, trail) for trail in lost]
-        return None if would_quote(found, self.graph.anchor.question, restored) else found
+        anchor = self.graph.anchor
+        back = [restored(self.graph, trail) for trail in lost]
+        return (
+            None
+            if rescues(found, anchor.question, back, " ".join(anchor.golden_answers))
+            else found
+        )
 
     @property
     def decisive_lost(self) -> list[Trail]:
@@ -156,6 +161,6 @@ class OfflineJudge:
 
 def _unquoted(found: Selection) -> str:
     return (
-        f"the answer quotes the {found.quoted} context item(s) that best match the question, "
-        "and what the lost evidence would restore would not be among them"
+        f"the answer quotes the {found.quoted} context item(s) that best match the question; "
+        "with what the lost evidence would restore, those would still not hold the gold answer"
     )

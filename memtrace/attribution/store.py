@@ -121,6 +121,7 @@ class AttributionStore:
                 message_text(row["value"]),
                 seq=int(row["seq"]),
                 speaker=message_speaker(row["value"]),
+                said_on=parse_date(message_timestamp(row["value"])),
             )
             for row in rows
         }

@@ -99,11 +99,11 @@ def test_retrieval_error_when_stored_but_not_retrieved() -> None:
     assert verdict(case) == ("search", "RetrievalError", "search", "RetrievalError")
 
 
-def extractive(context: list[str], quoted: list[str]) -> CaseGraph:
+def extractive(context: list[str], quoted: list[str], gold: str = "Pixel") -> CaseGraph:
     """The kitten case, stored but not retrieved, answered by quoting ``quoted`` of ``context``
     (a JSON list of dated lines, as the reference systems write it)."""
     prediction = " ".join(f"{line} (8 May 2023)" for line in quoted)
-    anchor = replace(ANCHOR, prediction=prediction)
+    anchor = replace(ANCHOR, prediction=prediction, golden_answers=(gold,))
     lines = json.dumps([f"[8 May 2023] {line}" for line in context])
     ctx = (("parameter:answer_items@1", str(len(quoted))), ("ctx0", lines))
     return CaseGraph(anchor, (MESSAGE,), flow(FACT), (memory("mem@1", 4, FACT),), ctx)
@@ -126,6 +126,13 @@ def test_lost_evidence_an_extractive_answer_would_have_quoted_stays_the_loss() -
     assert verdict(extractive(others, others)) == (
         "search", "RetrievalError", "search", "RetrievalError"
     )  # fmt: skip
+
+
+def test_lost_evidence_that_would_be_quoted_without_the_gold_answer_is_a_response_error() -> None:
+    # the lost fact would be quoted, but the gold answer says "tabby", which no item holds
+    others = ["Ann: I like tea.", "Ann: Rain again today."]
+    case = extractive(others, others, gold="a tabby kitten named Pixel")
+    assert verdict(case) == ("answer", "ResponseError", "answer", "ResponseError")
 
 
 def test_the_answer_model_is_not_trusted_where_it_does_not_explain_the_quotes() -> None:
