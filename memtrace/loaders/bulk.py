@@ -196,12 +196,15 @@ def _import_managed(
         _refuse_unless_empty(db, target.uri)  # again: the files took a while to write
     mark = time.perf_counter()
     options = manager.restart_options(layout)
-    manager.stop(layout)
+    # the import needs only the store: it runs while the server process ends its shutdown
+    pid = manager.release_store(layout)
     phases["stop"] = time.perf_counter() - mark
     try:
         phases["import"] = manager.import_full(layout, target.database, arguments).seconds
     finally:
         mark = time.perf_counter()
+        if pid is not None:
+            manager.wait_for_exit(layout, pid)
         manager.start(layout, options)
         phases["start"] = time.perf_counter() - mark
     mark = time.perf_counter()

@@ -178,7 +178,11 @@ def test_cli_start_warms_up_then_stop_then_status_says_stopped(tmp_path: Path) -
     state = layout.read_state()
     assert state is not None
     pid = state.pid
-    assert manager.stop(layout) == pid
+    assert pid is not None and manager.store_in_use(layout)
+    # what a bulk import waits for: the store closed (the process may still be shutting down)
+    assert manager.release_store(layout) == pid
+    assert not manager.store_in_use(layout)
+    manager.wait_for_exit(layout, pid)
     info = manager.status(layout)
     assert not info.running and info.pid is None
     assert manager.stop(layout) is None  # stopping a stopped server is harmless
