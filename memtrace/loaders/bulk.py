@@ -113,12 +113,12 @@ def _write_trace(
     )
     next_free = index.number_nodes(offset)
     source = record_source(plan.file, plan.format, options.labels)
-    files.node_rows(
-        plan.trace_id, offset, (row for node in index.nodes(source()) for row in node_rows(node))
-    )
-    files.relationship_rows(
-        row for linked in index.linked(source()) for row in relationship_rows(linked)
-    )
+    # one read of the file for both write passes: node ids are known before any node is written
+    for nodes, linked in index.nodes_and_linked(source()):
+        for node in nodes:
+            files.node_rows(plan.trace_id, offset, node_rows(node))
+        for record in linked:
+            files.relationship_rows(relationship_rows(record))
     files.relationship_rows(next_version_rows(index.next_versions()))
     return next_free
 
