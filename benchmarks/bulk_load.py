@@ -95,6 +95,12 @@ def load(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     return summary
 
 
+def import_phases(layout: ServerLayout) -> list[str]:
+    """The importer's own phase times (its log), to set against the JVM's start around them."""
+    text = (layout.logs / "import.log").read_text(encoding="utf-8", errors="replace")
+    return [line.strip() for line in text.splitlines() if "COMPLETED" in line or "DONE" in line]
+
+
 def empty_database(layout: ServerLayout) -> None:
     """Back to an empty database, quickly: stop, import nothing, start."""
     options = manager.restart_options(layout)
@@ -179,6 +185,7 @@ def main() -> None:
                 row["csv_writer"] = {"seconds": csv_s, "peak_rss_mb": csv_mb}
                 row["bulk"] = load(["--bulk", str(path)], env)
                 row["bulk"].pop("import_command")
+                row["import_log"] = import_phases(layout)
                 empty_database(layout)
                 row["bolt"] = load([str(path)], env)
                 empty_database(layout)
@@ -216,6 +223,7 @@ def print_table(results: list[dict[str, Any]]) -> None:
     for row in results:
         phases = ", ".join(f"{k} {v:.1f}" for k, v in row["bulk"]["phases"].items())
         print(f"{row['bulk']['elements']:,} elements, bulk phases (s): {phases}")
+        print(f"  neo4j-admin import: {'; '.join(row['import_log'])}")
 
 
 if __name__ == "__main__":
