@@ -238,6 +238,7 @@ class Mem0Replies:
 
     def __init__(self) -> None:
         self.drop: set[str] = set()
+        self.ignore: set[str] = set()
         self.delete: dict[str, str] = {}
         self.overwrite: dict[str, str] = {}
         self.added = 0
@@ -284,7 +285,12 @@ class Mem0Replies:
             ]
             self.planted += planted
             actions += planted
-            if fact not in known and not any(a["event"] == "UPDATE" for a in planted):
+            let_go = any(i in fact for i in self.ignore)
+            if (
+                fact not in known
+                and not let_go
+                and not any(a["event"] == "UPDATE" for a in planted)
+            ):
                 self.added += 1
                 actions.append({"id": f"new-{self.added}", "text": fact, "event": "ADD"})
         return actions

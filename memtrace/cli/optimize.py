@@ -35,8 +35,13 @@ def _numbers(text: str, what: str) -> tuple[str, ...]:
     default=None,
     help="LoCoMo-format JSON [default: the generated sample shipped with memtrace].",
 )
-@click.option("--train", required=True, help="Conversations for feedback, e.g. 2,9.")
-@click.option("--heldout", required=True, help="Conversations for acceptance only, e.g. 1,3,4.")
+@click.option("--train", required=True, help="Conversations for feedback, e.g. 1,2,3.")
+@click.option("--heldout", required=True, help="Conversations for acceptance only, e.g. 4,5,6.")
+@click.option(
+    "--test",
+    help="Conversations only reported on (the incumbent after each round, outside the budget, "
+    "read by no decision), e.g. 7,8,9,10.",
+)
 @click.option("--sessions", help="Comma-separated session numbers to replay.")
 @click.option("--questions", type=int, help="The first N questions per conversation.")
 @click.option(
@@ -56,6 +61,14 @@ def _numbers(text: str, what: str) -> tuple[str, ...]:
     help="Rank failure classes by their cases, or by headroom: replay each class with its "
     "blamed operations repaired and route only to classes whose repair rescues answers "
     "(replays count against --budget, one system run per conversation re-run).",
+)
+@click.option(
+    "--search-repair",
+    type=click.Choice(["same-size", "precise"]),
+    default="same-size",
+    show_default=True,
+    help="Routed by headroom, what a repaired search returns: its own number of results with "
+    "the evidence among them, or only the results holding the evidence (no distractors).",
 )
 @click.option("--rounds", type=int, default=3, show_default=True)
 @click.option("--trials", type=int, default=6, show_default=True, help="Candidates per round.")
@@ -110,11 +123,13 @@ def _run(
     data: Path | None,
     train: str,
     heldout: str,
+    test: str | None,
     sessions: str | None,
     questions: int | None,
     mode: str,
     unguided: bool,
     route_by: str,
+    search_repair: str,
     rounds: int,
     trials: int,
     budget: int,
@@ -137,6 +152,11 @@ def _run(
     path = data or SAMPLE_PATH
     train_convs = load_locomo(path, parse_subset(",".join(train_ids), sessions, questions))
     held_convs = load_locomo(path, parse_subset(",".join(held_ids), sessions, questions))
+    test_convs = (
+        load_locomo(path, parse_subset(",".join(_numbers(test, "--test")), sessions, questions))
+        if test
+        else []
+    )
     base = read_config(prompts_file, params_file)
     options = OptimizeOptions(
         system,
@@ -151,6 +171,7 @@ def _run(
         min_share=min_share,
         max_cases=max_cases,
         route_by="headroom" if route_by == "headroom" else "cases",
+        search_repair="precise" if search_repair == "precise" else "same-size",
     )
     console = make_console(stderr=as_json)
     with (
@@ -170,7 +191,15 @@ def _run(
                     progress.console.print(f"  {cls['system']}/{cls['op_name']}: {cls['why_not']}")
 
         result = optimize_system(
-            options, settings, train_convs, held_convs, out, db, base=base, on_round=on_round
+            options,
+            settings,
+            train_convs,
+            held_convs,
+            out,
+            db,
+            base=base,
+            on_round=on_round,
+            test=test_convs,
         )
     if as_json:
         click.echo(json.dumps(result.as_dict(), allow_nan=False))
@@ -178,7 +207,7 @@ def _run(
     table = Table(title=f"{result.run_id}: accuracy ({result.stopped})")
     for column in ("split", "initial", "final"):
         table.add_column(column, justify="left" if column == "split" else "right")
-    for split in ("train", "heldout"):
+    for split in result.final:  # train, heldout and, when given, test
         table.add_row(split, f"{result.initial[split]:.1%}", f"{result.final[split]:.1%}")
     console.print(table)
     console.print(

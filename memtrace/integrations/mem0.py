@@ -16,6 +16,11 @@ instance's shape (a clear error for anything else):
 - mem0ai 2.x (``mem0_v2.py``, extra ``memtrace[mem0]``): additive extraction (one LLM call that
   only adds), MD5 de-duplication, hybrid search (semantic, keyword, entity).
 
+For replays (``systems/mem0_lib.py``), 1.0.x's extraction and decision ops record their LLM
+call (metadata ``llm_request``: ``request_digest`` of it, ``llm_reply``), ``written`` names the
+ops the last traced ``add()`` wrote, ``similar()`` the memories its decision was shown and
+``all_memories(user)`` every memory of a user.
+
 Mem0 has no hooks, so the instance's collaborators are wrapped (never the classes); the
 wrappers only *record events*, and when ``add()`` / ``search()`` returns, the events are checked
 against the version's pipeline and written as operations. Events that do not fit raise
@@ -24,6 +29,7 @@ against the version's pipeline and written as operations. Events that do not fit
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -40,6 +46,7 @@ from memtrace.tracing.api import current_operation
 # version ranges tested, [low, high), with the module that traces each
 RANGES: Final = (((1, 0, 11), (1, 1, 0), "mem0_v1"), ((2, 0, 0), (2, 3, 0), "mem0_v2"))
 SUPPORTED_TEXT: Final = "mem0ai>=1.0.11,<1.1 or mem0ai>=2.0,<2.3"
+ALL_MEMORIES: Final = 100_000  # the page size of all_memories (Mem0's own default is 100)
 
 
 class Mem0InstrumentationError(MemtraceError):
@@ -62,6 +69,18 @@ class LLMCall:
     messages: list[dict[str, Any]]
     response: str | None
     error: str | None = None
+    request: str = ""  # request_digest of the call
+
+    def metadata(self) -> dict[str, str | None]:
+        """What the operation made by this call records of it: the request's digest and the
+        reply, so that a replay can serve a request no repair changed (``systems/mem0_lib.py``)."""
+        return {"llm_request": self.request, "llm_reply": self.response}
+
+
+def request_digest(messages: Any, options: dict[str, Any]) -> str:
+    """The identity of one call of Mem0's LLM: its messages and options (``response_format``)."""
+    text = json.dumps({"messages": messages, **options}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -78,6 +97,7 @@ class Events:
     wrappers, possibly from Mem0's worker threads."""
 
     llm_calls: list[LLMCall] = field(default_factory=list)
+    found: dict[str, str] = field(default_factory=dict)  # memory id -> text, from searches
 
 
 E = TypeVar("E", bound=Events)
@@ -88,14 +108,18 @@ class Instrumented(Generic[E]):
 
     version_range: ClassVar[str]
     needed: ClassVar[tuple[str, ...]]  # dotted attributes of the Memory that must be callable
+    # its operations record their model call (``LLMCall.metadata``), which a replay serves
+    records_calls: ClassVar[bool] = False
 
     def __init__(self, memory: Any) -> None:
         self.memory = memory
         self.memories: dict[str, Var] = {}  # Mem0 memory id -> its latest variable
         self.added = 0
         self.last_search: SearchResult | None = None
+        self.written: list[tuple[str, str]] = []  # (name, op id) the last traced add() wrote
         self._inputs: tuple[Var, ...] = ()
         self._query: Var | None = None
+        self._inside: Callable[[], None] | None = None
         self._lock = threading.Lock()  # one add() / search() at a time per memory
         self._events: E | None = None  # of the add() / search() under way
 
@@ -109,13 +133,19 @@ class Instrumented(Generic[E]):
             self._inputs = ()
 
     @contextmanager
-    def query(self, var: Var) -> Iterator[None]:
-        """The question variable the next ``search()`` calls read."""
-        self._query = var
+    def query(self, var: Var, inside: Callable[[], None] | None = None) -> Iterator[None]:
+        """The question variable the next ``search()`` calls read; ``inside`` is called within
+        each of their operations (e.g. to mark the parameters the search reads)."""
+        self._query, self._inside = var, inside
         try:
             yield
         finally:
-            self._query = None
+            self._query, self._inside = None, None
+
+    def similar(self) -> list[tuple[str, str]]:
+        """The memories (id, text) the similarity searches of the ``add()`` under way found, in
+        the order Mem0 numbers them (``"0"``, ``"1"``, ...) in its update prompt."""
+        return list(self._events.found.items()) if self._events is not None else []
 
     def wrap(self) -> None:
         """Install the wrappers on the Memory's collaborators."""
@@ -123,6 +153,10 @@ class Instrumented(Generic[E]):
 
     def search(self, query: str, *, user_id: str, top_k: int) -> dict[str, Any]:
         """``memory.search`` for one user's memories, in the installed version's API."""
+        raise NotImplementedError
+
+    def all_memories(self, user_id: str) -> list[dict[str, Any]]:
+        """Every memory of one user (``{"id", "memory", ...}``), in the installed version's API."""
         raise NotImplementedError
 
     def new_events(self) -> E:
@@ -137,7 +171,9 @@ class Instrumented(Generic[E]):
         def generate_response(*args: Any, **kwargs: Any) -> Any:
             if self._events is None:
                 return original(*args, **kwargs)
-            call = LLMCall(list(kwargs.get("messages", args[0] if args else [])), None)
+            messages = list(kwargs.get("messages", args[0] if args else []))
+            options = {k: v for k, v in kwargs.items() if k != "messages"}
+            call = LLMCall(messages, None, request=request_digest(messages, options))
             self._events.llm_calls.append(call)
             try:
                 response = original(*args, **kwargs)
@@ -153,6 +189,7 @@ class Instrumented(Generic[E]):
         def add(messages: Any, *args: Any, **kwargs: Any) -> Any:
             with self._lock:
                 self._events = events = self.new_events()
+                self.written = []
                 try:
                     result = original(messages, *args, **kwargs)
                 finally:
@@ -170,6 +207,15 @@ class Instrumented(Generic[E]):
                 f"mem0 {call}: {problem}; this instrumentation follows the pipeline of "
                 f"{self.version_range} and records no partial trace"
             )
+
+    @contextmanager
+    def _operation(self, name: str, category: str, call: LLMCall | None = None) -> Iterator[None]:
+        """An operation of a traced ``add()``, noted in ``written``; ``call``: its LLM call."""
+        with operation(name, category=category, metadata=call.metadata() if call else None):
+            op = current_operation()
+            if op is not None:
+                self.written.append((name, op.id))
+            yield
 
     def _input_vars(self, messages: Any) -> tuple[Var, ...]:
         self.added += 1
@@ -203,6 +249,8 @@ class Instrumented(Generic[E]):
                 "mem0-query", query, category="message & query", class_name="query"
             )
             read(query_var)
+            if self._inside is not None:
+                self._inside()
             found = [self._memory_var(str(i["id"]), str(i["memory"])) for i in items]
             read(*found)
             context = variable(
@@ -278,4 +326,5 @@ __all__ = [
     "SearchResult",
     "instrument",
     "mem0_version",
+    "request_digest",
 ]

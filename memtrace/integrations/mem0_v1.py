@@ -27,13 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from memtrace.integrations.mem0 import (
+    ALL_MEMORIES,
     Events,
     Instrumented,
     memory_value,
     parse_json,
     tracing,
 )
-from memtrace.tracing import Registered, delete, mutation, operation, read, variable
+from memtrace.tracing import Registered, delete, mutation, read, variable
 
 EXTRACTION_PROMPT = Registered("fact-extraction-system-prompt", category="prompt")
 UPDATE_PROMPT = Registered("memory-update-decision-prompt", category="prompt")
@@ -43,7 +44,6 @@ UPDATE_PROMPT = Registered("memory-update-decision-prompt", category="prompt")
 class _Events(Events):
     """What one ``add()`` did, in order (appended from Mem0's worker thread)."""
 
-    found: dict[str, str] = field(default_factory=dict)  # memory id -> text, from searches
     changes: list[tuple[str, str, str | None]] = field(default_factory=list)  # event, id, text
 
 
@@ -61,6 +61,7 @@ class Mem0V1(Instrumented[_Events]):
         "add",
         "search",
     )
+    records_calls: ClassVar[bool] = True
 
     def new_events(self) -> _Events:
         return _Events()
@@ -78,6 +79,10 @@ class Mem0V1(Instrumented[_Events]):
     def search(self, query: str, *, user_id: str, top_k: int) -> dict[str, Any]:
         result: dict[str, Any] = self.memory.search(query, user_id=user_id, limit=top_k)
         return result
+
+    def all_memories(self, user_id: str) -> list[dict[str, Any]]:
+        found: dict[str, Any] = self.memory.get_all(user_id=user_id, limit=ALL_MEMORIES)
+        return list(found.get("results", []))
 
     # -- the wrappers -----------------------------------------------------------------------
 
@@ -146,7 +151,7 @@ class Mem0V1(Instrumented[_Events]):
         )
         inputs = self._input_vars(messages)
         number = self.added
-        with operation("memory_system.extract_facts", category="extraction"):
+        with self._operation("memory_system.extract_facts", "extraction", extraction):
             read(*inputs)
             system = next((m for m in extraction.messages if m.get("role") == "system"), None)
             if system is not None:
@@ -162,7 +167,7 @@ class Mem0V1(Instrumented[_Events]):
         )
         actions = reply.get("memory", []) if reply is not None else []
         adds: list[tuple[str, str | None]] = []
-        with operation("memory_system.update_memory_decision", category="update"):
+        with self._operation("memory_system.update_memory_decision", "update", decision):
             read(facts_var)
             UPDATE_PROMPT.read(_update_prompt(self.memory))
             similar = [
@@ -187,7 +192,7 @@ class Mem0V1(Instrumented[_Events]):
                 else:
                     adds.append((memory_id, text))
         if adds:
-            with operation("memory_system.add_to_vector_store", category="embedding"):
+            with self._operation("memory_system.add_to_vector_store", "embedding"):
                 read(actions_var)
                 for memory_id, text in adds:
                     self.memories[memory_id] = variable(

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from memtrace.integrations.mem0 import (
+    ALL_MEMORIES,
     Events,
     Instrumented,
     memory_value,
@@ -132,6 +133,12 @@ class Mem0V2(Instrumented[_Events]):
             query, filters={"user_id": user_id}, top_k=top_k
         )
         return result
+
+    def all_memories(self, user_id: str) -> list[dict[str, Any]]:
+        found: dict[str, Any] = self.memory.get_all(
+            filters={"user_id": user_id}, top_k=ALL_MEMORIES
+        )
+        return list(found.get("results", []))
 
     # -- the wrappers: they only record ------------------------------------------------------
 

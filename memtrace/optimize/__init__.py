@@ -10,6 +10,7 @@ OpenAI-compatible backend + GEPA with the same endpoint as reflection model).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import combinations
 from pathlib import Path
 
 from memtrace.attribution.judges import Judge, OfflineJudge
@@ -146,19 +147,27 @@ def run_optimization(
     on_round: Callable[[RoundSummary], None] | None = None,
     classes_cache: Path | None = None,
     replayer: ReplayerFactory | None = None,
+    test: Sequence[Conversation] = (),
 ) -> OptimizeResult:
     """Optimize ``options.system`` on ``train``, accepting on ``heldout``; writes to ``out``.
-    Routed by headroom, the what-if replays go through ``replayer`` (default: the replay
-    engine over the traced train files)."""
-    overlap = {c.number for c in train} & {c.number for c in heldout}
-    if overlap:
-        raise ConfigError(f"conversations {sorted(overlap)} are in both train and held-out")
+    ``test`` (optional) is only reported: the incumbent's accuracy on it after each round,
+    outside the budget, read by no decision. Routed by headroom, the what-if replays go
+    through ``replayer`` (default: the replay engine over the traced train files)."""
+    splits: dict[str, Sequence[Conversation]] = {
+        "train": list(train),
+        "heldout": list(heldout),
+        "test": list(test),
+    }
+    for (one, first), (other, second) in combinations(splits.items(), 2):
+        overlap = {c.number for c in first} & {c.number for c in second}
+        if overlap:
+            raise ConfigError(f"conversations {sorted(overlap)} are in both {one} and {other}")
     if not train or not heldout:
         raise ConfigError("optimization needs train and held-out conversations")
     evaluator = Evaluator(
         options.system,
         backend,
-        {"train": list(train), "heldout": list(heldout)},
+        splits,
         Budget(options.budget),
         out / "evaluations.jsonl",
     )
@@ -174,6 +183,7 @@ def run_optimization(
             seed=options.seed,
             cache=classes_cache,
             replayer=replayer,
+            precise_search=options.search_repair == "precise",
         )
     return optimize(
         options,
@@ -197,6 +207,7 @@ def optimize_system(
     *,
     base: SystemConfig | None = None,
     on_round: Callable[[RoundSummary], None] | None = None,
+    test: Sequence[Conversation] = (),
 ) -> OptimizeResult:
     """The CLI's entry: backend and proposer from ``PROPOSERS[options.mode]``."""
     backend, proposer = PROPOSERS[options.mode](settings)
@@ -210,4 +221,5 @@ def optimize_system(
         proposer=proposer,
         base=base,
         on_round=on_round,
+        test=test,
     )

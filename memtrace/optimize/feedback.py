@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -43,9 +44,10 @@ from memtrace.systems.runner import trace_id
 ReplayerFactory = Callable[[Mapping[str, Path]], Replayer]
 
 
-def engine_replayer(files: Mapping[str, Path]) -> Replayer:
-    """The replay engine over native trace files (offline backends need no settings)."""
-    return EngineReplayer(lambda trace_id: read_native(files[trace_id]))
+def engine_replayer(files: Mapping[str, Path], *, precise_search: bool = False) -> Replayer:
+    """The replay engine over native trace files (offline backends need no settings);
+    ``precise_search``: a repaired search keeps only the results holding the evidence."""
+    return EngineReplayer(lambda trace_id: read_native(files[trace_id]), None, precise_search)
 
 
 class BudgetedReplayer:
@@ -85,6 +87,7 @@ class GraphFeedback:
         seed: int,
         cache: Path | None = None,
         replayer: ReplayerFactory | None = None,
+        precise_search: bool = False,
     ) -> None:
         self.db = db
         self.judge = judge
@@ -94,7 +97,9 @@ class GraphFeedback:
         self.max_cases = max_cases
         self.seed = seed
         self.cache = cache or out / "classes"
-        self.replayer = replayer or engine_replayer
+        self.replayer = replayer or partial(engine_replayer, precise_search=precise_search)
+        # the two search oracles measure different headroom: cached apart
+        self.headroom_name = "headroom.precise" if precise_search else "headroom"
         self._charged: set[tuple[str, str]] = set()
 
     def _first(self, what: str, config: SystemConfig) -> bool:
@@ -167,7 +172,7 @@ class GraphFeedback:
         """The what-if of the classes in ``keys`` on the train traces (no fix-alone, no joint:
         routing needs neither), cached beside the classes; a cached answer is charged its
         replays again, like cached evaluations, so a resumed run spends what the first did."""
-        cached = self.cache / f"{config.key()}.headroom.json"
+        cached = self.cache / f"{config.key()}.{self.headroom_name}.json"
         if cached.is_file():
             data = json.loads(cached.read_text(encoding="utf-8"))
             if self._first("headroom", config):

@@ -4,7 +4,9 @@ Each round re-attributes the incumbent's failed train cases, routes the failure 
 prompts or parameters the blamed operations read, lets a proposer try candidates on the train
 split, and accepts the best one only if train accuracy rises and held-out accuracy (conversations
 never used for feedback or selection) does not drop. Every proposed candidate, accepted or not,
-is recorded in Neo4j (``LineageStore``) and in ``<out>/update_results.json``.
+is recorded in Neo4j (``LineageStore``) and in ``<out>/update_results.json``. An optional
+*test* split is only reported: the incumbent's accuracy on it at the start and after each round
+(``RoundSummary.test_after``), outside the budget and read by no decision.
 
 Unguided mode (the baseline) skips attribution and lets the proposer move everything. Routed by
 headroom (``route_by="headroom"``), each round also executes the what-if of the classes that have
@@ -23,7 +25,14 @@ from typing import Any, Protocol, runtime_checkable
 import pandas as pd
 
 from memtrace.errors import ConfigError
-from memtrace.optimize.routing import TUNABLE_PROMPTS, Mode, RouteBy, Routing, route
+from memtrace.optimize.routing import (
+    TUNABLE_PROMPTS,
+    Mode,
+    RouteBy,
+    Routing,
+    SearchRepair,
+    route,
+)
 from memtrace.optimize.scoring import Evaluator, OutOfBudget, Score
 from memtrace.optimize.store import LineageStore
 from memtrace.patterns.classes import class_key
@@ -69,6 +78,9 @@ class OptimizeOptions:
     min_share: float = 0.0  # ... and only to classes holding this share of the failures
     max_cases: int = 60  # failed train cases attributed per round (a seeded sample)
     route_by: RouteBy = "cases"  # "headroom": by the executed what-if of each class
+    # routed by headroom, the oracle of a repaired search: "same-size" puts the evidence in
+    # the system's own number of results; "precise" keeps only the results holding it
+    search_repair: SearchRepair = "same-size"
 
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.trials < 1 or self.budget < 1:
@@ -101,6 +113,7 @@ class RoundSummary:
     budget_spent: int
     runs_made: int
     replays: int = 0  # what-if replays charged so far (part of budget_spent)
+    test_after: float | None = None  # the incumbent on the report-only test split
     llm_calls: int = 0  # so far, sent (cache hits are free)
     tokens_in: int = 0
     tokens_out: int = 0
@@ -240,7 +253,7 @@ def optimize(
         )
     train = evaluator.score(incumbent, "train").accuracy
     held = evaluator.score(incumbent, "heldout").accuracy
-    initial = {"train": train, "heldout": held}
+    initial = {"train": train, "heldout": held} | _reported(evaluator, incumbent)
     rounds: list[RoundSummary] = []
     updates: dict[str, dict[str, Any]] = {}
     stopped = "rounds done"
@@ -355,6 +368,7 @@ def optimize(
             budget_spent=evaluator.budget.spent,
             runs_made=evaluator.budget.runs_made,
             replays=evaluator.budget.replays,
+            test_after=_reported(evaluator, incumbent).get("test"),
             llm_calls=evaluator.llm_usage().calls,
             tokens_in=evaluator.llm_usage().tokens_in,
             tokens_out=evaluator.llm_usage().tokens_out,
@@ -372,7 +386,7 @@ def optimize(
         run_id=run_id,
         options=asdict(options),
         initial=initial,
-        final={"train": train, "heldout": held},
+        final={"train": train, "heldout": held} | _reported(evaluator, incumbent),
         rounds=rounds,
         config=incumbent,
         budget_spent=evaluator.budget.spent,
@@ -384,6 +398,12 @@ def optimize(
     _write(out / "update_results.json", updates)
     _write(out / "summary.json", result.as_dict())
     if store is not None:
+        # the report-only test split, when there is one
+        tested = {
+            f"{when}_test": acc["test"]
+            for when, acc in (("initial", initial), ("final", result.final))
+            if "test" in acc
+        }
         store.finish(
             run_id,
             {
@@ -391,6 +411,7 @@ def optimize(
                 "initial_heldout": initial["heldout"],
                 "final_train": train,
                 "final_heldout": held,
+                **tested,
                 "budget_spent": evaluator.budget.spent,
                 "replays": evaluator.budget.replays,
                 "stopped": stopped,
@@ -398,6 +419,12 @@ def optimize(
             },
         )
     return result
+
+
+def _reported(evaluator: Evaluator, incumbent: SystemConfig) -> dict[str, float]:
+    """``{"test": accuracy}`` when the evaluator has a test split (reported, never decided by)."""
+    score = evaluator.report(incumbent)
+    return {} if score is None else {"test": score.accuracy}
 
 
 def _write(path: Path, data: Any) -> None:

@@ -26,6 +26,7 @@ from memtrace.systems.prompts import FACT_EXTRACTION, QUESTION_ANSWERING, UPDATE
 
 Mode = Literal["parameters", "prompts"]
 RouteBy = Literal["cases", "headroom"]
+SearchRepair = Literal["same-size", "precise"]
 MODE_BY_NAME: dict[str, Mode] = {"parameters": "parameters", "prompts": "prompts"}
 # The judge's prompt and threshold are never targets: loosening the judge "improves" accuracy.
 TUNABLE_PROMPTS = (FACT_EXTRACTION, UPDATE_DECISION, QUESTION_ANSWERING)

@@ -6,12 +6,15 @@ run (``Budget.charge_replays``), so headroom routing pays for what it measures.
 Evaluations are cached by (configuration, split) in a JSON-lines file, so an interrupted
 optimization that is started again replays its history for free: the budget still counts the
 cached runs (the run as a whole spent them), ``runs_made`` only what this process ran.
+The ``test`` split (optional) is scored only to report how the incumbent does on data the
+optimizer never decides on (``Evaluator.report``): it is not charged to the budget, because no
+proposal, selection or acceptance reads it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -23,6 +26,8 @@ from memtrace.systems.locomo import Conversation
 from memtrace.systems.registry import make_system
 from memtrace.systems.runner import run_conversation
 from memtrace.tracing import SimClock
+
+TEST = "test"  # the report-only split: never charged, never read by a decision
 
 
 class OutOfBudget(MemtraceError):
@@ -89,17 +94,18 @@ class Evaluator:
         self,
         system: str,
         backend: Backend,
-        splits: dict[str, Sequence[Conversation]],
+        splits: Mapping[str, Sequence[Conversation]],
         budget: Budget,
         cache_path: Path,
     ) -> None:
         self.system = system
         self.backend = backend
-        self.splits = splits
+        self.splits = dict(splits)
         self.budget = budget
         self.cache_path = cache_path
         self._cache: dict[tuple[str, str], Score] = {}
         self.reflection_usage = Usage()  # added to by prompt proposers
+        self.test_runs = 0  # system runs of the report-only test split (not in the budget)
         if cache_path.is_file():
             for line in cache_path.read_text(encoding="utf-8").splitlines():
                 if line.strip():  # a line cut by an interruption is not valid JSON: skip it
@@ -120,9 +126,22 @@ class Evaluator:
         return len(self.splits[split])
 
     def score(self, config: SystemConfig, split: str) -> Score:
-        key = (config.key(), split)
-        cached = self._cache.get(key)
-        self.budget.charge(self.cost(split), cached=cached is not None)
+        if split == TEST:
+            raise ValueError("the test split is reported (Evaluator.report), never scored")
+        self.budget.charge(self.cost(split), cached=(config.key(), split) in self._cache)
+        return self._evaluate(config, split)
+
+    def report(self, config: SystemConfig) -> Score | None:
+        """The ``test`` split's score of ``config`` (None without one), outside the budget:
+        the loop records it and decides nothing by it."""
+        if not self.splits.get(TEST):
+            return None
+        if (config.key(), TEST) not in self._cache:
+            self.test_runs += self.cost(TEST)
+        return self._evaluate(config, TEST)
+
+    def _evaluate(self, config: SystemConfig, split: str) -> Score:
+        cached = self._cache.get((config.key(), split))
         if cached is not None:
             return cached
         system = make_system(

@@ -64,6 +64,7 @@ class EngineReplayer:
 
     inputs_of: Callable[[str], TraceInputs]
     settings: Settings | None = None
+    precise_search: bool = False  # a repaired search keeps only what holds the evidence
     runs: int = 0  # conversations re-run (replays and the engine's step maps)
     _engines: dict[str, CaseReplayer] = field(default_factory=dict)
     _refused: dict[str, str] = field(default_factory=dict)
@@ -132,13 +133,13 @@ class EngineReplayer:
             prompts=inputs.prompts,
             faults=inputs.faults,
             ranker=engine.ranker,
-            repair=StepRepair(steps, sources),
+            repair=StepRepair(steps, sources, self.precise_search),
         )
         system.construct(inputs.conversation)
         built = system.run_state
         for case_id in sorted(rest):
             asking = copy.copy(system)  # the memory is shared read-only by the questions
-            asking.repair = StepRepair(steps, engine.evidence_sources(case_id))
+            asking.repair = StepRepair(steps, engine.evidence_sources(case_id), self.precise_search)
             asking.run_state = copy.copy(built)
             asking.run_state.results = []
             (result,) = asking.ask_questions(inputs.conversation, {case_id})

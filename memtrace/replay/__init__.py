@@ -9,7 +9,7 @@ Public API (kept stable; changes are noted here):
   trace or a system memtrace cannot run. ``inputs_from_records(records, where)`` does the same
   for native records as dicts.
 * ``make_replayer(inputs, settings=None) -> Replayer`` (the backend and search backend the trace
-  recorded), or ``Replayer(inputs, backend, ranker=None)``.
+  recorded), or ``Replayer(inputs, backend, ranker=None, settings=None)``.
 * ``replayer.replay(case_id, repaired=("op-000012", "op-000431")) -> CaseReplay``: the case
   answered again with those operations (op ids of the original trace) repaired for this case by
   the oracle (``systems/`` says per operation kind what a repair restores); every other
@@ -20,6 +20,14 @@ Public API (kept stable; changes are noted here):
   ``replay(case_id)`` with no repair reproduces the original answer exactly (a test checks it).
 * ``replayer.replays``: how many replays ran (the cost the replay judge reports);
   ``replayer.steps()``: original op id -> step key; ``replayer.evidence_sources(case_id)``.
+
+* ``mem0-lib`` traces (the real Mem0 library, mem0ai 1.0.x; added after the first commit of
+  this API) replay with ``make_replayer(inputs, settings)``, the settings naming the endpoint:
+  ``TraceInputs.recorded`` (request digest -> replies in execution order, from the ops'
+  ``llm_request`` / ``llm_reply`` metadata) answers every model call a repair did not change
+  (the n-th asking of a request gets the n-th reply); the others, and
+  every embedding, go to the endpoint. Each repaired replay rebuilds Mem0's memory from the
+  first session (``System.replay_snapshots``). A trace that recorded no calls is refused.
 
 * ``memtrace.replay.graph.GraphReplayers(settings).for_trace(trace_id)``: a replayer of a
   loaded trace, its inputs read from the graph (what ``attribute --judge replay`` uses).

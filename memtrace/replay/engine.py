@@ -8,7 +8,9 @@ trace is; it refuses a trace whose re-run does not number the same operations. A
 is then addressed by steps: a repair that adds an operation shifts later op ids, not steps.
 
 Shared work is cached: the memory built without repairs (and with each set of construction
-repairs for one case's evidence) is built once, and every question is asked of a copy.
+repairs for one case's evidence) is built once, and every question is asked of a copy. A system
+without snapshots (``System.replay_snapshots``: mem0-lib, whose memory is in Mem0's store) builds
+each repaired memory from the first session, and the step-mapping run is its unrepaired one.
 Replays are never traced: the original trace is read, never written.
 """
 
@@ -48,10 +50,18 @@ class Replayer:
     with the operations ``op_ids`` (of the original trace) repaired for that case; every other
     operation runs as it did. ``replays`` counts the calls that ran the system."""
 
-    def __init__(self, inputs: TraceInputs, backend: Backend, ranker: Ranker | None = None):
+    def __init__(
+        self,
+        inputs: TraceInputs,
+        backend: Backend,
+        ranker: Ranker | None = None,
+        settings: Settings | None = None,
+    ):
+        """``settings``: for a system that calls an endpoint itself (mem0-lib)."""
         self.inputs = inputs
         self.backend = backend
         self.ranker = ranker
+        self.settings = settings
         self.replays = 0
         conv = inputs.conversation
         self._questions = {f"locomo-qa-{conv.number}-{q.number}": q for q in conv.questions}
@@ -65,6 +75,7 @@ class Replayer:
         self._session_of: dict[str, int] = {}  # construction step key -> its session index
         self._snapshots: dict[int, System] = {}  # the unrepaired system before session i
         self._built: dict[tuple[frozenset[str], frozenset[str]], System] = {}
+        self._rebuilt = False  # repaired memories are built from the first session
 
     # -- the op id <-> step map -----------------------------------------------------------
     def steps(self) -> Mapping[str, str]:
@@ -87,6 +98,9 @@ class Replayer:
                 construction = list(system.run_state.steps.values())
                 system.ask_questions(self.inputs.conversation)
             names = _operation_names(path)
+        self._rebuilt = not system.replay_snapshots
+        if self._rebuilt:  # no snapshots (rebuilt per replay): this run is the unrepaired memory
+            self._built[(frozenset(), frozenset())] = system
         bounds = [*starts, len(construction)]
         self._session_of = {
             step: index
@@ -149,6 +163,10 @@ class Replayer:
             built = self._system(None)
             built.construct(self.inputs.conversation, checkpoint=self._snapshot)
             self._built[key] = built
+        elif built is None and self._rebuilt:
+            built = self._system(Repair(steps, sources))
+            built.construct(self.inputs.conversation)
+            self._remember(key, built)
         elif built is None:
             # every session before the first repaired step runs as it did: start from there
             start = min(self._session_of[s] for s in steps)
@@ -156,11 +174,14 @@ class Replayer:
             built = self._copy(self._snapshots[start])
             built.repair = Repair(steps, sources)
             built.construct(self.inputs.conversation, resume=start)
-            self._built[key] = built
-            if len(self._built) > MAX_BUILT:  # one case's repairs at a time, plus the original
-                oldest = next(k for k in self._built if k[0])
-                del self._built[oldest]
+            self._remember(key, built)
         return built
+
+    def _remember(self, key: tuple[frozenset[str], frozenset[str]], built: System) -> None:
+        self._built[key] = built
+        if len(self._built) > MAX_BUILT:  # one case's repairs at a time, plus the original
+            oldest = next(k for k in self._built if k[0])
+            del self._built[oldest]
 
     def _snapshot(self, index: int, system: System) -> None:
         self._snapshots[index] = self._copy(system)
@@ -183,6 +204,8 @@ class Replayer:
             faults=inputs.faults,
             ranker=self.ranker,
             repair=repair,
+            settings=self.settings,
+            recorded=inputs.recorded,
         )
 
 
@@ -197,6 +220,7 @@ def make_replayer(inputs: TraceInputs, settings: Settings | None = None) -> Repl
         inputs,
         make_backend(inputs.backend, settings),
         make_ranker(retriever, settings, model or None),
+        settings,
     )
 
 

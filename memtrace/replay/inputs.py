@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final
 
@@ -21,10 +21,14 @@ from memtrace.systems.core import Fault
 from memtrace.systems.locomo import Conversation, Question, Session, Turn
 from memtrace.systems.params import Params
 from memtrace.systems.prompts import DEFAULTS
+from memtrace.systems.registry import SYSTEMS
 
 # The reference systems whose operations name their steps and say how they are repaired
-# (``System.step``).
+# (``System.step``): they replay offline.
 REPLAYABLE_SYSTEMS: Final[tuple[str, ...]] = ("mem0", "rag", "long-context", "evermemos")
+# Systems that replay with their endpoint (requests a repair changed go to it): the real Mem0
+# library (mem0ai 1.0.x).
+ENDPOINT_REPLAYABLE: Final[tuple[str, ...]] = ("mem0-lib",)
 
 _SESSION = re.compile(r"locomo-(\d+)-session-(\d+)")
 _CASE = re.compile(r"locomo-qa-(\d+)-(\d+)")
@@ -60,6 +64,9 @@ class TraceInputs:
     faults: tuple[Fault, ...]
     cases: Mapping[str, RecordedCase]
     operations: Mapping[str, Signature]  # op id -> (name, written variable ids), as traced
+    # request digest -> the replies of the model calls the operations recorded, in execution
+    # order (metadata llm_request / llm_reply: mem0-lib's extraction and decision)
+    recorded: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def read_native(path: Path) -> TraceInputs:
@@ -96,16 +103,23 @@ def _inputs(items: list[dict[str, Any]], where: str) -> TraceInputs:
             "be replayed: they record what a system did, not how to run it again)"
         )
     system = head.get("system")
-    if system not in REPLAYABLE_SYSTEMS:
+    if system not in (*REPLAYABLE_SYSTEMS, *ENDPOINT_REPLAYABLE):
         raise NotReplayableError(
             f"{where}: trace of system {system!r}; only the reference systems "
-            f"{', '.join(REPLAYABLE_SYSTEMS)} can be replayed from a trace alone (a system of "
-            "your own: memtrace.replay.hook)"
+            f"{', '.join(REPLAYABLE_SYSTEMS)} (and {', '.join(ENDPOINT_REPLAYABLE)} with its "
+            "endpoint) can be replayed from a trace alone (a system of your own: "
+            "memtrace.replay.hook)"
         )
     meta = head.get("metadata") or {}
     of: dict[str, list[dict[str, Any]]] = {}
     for record in items[1:]:
         of.setdefault(str(record.get("type")), []).append(record)
+    recorded = _recorded(of.get("operation", []))
+    if SYSTEMS[system].replay_needs_calls and not recorded:
+        raise NotReplayableError(
+            f"{where}: trace of {system!r} records no model calls of its operations (made with "
+            "mem0ai 2.x or an older memtrace): a replay would ask the model everything again"
+        )
     variables = sorted(of.get("variable", []), key=lambda v: int(v.get("seq") or 0))
     values = {v["id"]: v.get("value") for v in variables}
     conversation = _conversation(of.get("session", []), variables, of.get("case", []), meta, where)
@@ -127,7 +141,21 @@ def _inputs(items: list[dict[str, Any]], where: str) -> TraceInputs:
             for c in of.get("case", [])
         },
         operations={op["id"]: signature(op) for op in of.get("operation", [])},
+        recorded=recorded,
     )
+
+
+def _recorded(operations: list[dict[str, Any]]) -> dict[str, tuple[str, ...]]:
+    """Request digest -> its replies in execution order (op ids number operations in the order
+    they started; the graph returns them in no order). A model may answer the same request
+    differently twice: a replay serves the n-th asking the n-th reply."""
+    recorded: dict[str, list[str]] = {}
+    for op in sorted(operations, key=lambda o: str(o.get("id"))):
+        meta = op.get("metadata") or {}
+        request, reply = meta.get("llm_request"), meta.get("llm_reply")
+        if isinstance(request, str) and isinstance(reply, str):
+            recorded.setdefault(request, []).append(reply)
+    return {request: tuple(replies) for request, replies in recorded.items()}
 
 
 def _conversation(

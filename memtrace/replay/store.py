@@ -39,6 +39,10 @@ class ReplayStore:
         for v in row["variables"]:
             if v.get("id"):
                 records.append({"type": "variable", **v, "metadata": _meta(v.get("metadata"))})
-        records += [{"type": "operation", **o} for o in row["operations"] if o.get("id")]
+        records += [
+            {"type": "operation", **o, "metadata": _meta(o.get("metadata"))}
+            for o in row["operations"]
+            if o.get("id")
+        ]
         records += [{"type": "case", **c} for c in row["cases"] if c.get("id")]
         return records

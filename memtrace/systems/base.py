@@ -59,10 +59,15 @@ def session_date(date_time: str) -> str:
 T = TypeVar("T")
 
 
-def with_evidence(top: list[T], extra: Sequence[T], holds: Callable[[T], bool]) -> list[T]:
+def with_evidence(
+    top: list[T], extra: Sequence[T], holds: Callable[[T], bool], *, precise: bool = False
+) -> list[T]:
     """A repaired search's results: ``top`` with each of ``extra`` in the place of the
     lowest-ranked item that holds no evidence, so the answer sees as many items as the system
-    gives it (appended when every item holds evidence)."""
+    gives it (appended when every item holds evidence). ``precise``: only the items holding
+    evidence, ranked ones first (as they were when none does: nothing to be precise about)."""
+    if precise:
+        return [i for i in [*top, *extra] if holds(i)] or list(top)
     kept = list(top)
     for item in extra:
         spare = [i for i, old in enumerate(kept) if not holds(old)]
@@ -100,6 +105,12 @@ class System(ABC):
     # optimizer moves those of them that have a range. A test checks them against a traced run.
     parameters: ClassVar[tuple[str, ...]] = ("answer_items", "judge_f1_threshold")
     answer_prompt = QUESTION_ANSWERING  # the prompt of the question-answering op
+    # A replay starts a repaired run at the session of its first repaired step from a deep copy
+    # of the memory before that session; a system whose memory lives outside Python objects
+    # (Mem0's vector store) is rebuilt from the first session instead.
+    replay_snapshots: ClassVar[bool] = True
+    # a system that calls a model itself replays only from a trace that recorded its calls
+    replay_needs_calls: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -110,9 +121,14 @@ class System(ABC):
         ranker: Ranker | None = None,
         settings: Settings | None = None,
         repair: Repair | None = None,
+        recorded: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.backend = backend
         self.repair = repair  # an executed counterfactual (memtrace.replay); None: run as is
+        # the original run's model replies by request digest (in the order it got them), for a
+        # replay of a system that calls a model itself (mem0-lib): a request no repair changed
+        # is answered from them
+        self.recorded = dict(recorded or {})
         self.current_step = ""
         self.settings = settings  # for systems that call an endpoint themselves (mem0-lib)
         self.ranker = ranker or BM25Ranker()
@@ -163,6 +179,11 @@ class System(ABC):
 
     def repair_sources(self) -> frozenset[str]:
         return self.repair.sources if self.repair is not None else frozenset()
+
+    @property
+    def precise_search(self) -> bool:
+        """A repaired search keeps only what holds the evidence (``Repair.precise``)."""
+        return self.repair is not None and self.repair.precise
 
     def retrieval_fault(
         self,

@@ -68,10 +68,13 @@ class Applied:
 class Repair:
     """An executed counterfactual for one case: the operations at ``steps`` (step keys, see
     ``System.step``) have their output corrected by an oracle that restores the evidence
-    sentences ``sources`` (``D1:3#0``) of the case; every other operation runs as it is."""
+    sentences ``sources`` (``D1:3#0``) of the case; every other operation runs as it is.
+    ``precise``: a repaired search returns only the results holding the evidence (no
+    distractors, any size) instead of the same number of results with the evidence in them."""
 
     steps: frozenset[str]
     sources: frozenset[str]
+    precise: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -477,14 +477,17 @@ class EverMemOSSystem(System):
         """The oracle's retrieval step: its results plus the units holding the evidence among
         those it ``found`` (every stored unit for the hybrid search; what a later stage received
         or retrieved itself), each in place of the lowest-ranked result holding none
-        (``with_evidence``: the same result size)."""
+        (``with_evidence``: the same result size; only those units when the repair is precise)."""
         wanted = self.repair_sources()
         shown = {u.id for u in results}
         extra = [u for u in found if u.id not in shown and u.sources & wanted]
-        if not extra:
+        if not extra and not self.precise_search:
             return results
-        self.repaired(f"added {', '.join(u.id for u in extra)}", "RetrievalError")
-        return with_evidence(results, extra, lambda u: bool(u.sources & wanted))
+        if extra:
+            self.repaired(f"added {', '.join(u.id for u in extra)}", "RetrievalError")
+        return with_evidence(
+            results, extra, lambda u: bool(u.sources & wanted), precise=self.precise_search
+        )
 
     def check(self, question: str, round1: list[Unit], case_id: str) -> Sufficiency | None:
         """The sufficiency check (None when only one round runs)."""

@@ -307,7 +307,9 @@ class Mem0System(System):
         if extra:
             self.repaired(f"added {', '.join(m.id for m in extra)}", "RetrievalError")
         sources = self.repair_sources()
-        return with_evidence(top, extra, lambda m: bool(m.sources & sources))
+        return with_evidence(
+            top, extra, lambda m: bool(m.sources & sources), precise=self.precise_search
+        )
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:
         if self.holders.get(key):

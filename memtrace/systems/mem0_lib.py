@@ -10,23 +10,60 @@ and the judge come from ``--backend`` like the other systems. Each message is on
 (``"<speaker>: <text>"`` as the user), each question one ``search()`` of the conversation's
 memories; faults cannot be planted here (Mem0 is not ours to break; a test plants them in the
 endpoint's replies instead).
+
+Replays (``memtrace.replay``). The operations the integration writes for one message are the
+steps ``extract:<dia_id>``, ``decide:<dia_id>`` and ``add:<dia_id>``; a question's search is
+``search:<case id>``. Three things make a run reproducible:
+
+- memory ids: Mem0 names each memory ``uuid4()``; while a message is added, ``MemoryIds`` hands
+  out uuid5s of the conversation and a creation count instead, so every run of a conversation
+  names its memories alike (and writes the same variables);
+- model calls: the trace records each extraction's and decision's request digest and reply (op
+  metadata ``llm_request`` / ``llm_reply``); a replay answers a request it finds there from
+  the trace and sends only those a repair changed to the endpoint (embeddings always go to it);
+- a fresh store: every run (each replay too) gets its own temporary Qdrant and history folder.
+
+A repair corrects the model's reply before Mem0 reads it (``REPLY_REPAIRS``, by the step kind
+of the call) or, for a search, the results before the answer reads them: extraction keeps the
+evidence sentences of its message (each as a fact, and the whole message), the decision does
+not delete a memory holding the case's evidence, keeps its text in an update, and stores an
+evidence fact it let go; the search adds the live memories holding the evidence. A memory or
+fact *holds* an evidence sentence when it has every content word of it (Mem0 keeps no
+provenance of message sentences).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Final
 
-from memtrace.errors import ConfigError
+from memtrace.errors import ConfigError, NotReplayableError
+from memtrace.integrations.mem0 import parse_json, request_digest
 from memtrace.settings import LLMSettings, Settings
-from memtrace.systems.base import System, op_id
+from memtrace.systems.base import System, evidence_facts, op_id, with_evidence
 from memtrace.systems.core import Item, Loss
 from memtrace.systems.locomo import Question, Turn
+from memtrace.systems.params import use
+from memtrace.systems.text import content, sentences
 from memtrace.tracing import OFF, Var
 
 DEFAULT_EMBEDDING_DIMS = 1536
+# the operations the integration writes for one add() (mem0ai 1.0.x) -> their step kind
+STEP_KINDS: Final = {
+    "memory_system.extract_facts": "extract",
+    "memory_system.update_memory_decision": "decide",
+    "memory_system.add_to_vector_store": "add",
+}
+CALL_STEPS: Final = ("extract", "decide")  # the step each model call of one add() answers for
+ID_NAMESPACE: Final = uuid.UUID("6d656d74-7261-6365-6d65-6d306c696221")
 
 
 def endpoint(settings: Settings | None) -> LLMSettings:
@@ -88,12 +125,51 @@ def import_mem0(home: Path) -> Any:
     # imported earlier with telemetry on: turn it off where it is read
     mem0.memory.telemetry.MEM0_TELEMETRY = False
     mem0.memory.main.MEM0_TELEMETRY = False
+    mem0.memory.main.uuid = MEMORY_IDS
     return mem0.Memory
+
+
+class MemoryIds:
+    """Stands in for the ``uuid`` module inside ``mem0.memory.main``, where Mem0 names each new
+    memory ``uuid4()``: while a ``Mem0LibSystem`` adds a message (``drawn_from``), ids come from
+    that system's counter, elsewhere from ``uuid4``. One add() draws at a time (the lock)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._draw: Callable[[], uuid.UUID] | None = None
+
+    @contextmanager
+    def drawn_from(self, draw: Callable[[], uuid.UUID]) -> Iterator[None]:
+        with self._lock:
+            self._draw = draw
+            try:
+                yield
+            finally:
+                self._draw = None
+
+    def uuid4(self) -> uuid.UUID:
+        draw = self._draw  # called from Mem0's worker thread while the adding thread holds the lock
+        return draw() if draw is not None else uuid.uuid4()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(uuid, name)
+
+
+MEMORY_IDS: Final = MemoryIds()
+
+
+def holds(sentence: str, text: str) -> bool:
+    """``text`` has every content word of ``sentence`` (a memory or fact holding evidence); a
+    sentence without content words is held by nothing (else every memory would hold it)."""
+    words = set(content(sentence))
+    return bool(words) and words <= set(content(text))
 
 
 class Mem0LibSystem(System):
     name = "mem0-lib"
     parameters = (*System.parameters, "top_k")  # Mem0's own settings are not ours to move
+    replay_snapshots: ClassVar[bool] = False  # the memory is in Mem0's store: rebuilt per replay
+    replay_needs_calls: ClassVar[bool] = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -111,19 +187,42 @@ class Mem0LibSystem(System):
         self.memory = self.memory_class.from_config(
             memory_config(self.settings, folder, "memtrace")
         )
+        self.created = 0
+        self.said: dict[str, Turn] = {}  # dia_id -> the message
+        self._turn: Turn | None = None  # the message being added
+        self._calls = 0  # model calls of its add() so far
+        self._facts: list[str] = []  # its extraction's facts
+        self._asked: Counter[str] = Counter()  # request digest -> times served from the trace
+        # under the tracing wrappers: the trace records the replies Mem0 got
+        self.memory.llm.generate_response = self._model(self.memory.llm.generate_response)
         self.traced: Instrumented[Any] = instrument(self.memory)
+        if self.recorded and not self.traced.records_calls:
+            raise NotReplayableError(
+                f"the installed mem0ai ({self.traced.version_range}) does not name the steps a "
+                "replay repairs; mem0-lib traces replay with mem0ai 1.0.x"
+            )
 
     def ingest(self, turn: Turn, date: str, message: Var) -> None:
         self.user = self.run_state.sample_id or "locomo"
-        with self.traced.inputs(message):
+        self.said[turn.dia_id] = turn
+        self._turn, self._calls, self._facts = turn, 0, []
+        with self.traced.inputs(message), MEMORY_IDS.drawn_from(self._memory_id):
             self.memory.add(
                 [{"role": "user", "content": f"{turn.speaker}: {turn.text}"}],
                 user_id=self.user,
                 metadata={"dia_id": turn.dia_id, "date": date},
             )
+        self._turn = None
+        for name, op in self.traced.written:  # (1.0.x: 2.x names no steps yet)
+            self.run_state.steps[op] = f"{STEP_KINDS[name]}:{turn.dia_id}"
+
+    def _memory_id(self) -> uuid.UUID:
+        self.created += 1
+        return uuid.uuid5(ID_NAMESPACE, f"{self.user}:{self.created}")
 
     def retrieve(self, query: Var, question: Question, case_id: str) -> tuple[list[Item], Var, str]:
-        with self.traced.query(query):
+        # top_k is a parameter of the search, as in the reference mem0 (a replay reads it back)
+        with self.traced.query(query, lambda: use(self.params, "top_k")):
             found = self.traced.search(question.text, user_id=self.user, top_k=self.params.top_k)
         search = self.traced.last_search
         memories = self.traced.memories  # empty while tracing is off
@@ -131,9 +230,142 @@ class Mem0LibSystem(System):
             Item(str(r["id"]), str(r["memory"]), "", frozenset(), memories.get(str(r["id"]), OFF))
             for r in found.get("results", [])
         ]
+        step = f"search:{case_id}"
+        if self.repair is not None and step in self.repair.steps:
+            self.current_step = step
+            items = self.repair_search(items)
         if search is None:  # tracing off
             return items, OFF, op_id()
+        self.run_state.steps[search.op_id] = step
         return items, search.context, search.op_id
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:
         return None  # Mem0 keeps no provenance of message sentences: attribution finds out
+
+    # -- replays: model calls served from the trace, repairs --------------------------------
+    def _model(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def generate_response(*args: Any, **kwargs: Any) -> Any:
+            messages = list(kwargs.get("messages", args[0] if args else []))
+            options = {k: v for k, v in kwargs.items() if k != "messages"}
+            digest = request_digest(messages, options)
+            replies = self.recorded.get(digest)
+            if replies:  # the n-th asking gets the n-th reply (the last once they run out)
+                reply: Any = replies[min(self._asked[digest], len(replies) - 1)]
+                self._asked[digest] += 1
+            else:  # not in the trace, or its request changed: ask the model
+                reply = original(*args, **kwargs)
+            turn = self._turn
+            stage = CALL_STEPS[self._calls] if turn and self._calls < len(CALL_STEPS) else ""
+            self._calls += 1
+            step = f"{stage}:{turn.dia_id}" if turn else ""
+            if self.repair is not None and step in self.repair.steps and isinstance(reply, str):
+                self.current_step = step
+                reply = REPLY_REPAIRS[stage](self, reply)
+            if stage == "extract":
+                self._facts = _texts((parse_json(reply) or {}).get("facts"))
+            return reply
+
+        return generate_response
+
+    def evidence(self, only: str | None = None) -> list[tuple[str, str]]:
+        """The repair's evidence sentences as (key, text), of message ``only`` if given."""
+        found = []
+        for key in sorted(self.repair_sources()):
+            dia_id, _, index = key.rpartition("#")
+            turn = self.said.get(dia_id)
+            if turn is None or (only is not None and dia_id != only):
+                continue
+            parts = sentences(turn.text) or [turn.text]
+            found.append((key, parts[int(index)] if int(index) < len(parts) else turn.text))
+        return found
+
+    def holds_evidence(self, text: str) -> bool:
+        return any(holds(said, text) for _, said in self.evidence())
+
+    def repair_extraction(self, reply: str) -> str:
+        """The fact list gains the evidence sentences of this message that no fact holds (each
+        sentence, and the whole message: ``evidence_facts``)."""
+        turn = self._turn
+        assert turn is not None
+        parsed = parse_json(reply) or {}
+        facts = _listed(parsed, "facts")
+        have = _texts(facts)
+        evidence = self.evidence(turn.dia_id)
+        missing = [k for k, said in evidence if not any(holds(said, f) for f in have)]
+        added = [
+            f.text
+            for f in evidence_facts(turn.dia_id, turn.speaker, turn.text, missing)
+            if f.text not in have
+        ]
+        if not added:
+            return reply
+        self.repaired(f"added evidence {', '.join(missing)} and its message", "ExtractionError")
+        return json.dumps({**parsed, "facts": [*facts, *added]})
+
+    def repair_decision(self, reply: str) -> str:
+        """A memory holding the evidence is not deleted, and an update of it keeps its text; an
+        evidence fact the decision let go, held by no memory, is added."""
+        parsed = parse_json(reply) or {}
+        actions = _listed(parsed, "memory")
+        similar = self.traced.similar()  # Mem0 numbers them "0", "1", ... in its prompt
+        kept: list[Any] = []
+        for action in actions:
+            number = str(action.get("id")) if isinstance(action, dict) else ""
+            old = similar[int(number)] if number.isdigit() and int(number) < len(similar) else None
+            event = action.get("event") if old is not None else None
+            text = str(action.get("text") or "") if old is not None else ""
+            if old is not None and event == "DELETE" and self.holds_evidence(old[1]):
+                self.repaired(f"kept {old[0]} (not deleted)", "DeletionError")
+                continue
+            if old is not None and event == "UPDATE" and self.loses_evidence(old[1], text):
+                action = {**action, "text": f"{old[1]} {text.split(': ', 1)[-1]}"}
+                self.repaired(f"{old[0]} kept its text", "UpdateError")
+            kept.append(action)
+        stored = [text for _, text in similar] + [
+            str(a.get("text"))
+            for a in kept
+            if isinstance(a, dict) and a.get("event") in ("ADD", "UPDATE")
+        ]
+        for key, said in self.evidence():
+            fact = next((f for f in self._facts if holds(said, f)), None)
+            if fact is None or any(holds(said, text) for text in stored):
+                continue
+            kept.append({"id": str(len(similar) + len(kept)), "text": fact, "event": "ADD"})
+            stored.append(fact)
+            self.repaired(f"stored evidence fact {key}", "ExtractionError")
+        if kept == actions:
+            return reply
+        return json.dumps({**parsed, "memory": kept})
+
+    def loses_evidence(self, old: str, new: str) -> bool:
+        """An update from ``old`` to ``new`` drops an evidence sentence ``old`` held."""
+        return any(holds(said, old) and not holds(said, new) for _, said in self.evidence())
+
+    def repair_search(self, items: list[Item]) -> list[Item]:
+        """The results plus the live memories holding the evidence, each in the place of the
+        lowest-ranked result holding none (``with_evidence``)."""
+        shown = {item.key for item in items}
+        extra = [
+            Item(str(m["id"]), str(m["memory"]), "", frozenset(), OFF)
+            for m in self.traced.all_memories(self.user)
+            if str(m["id"]) not in shown and self.holds_evidence(str(m["memory"]))
+        ]
+        if extra:
+            self.repaired(f"added {', '.join(item.key for item in extra)}", "RetrievalError")
+        return with_evidence(items, extra, lambda item: self.holds_evidence(item.text))
+
+
+# the step kind of a model call -> how a repair corrects its reply
+REPLY_REPAIRS: Final[dict[str, Callable[[Mem0LibSystem, str], str]]] = {
+    "extract": Mem0LibSystem.repair_extraction,
+    "decide": Mem0LibSystem.repair_decision,
+}
+
+
+def _listed(reply: dict[str, Any], key: str) -> list[Any]:
+    found = reply.get(key)
+    return found if isinstance(found, list) else []
+
+
+def _texts(facts: Any) -> list[str]:
+    return [f if isinstance(f, str) else json.dumps(f) for f in facts or []]

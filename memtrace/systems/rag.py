@@ -105,7 +105,9 @@ class RagSystem(System):
             names = ", ".join(f"chunk-{n:05d}" for n, _ in extra)
             self.repaired(f"added {names}", "RetrievalError")
         chunks = [c for _, c in extra]
-        return with_evidence(top, chunks, lambda c: bool(_chunk_sources(c) & wanted))
+        return with_evidence(
+            top, chunks, lambda c: bool(_chunk_sources(c) & wanted), precise=self.precise_search
+        )
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:
         stored = key.split("#")[0] in self.stored

@@ -1,7 +1,9 @@
 """The real Mem0 1.0.x library, traced: `memtrace run mem0-lib` against a local
 OpenAI-compatible server whose replies are valid for Mem0's prompts; planted faults are
 attributed to the op and type they were planted in; a broken pinned-range assumption is a clear
-error. Runs where mem0ai 1.0.x is installed (2.x: test_mem0_lib_v2.py)."""
+error; replays reproduce the run from the trace's recorded model calls, each repair restores
+what its planted fault lost, and the replay judge names the planted op and type. Runs where
+mem0ai 1.0.x is installed (2.x: test_mem0_lib_v2.py)."""
 
 from __future__ import annotations
 
@@ -21,15 +23,20 @@ except importlib.metadata.PackageNotFoundError:
 if not MEM0_VERSION.startswith("1.0."):
     pytest.skip("needs mem0ai 1.0.x (memtrace[mem0-v1])", allow_module_level=True)
 
-from fake_openai import FakeOpenAI, Mem0Replies, fake_openai_fixture  # noqa: F401
+from fake_openai import FakeOpenAI, Mem0Replies, Reply, fake_openai_fixture  # noqa: F401
 
 from memtrace.admin import delete_trace
 from memtrace.cli import cli
 from memtrace.db import Database
 from memtrace.integrations import mem0 as integration
+from memtrace.replay import Replayer, make_replayer, read_native
 from memtrace.settings import load_settings
+from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.mem0_lib import import_mem0, memory_config
-from memtrace.tracing import trace, variable
+from memtrace.systems.params import Params
+from memtrace.systems.registry import make_backend, make_system
+from memtrace.systems.runner import run_conversation
+from memtrace.tracing import SimClock, trace, variable
 
 pytestmark = pytest.mark.integration
 
@@ -208,3 +215,154 @@ def test_a_broken_pinned_range_assumption_is_a_clear_error(
     monkeypatch.setattr(importlib.metadata, "version", lambda _: "3.0.0")
     with pytest.raises(integration.Mem0InstrumentationError, match=r"mem0ai 3\.0\.0 is not"):
         integration.instrument(other)
+
+
+# -- replays: the real Mem0 re-run with operations repaired ---------------------------------
+
+
+def traced_run(
+    tmp_path: Path, params: Params | None = None
+) -> tuple[Path, dict[str, tuple[bool, str]]]:
+    """Conversation 1 of the sample, run and traced (no database): the trace and the answers."""
+    settings = load_settings()
+    system = make_system("mem0-lib", make_backend("offline"), params=params, settings=settings)
+    run, path = run_conversation(system, load_locomo(SAMPLE_PATH)[0], tmp_path, clock=SimClock())
+    assert path is not None
+    return path, {r.case_id: (r.passed, r.prediction) for r in run.results}
+
+
+def test_a_replay_without_repairs_reproduces_every_answer_from_the_trace(
+    endpoint: Mem0Replies, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    endpoint.drop.add("5k race")  # a failing case or two among the passing ones
+    path, answers = traced_run(tmp_path, Params(top_k=3))  # the replay reads top_k back
+    before = path.read_bytes()
+    ops = [json.loads(line) for line in before.decode().splitlines()]
+    recorded = [o for o in ops if (o.get("metadata") or {}).get("llm_request")]
+    assert {o["name"] for o in recorded} == {
+        "memory_system.extract_facts",
+        "memory_system.update_memory_decision",
+    }
+    sent = len(fake_openai.chat_requests)
+    inputs = read_native(path)
+    assert inputs.params.top_k == 3
+    replayer = make_replayer(inputs, load_settings())
+    again = {case: replayer.replay(case) for case in answers}
+    assert {case: (r.passed, r.prediction) for case, r in again.items()} == answers
+    assert False in {passed for passed, _ in answers.values()}
+    assert len(fake_openai.chat_requests) == sent  # every model call came from the trace
+    assert set(replayer.steps().values()) >= {
+        "extract:D1:3", "decide:D2:6", "add:D2:6", "search:locomo-qa-1-7",
+    }  # fmt: skip
+    assert path.read_bytes() == before  # a replay never writes the trace it replays
+
+
+def test_a_request_answered_differently_twice_replays_in_order(
+    endpoint: Mem0Replies, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """A model may answer the same request differently (the sample repeats its filler
+    messages): a replay serves the n-th asking the n-th recorded reply."""
+    asked: list[str] = []
+
+    def fickle(body: dict[str, Any]) -> Reply | None:
+        prompt = json.dumps(body["messages"])
+        if "Personal Information Organizer" in prompt and "Farid: Wow, good for you!" in prompt:
+            asked.append(prompt)
+            if len(asked) == 2:  # the second asking: no fact this time
+                return Reply(json.dumps({"facts": []}))
+        return endpoint(body)
+
+    fake_openai.responder = fickle
+    path, answers = traced_run(tmp_path)
+    assert len(asked) == 2 and asked[0] == asked[1]
+    sent = len(fake_openai.chat_requests)
+    replayer = make_replayer(read_native(path), load_settings())
+    again = {case: replayer.replay(case) for case in answers}
+    assert {case: (r.passed, r.prediction) for case, r in again.items()} == answers
+    assert len(fake_openai.chat_requests) == sent
+
+
+def step_op(replayer: Replayer, step: str) -> str:
+    return next(op for op, name in replayer.steps().items() if name == step)
+
+
+def test_each_repair_restores_what_its_planted_fault_lost(
+    endpoint: Mem0Replies, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    endpoint.drop.add("5k race")  # extraction of D1:3: no fact
+    fake_openai.hidden.add("Kyoto")  # D3:3's memory is never found by a search
+    endpoint.delete["baker"] = "pottery class"  # the decision on D4:6 deletes D2:6's memory
+    endpoint.overwrite["Silent Harbor"] = "rabbit named"  # the decision on D4:3 rewrites D2:3's
+    path, answers = traced_run(tmp_path)
+    replayer = make_replayer(read_native(path), load_settings())
+    expected = {
+        "locomo-qa-1-1": ("extract:D1:3", "ExtractionError", "added evidence D1:3#0"),
+        "locomo-qa-1-5": ("decide:D4:6", "DeletionError", "(not deleted)"),
+        "locomo-qa-1-3": ("decide:D4:3", "UpdateError", "kept its text"),
+        "locomo-qa-1-7": ("search:locomo-qa-1-7", "RetrievalError", "added "),
+    }
+    for case, (step, error_type, detail) in expected.items():
+        assert not answers[case][0]
+        sent = len(fake_openai.chat_requests)
+        fixed = replayer.replay(case, [step_op(replayer, step)])
+        assert fixed.passed, (case, fixed.prediction)
+        (change,) = fixed.repaired
+        assert (change.step, change.op_id, change.error_type) == (
+            step, step_op(replayer, step), error_type,
+        )  # fmt: skip
+        assert detail in change.detail
+        live = fake_openai.chat_requests[sent:]
+        # the extraction requests are the trace's: only calls whose input a repair changed
+        # (later decisions see other memories) reach the model
+        assert all("Personal Information Organizer" not in str(r.body) for r in live)
+        if step.startswith("search"):
+            assert not live
+    # a repair of another message's extraction leaves the case as it was
+    other = replayer.replay("locomo-qa-1-1", [step_op(replayer, "extract:D2:3")])
+    assert (other.passed, other.repaired) == (False, ())
+
+
+def test_a_repaired_decision_stores_an_evidence_fact_it_let_go(
+    endpoint: Mem0Replies, tmp_path: Path
+) -> None:
+    endpoint.ignore.add("baker")  # the decision on D4:6 answers NONE for its new fact
+    path, answers = traced_run(tmp_path)
+    assert not answers["locomo-qa-1-10"][0]
+    replayer = make_replayer(read_native(path), load_settings())
+    extraction = replayer.replay("locomo-qa-1-10", [step_op(replayer, "extract:D4:6")])
+    assert (extraction.passed, extraction.repaired) == (False, ())  # it had the fact already
+    decision = replayer.replay("locomo-qa-1-10", [step_op(replayer, "decide:D4:6")])
+    assert decision.passed
+    assert [(r.detail, r.error_type) for r in decision.repaired] == [
+        ("stored evidence fact D4:6#0", "ExtractionError")
+    ]
+
+
+def test_the_replay_judge_reproduces_the_planted_labels(
+    db: Database,
+    endpoint: Mem0Replies,
+    fake_openai: FakeOpenAI,
+    traced: str,
+    run_id: str,
+    tmp_path: Path,
+) -> None:
+    endpoint.drop.add("5k race")
+    fake_openai.hidden.add("Kyoto")
+    endpoint.delete["baker"] = "pottery class"
+    endpoint.overwrite["Silent Harbor"] = "rabbit named"
+    offline = run_and_attribute(run_id, tmp_path, traced)
+    records = cli_json("attribute", "--trace", traced, "--judge", "replay", "--no-write", "--json")
+    replayed = {r["case_id"]: r for r in records}
+    planted = {
+        "locomo-qa-1-1": "ExtractionError",
+        "locomo-qa-1-2": "ExtractionError",
+        "locomo-qa-1-3": "UpdateError",
+        "locomo-qa-1-5": "DeletionError",
+        "locomo-qa-1-7": "RetrievalError",
+        "locomo-qa-1-8": "RetrievalError",
+    }
+    for case, error_type in planted.items():
+        verdict = replayed[case]["error_attribution_result"]
+        assert verdict["error_type"] == error_type, (case, replayed[case])
+        assert verdict["op_id"] == offline[case]["op_id"]  # the op the test above checks
+        assert replayed[case]["replays"] >= 1

@@ -197,6 +197,19 @@ def test_routed_by_headroom_the_replays_are_paid_and_recorded(
     )  # fmt: skip
     assert again.replays == result.replays
     LineageStore(db).delete(f"{run_id}-again")
+    # the precise search oracle measures other headroom: replayed anew, cached apart, paid
+    precise = run_optimization(
+        replace(options, run_id=f"{run_id}-precise", search_repair="precise"), [convs[2]],
+        [convs[1], convs[3]], out / "precise", backend=OfflineBackend(), db=db, base=STARVED,
+        classes_cache=out / "classes",
+    )  # fmt: skip
+    LineageStore(db).delete(f"{run_id}-precise")
+    assert precise.replays >= 1 and list((out / "classes").glob("*.headroom.precise.json"))
+    by_key = {c["op_name"]: c for c in precise.rounds[0].classes}
+    same = {c["op_name"]: c for c in first.classes}
+    search = "memory_system.search_vector_store"
+    # the oracle that drops distractors rescues at least as many
+    assert by_key[search]["rescued"] >= same[search]["rescued"] >= 0
 
 
 def test_cli_optimize_writes_files_memtrace_run_reads_and_resumes(
@@ -207,7 +220,7 @@ def test_cli_optimize_writes_files_memtrace_run_reads_and_resumes(
     args = [
         "optimize", "mem0", "--data", str(shared_data / "locomo" / "locomo10.json"),
         "--sessions", "1,2,3,4", "--questions", "20",
-        "--train", "2", "--heldout", "1,3", "--rounds", "1", "--trials", "3",
+        "--train", "2", "--heldout", "1,3", "--test", "4", "--rounds", "1", "--trials", "3",
         "--budget", "30", "--params", str(out / "base.toml"), "--out", str(out / "run"),
         "--run-id", run_id, "--max-cases", "100", "--json",
     ]  # fmt: skip
@@ -217,6 +230,20 @@ def test_cli_optimize_writes_files_memtrace_run_reads_and_resumes(
     summary = json.loads(first.stdout)
     assert summary["final"]["heldout"] >= summary["initial"]["heldout"]
     assert "top_k" in summary["rounds"][0]["targets"]
+    # the test split is reported after the round, and is not in the budget (1 + 2 runs initially)
+    assert 0 <= summary["initial"]["test"] <= 1 and summary["rounds"][0]["test_after"] is not None
+    assert summary["budget_spent"] == 3 + sum(
+        (1 + len(r["trials"]) + (r["candidate"]["heldout"] is not None) * 2)
+        for r in summary["rounds"]
+    )
+    (stored,) = db.run(
+        "MATCH (r:OptimizationRun {id: $r}) RETURN r.final_test AS test, r.final_heldout AS held",
+        r=run_id,
+    )
+    assert (stored["test"], stored["held"]) == (
+        summary["final"]["test"],
+        summary["final"]["heldout"],
+    )
     again = runner.invoke(cli, args)
     assert again.exit_code == 0, again.output
     resumed = json.loads(again.stdout)

@@ -123,20 +123,20 @@ class TableFeedback:
 
 
 class ScriptedEvaluator(Evaluator):
-    """Scores from a table keyed by top_k (train, held-out accuracy out of 100 cases)."""
+    """Scores from a table keyed by top_k (train, held-out, test accuracy out of 100 cases);
+    the base class charges the budget."""
 
-    TABLE: ClassVar[dict[int, tuple[int, int]]] = {
-        10: (40, 40),
-        3: (60, 30),
-        20: (55, 45),
-        25: (70, 50),
+    TABLE: ClassVar[dict[int, tuple[int, int, int]]] = {
+        10: (40, 40, 35),
+        3: (60, 30, 90),
+        20: (55, 45, 20),
+        25: (70, 50, 45),
     }
+    SPLITS: ClassVar[tuple[str, ...]] = ("train", "heldout", "test")
 
-    def score(self, config: SystemConfig, split: str) -> Score:
-        cached = self.cached(config, split)
-        self.budget.charge(self.cost(split), cached=cached is not None)
-        correct = self.TABLE[config.params.top_k][0 if split == "train" else 1]
-        return cached or self.remember(config, split, Score(correct, 100))
+    def _evaluate(self, config: SystemConfig, split: str) -> Score:
+        correct = self.TABLE[config.params.top_k][self.SPLITS.index(split)]
+        return self.cached(config, split) or self.remember(config, split, Score(correct, 100))
 
 
 def scripted_proposer(*values: int) -> Any:
@@ -152,15 +152,14 @@ def scripted_proposer(*values: int) -> Any:
     return factory
 
 
-def scripted_run(tmp_path: Path, budget: int = 100, **kwargs: Any) -> Any:
+def scripted_run(tmp_path: Path, budget: int = 100, test: bool = False, **kwargs: Any) -> Any:
     convs = load_locomo(SAMPLE_PATH)
     options = OptimizeOptions("mem0", "unit", rounds=3, trials=1, budget=budget, guided=False)
+    splits = {"train": convs[:1], "heldout": convs[1:]}
+    if test:
+        splits = {"train": convs[:1], "heldout": convs[1:2], "test": convs[2:]}
     evaluator = ScriptedEvaluator(
-        "mem0",
-        OfflineBackend(),
-        {"train": convs[:1], "heldout": convs[1:]},
-        Budget(budget),
-        tmp_path / "evaluations.jsonl",
+        "mem0", OfflineBackend(), splits, Budget(budget), tmp_path / "evaluations.jsonl"
     )
     proposer = scripted_proposer(3, 20, 25)(evaluator, None, options)
     return loop.optimize(options, evaluator, proposer, tmp_path, **kwargs)
@@ -189,6 +188,27 @@ def test_a_held_out_worse_candidate_is_rejected_a_better_one_kept_both_recorded(
     assert accepted == result.config and accepted.params.top_k == 25
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["changes"] == {"parameter:top_k": [10, 25]}
+
+
+def test_the_test_split_is_reported_after_each_round_decides_nothing_and_costs_no_budget(
+    tmp_path: Path,
+) -> None:
+    plain = scripted_run(tmp_path / "plain", budget=100)
+    # train and held-out each one conversation here; the test split's scores (top_k 3 would
+    # win on it by far) must not change a decision
+    result = scripted_run(tmp_path / "test", budget=100, test=True)
+    assert [r.candidate.accepted for r in result.rounds] == [
+        r.candidate.accepted for r in plain.rounds
+    ]
+    assert result.config == plain.config
+    assert result.initial["test"] == 0.35 and result.final["test"] == 0.45
+    assert [r.test_after for r in result.rounds] == [0.35, 0.2, 0.45]
+    # initial 2 runs, then per round 1 trial + 1 held-out check: the test split is not charged
+    assert result.budget_spent == 2 + 3 * 2
+    with pytest.raises(ValueError, match="reported"):
+        ScriptedEvaluator(
+            "mem0", OfflineBackend(), {"test": []}, Budget(1), tmp_path / "e.jsonl"
+        ).score(SystemConfig(), "test")
 
 
 def test_the_budget_bounds_every_run(tmp_path: Path) -> None:
@@ -229,7 +249,7 @@ def test_a_run_directory_refuses_other_options(tmp_path: Path) -> None:
             backend=OfflineBackend(),
             db=None,
         )
-    with pytest.raises(ConfigError, match="both train and held-out"):
+    with pytest.raises(ConfigError, match="both train and heldout"):
         run_optimization(
             OptimizeOptions("mem0", "x"),
             convs[:2],
@@ -237,6 +257,16 @@ def test_a_run_directory_refuses_other_options(tmp_path: Path) -> None:
             tmp_path / "x",
             backend=OfflineBackend(),
             db=None,
+        )
+    with pytest.raises(ConfigError, match="both heldout and test"):
+        run_optimization(
+            OptimizeOptions("mem0", "x"),
+            convs[:1],
+            convs[1:2],
+            tmp_path / "x",
+            backend=OfflineBackend(),
+            db=None,
+            test=convs[1:],
         )
 
 
@@ -267,3 +297,12 @@ def test_the_offline_parameter_loop_runs_real_systems_and_writes_strict_json(
         assert r.targets == ["top_k", "none_threshold", "update_threshold"]
         assert all(set(t["changes"]) <= {f"parameter:{n}" for n in r.targets} for t in r.trials)
     json.loads((tmp_path / "summary.json").read_text())  # strict JSON
+
+
+def test_the_benchmark_never_trains_or_accepts_on_the_held_out_conversations() -> None:
+    import optimize as bench  # benchmarks/optimize.py (conftest puts benchmarks/ on the path)
+
+    held_out = {7, 8, 9, 10}  # LoCoMo's: never used to develop or tune anything
+    assert not held_out & {*bench.SPLIT["train"], *bench.SPLIT["heldout"]}
+    assert set(bench.SPLIT["test"]) == held_out
+    assert not set(bench.SPLIT["train"]) & set(bench.SPLIT["heldout"])

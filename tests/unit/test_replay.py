@@ -259,14 +259,28 @@ def test_a_repaired_search_keeps_its_size() -> None:
     assert with_evidence(["e1"], ["e2"], lambda x: x in evidence) == ["e1", "e2"]
 
 
+def test_a_precise_repaired_search_keeps_only_the_evidence() -> None:
+    from memtrace.systems.base import with_evidence
+
+    evidence = {"e1", "e2"}
+    holds = evidence.__contains__
+    assert with_evidence(["a", "e1", "b"], ["e2"], holds, precise=True) == ["e1", "e2"]
+    # nothing holds the evidence: nothing to be precise about, the results stay
+    assert with_evidence(["a", "b"], [], holds, precise=True) == ["a", "b"]
+
+
 def test_a_system_without_replay_steps_is_refused(tmp_path: Path) -> None:
     traced(tmp_path, "mem0", LISBON)
     path = next(tmp_path.glob("*.jsonl"))
     head, *rest = path.read_text(encoding="utf-8").splitlines()
     record = json.loads(head)
-    record["system"] = "mem0-lib"  # the real Mem0 library: memtrace cannot re-run it alone
+    record["system"] = "my-own-system"  # memtrace cannot re-run a system it does not know
     path.write_text("\n".join([json.dumps(record), *rest]) + "\n", encoding="utf-8")
-    with pytest.raises(NotReplayableError, match=r"'mem0-lib'.*memtrace\.replay\.hook"):
+    with pytest.raises(NotReplayableError, match=r"'my-own-system'.*memtrace\.replay\.hook"):
+        read_native(path)
+    record["system"] = "mem0-lib"  # a trace without recorded model calls (mem0ai 2.x)
+    path.write_text("\n".join([json.dumps(record), *rest]) + "\n", encoding="utf-8")
+    with pytest.raises(NotReplayableError, match=r"'mem0-lib' records no model calls"):
         read_native(path)
 
 
@@ -402,3 +416,11 @@ def test_evermemos_an_ignored_context_is_a_response_error(tmp_path: Path) -> Non
     fault = Fault("fault-1", "ResponseError", CASE, CASE, frozenset({"D1:1#0"}))
     replayer, _, label = evermemos_label(tmp_path, fault)
     assert label == (op_of(replayer, f"answer:{CASE}"), "ResponseError", "response")
+
+
+def test_a_mem0_lib_memory_holds_evidence_by_its_content_words() -> None:
+    from memtrace.systems.mem0_lib import holds
+
+    assert holds("I ran a 5k race.", "Farid ran a 5k race for the children's hospital")
+    assert not holds("I ran a 5k race.", "Farid ran")  # a word of the sentence is missing
+    assert not holds("Oh yes!", "Chloe: oh yes, I know")  # no content words: held by nothing

@@ -103,6 +103,24 @@ def test_class_what_if_over_the_engine(traced: tuple[ConversationRun, Path]) -> 
     assert len(result.joint_keys) == 3
 
 
+def test_a_precise_search_oracle_rescues_what_distractors_cost(
+    traced: tuple[ConversationRun, Path],
+) -> None:
+    # conversation 1 (development): the same-size oracle puts the evidence among as many results
+    # as the system shows, where the answer step can still quote a better-matching distractor;
+    # the precise one shows only what holds the evidence, so it rescues those cases too
+    run, path = traced
+    classes, blamed = derived_classes(run, read_native(path))
+    key = ("memory_system.search_vector_store", "RetrievalError")
+    rescued = {}
+    for precise in (False, True):
+        replayer = EngineReplayer(lambda trace_id: read_native(path), precise_search=precise)
+        result = what_if(classes, blamed, replayer, fix_alone=False, joint_top=0)
+        rows = {(r["op_name"], r["error_type"]): r for r in result.classes.to_dict("records")}
+        rescued[precise] = (rows[key]["rescued"], rows[key]["broken"])
+    assert rescued[True][0] > rescued[False][0] and rescued[True][1] == 0
+
+
 def test_replaying_with_no_repair_of_a_construction_step_leaves_answers_as_recorded(
     traced: tuple[ConversationRun, Path],
 ) -> None:

@@ -1,4 +1,4 @@
-// What a replay re-runs from, of one complete trace: its source, metadata, sessions, the message, query, parameter and prompt variables, operations (name, written variables) and cases.
+// What a replay re-runs from, of one complete trace: its source, metadata, sessions, the message, query, parameter and prompt variables, operations (name, written variables, metadata: a recorded model call) and cases.
 // params: $trace_id
 // returns: source, system, metadata, sessions, variables, operations, cases
 MATCH (t:Trace {id: $trace_id})
@@ -19,7 +19,7 @@ CALL (t) {
     OPTIONAL MATCH (o)-[:WRITES]->(w:Variable)
     RETURN collect(w.id) AS writes
   }
-  RETURN collect({id: o.id, name: o.name, writes: writes}) AS operations
+  RETURN collect({id: o.id, name: o.name, writes: writes, metadata: o.metadata}) AS operations
 }
 CALL (t) {
   OPTIONAL MATCH (t)-[:HAS_CASE]->(c:Case)
