@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from private_server import start_private_server
 from queries import benchmark_query
 
 from memtrace import patterns
@@ -49,9 +49,9 @@ from memtrace.admin import delete_trace, init_schema
 from memtrace.db import Database, connect
 from memtrace.report.build import make_report
 from memtrace.server import manager
-from memtrace.server.config import MemoryPlan, ServerOptions, parse_size
+from memtrace.server.config import ServerOptions, parse_size
 from memtrace.server.layout import ServerLayout
-from memtrace.settings import LLMSettings, Neo4jSettings, Settings, load_settings, memtrace_home
+from memtrace.settings import load_settings
 
 SYSTEMS = ("mem0", "rag", "long-context")
 MESSAGES = 100
@@ -145,12 +145,6 @@ def seconds_of(work: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def restart(
     layout: ServerLayout, options: ServerOptions, env: dict[str, str], warm_up: bool
 ) -> tuple[float, float]:
@@ -179,26 +173,13 @@ def restart(
 def fresh_start(args: argparse.Namespace) -> None:
     """The first `memtrace patterns` after a server start, with and without the warm-up."""
     size = parse_size(args.memory)
-    installed = ServerLayout(memtrace_home())
     imports = [sys.executable, "-c", "import memtrace.cli, memtrace.cli.patterns"]
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="memtrace-patterns-bench-") as tmp:
-        layout = ServerLayout(Path(tmp))
-        layout.root.mkdir(parents=True)
-        layout.lib.symlink_to(installed.lib, target_is_directory=True)
-        options = ServerOptions(
-            bolt_port=free_port(),
-            http_port=free_port(),
-            memory=MemoryPlan(heap_bytes=size, pagecache_bytes=size),
-        )
-        manager.start(layout, options)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("NEO4J_")}
-        env["MEMTRACE_HOME"] = tmp
-        neo4j = Neo4jSettings(
-            uri=f"bolt://127.0.0.1:{options.bolt_port}", password=layout.read_password()
-        )
+        server = start_private_server(Path(tmp), size)
+        layout, options, env = server.layout, server.options, server.env
         try:
-            with connect(Settings(home=Path(tmp), neo4j=neo4j, llm=LLMSettings())) as db:
+            with connect(server.settings) as db:
                 init_schema(db)
                 run_id, _ = seed(db, "fresh", args.traces, args.cases)
                 attributed = db.run("MATCH (a:Attribution) RETURN count(a) AS n")[0]["n"]
