@@ -209,7 +209,7 @@ def _import_managed(
         phases["start"] = time.perf_counter() - mark
     mark = time.perf_counter()
     with target.connect() as db:
-        init_schema(db)
+        init_schema(db, together=True)  # one population job over the imported store
         phases["schema"] = time.perf_counter() - mark
         mark = time.perf_counter()
         fill_case_texts(db)
