@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,14 +32,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from private_server import start_private_server
 from synthetic import write_synthetic_trace
 
 from memtrace.admin import init_schema
 from memtrace.db import Database, connect
 from memtrace.server import manager
-from memtrace.server.config import MemoryPlan, ServerOptions, parse_size
+from memtrace.server.config import parse_size
 from memtrace.server.layout import ServerLayout
-from memtrace.settings import LLMSettings, Neo4jSettings, Settings, memtrace_home
 
 OUT = Path(__file__).resolve().parent / "out"
 BATCH = 5_000
@@ -57,12 +56,6 @@ RELATIONSHIPS = (
     "UNWIND $pairs AS pair MATCH (a:Variable) WHERE elementId(a) = pair[0] "
     "MATCH (b:Variable) WHERE elementId(b) = pair[1] CREATE (a)-[:FLOWS_TO {edge_id: pair[2]}]->(b)"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def child(args: list[str], env: dict[str, str]) -> tuple[float, bytes]:
@@ -93,6 +86,12 @@ def load(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     summary["wall_seconds"] = wall
     summary["elements"] = summary["nodes_written"] + summary["relationships_written"]
     return summary
+
+
+def import_phases(layout: ServerLayout) -> list[str]:
+    """The importer's own phase times (its log), to set against the JVM's start around them."""
+    text = (layout.logs / "import.log").read_text(encoding="utf-8", errors="replace")
+    return [line.strip() for line in text.splitlines() if "COMPLETED" in line or "DONE" in line]
 
 
 def empty_database(layout: ServerLayout) -> None:
@@ -145,29 +144,11 @@ def main() -> None:
     parser.add_argument("--ceiling-nodes", type=int, default=100_000)
     args = parser.parse_args()
     size = parse_size(args.memory)
-    installed = ServerLayout(memtrace_home())
     OUT.mkdir(exist_ok=True)
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="memtrace-bulk-bench-") as tmp:
-        layout = ServerLayout(Path(tmp))
-        layout.root.mkdir(parents=True)
-        if manager.installed_version(installed) is not None:
-            layout.lib.symlink_to(installed.lib, target_is_directory=True)
-        else:
-            manager.install(layout)
-        options = ServerOptions(
-            bolt_port=free_port(),
-            http_port=free_port(),
-            auth=True,
-            memory=MemoryPlan(heap_bytes=size, pagecache_bytes=size),
-        )
-        manager.start(layout, options)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("NEO4J_")}
-        env["MEMTRACE_HOME"] = tmp
-        neo4j = Neo4jSettings(
-            uri=f"bolt://127.0.0.1:{options.bolt_port}", password=layout.read_password()
-        )
-        settings = Settings(home=Path(tmp), neo4j=neo4j, llm=LLMSettings())
+        server = start_private_server(Path(tmp), size)
+        layout, env, settings = server.layout, server.env, server.settings
         try:
             for messages in args.messages:
                 path = OUT / f"bench-load-{messages}.jsonl"
@@ -179,6 +160,7 @@ def main() -> None:
                 row["csv_writer"] = {"seconds": csv_s, "peak_rss_mb": csv_mb}
                 row["bulk"] = load(["--bulk", str(path)], env)
                 row["bulk"].pop("import_command")
+                row["import_log"] = import_phases(layout)
                 empty_database(layout)
                 row["bolt"] = load([str(path)], env)
                 empty_database(layout)
@@ -216,6 +198,7 @@ def print_table(results: list[dict[str, Any]]) -> None:
     for row in results:
         phases = ", ".join(f"{k} {v:.1f}" for k, v in row["bulk"]["phases"].items())
         print(f"{row['bulk']['elements']:,} elements, bulk phases (s): {phases}")
+        print(f"  neo4j-admin import: {'; '.join(row['import_log'])}")
 
 
 if __name__ == "__main__":

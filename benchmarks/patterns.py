@@ -14,6 +14,15 @@ attributed failed cases, as ratios to one `MATCH (a:Attribution) RETURN count(a)
    json` command in a child process (interpreter start and imports included); `make_report`
    in-process (every query, charts, HTML + Markdown written).
 3. Deletes everything it wrote. JSON on stdout, then a Markdown table.
+
+    .venv/bin/python benchmarks/patterns.py --fresh-start [--rounds 2] [--repeat 5]
+
+instead starts a private managed server (temporary MEMTRACE_HOME borrowing the installed jars,
+free ports, --memory heap and page cache), seeds it once and then, --rounds times and alternated,
+stops it and starts it again with `memtrace neo4j start` and with `memtrace neo4j start
+--no-warm-up`, each time timing the start command, the first `memtrace patterns --format json`
+after it and the median of --repeat more. The baseline is the import of the command's modules
+alone (`python -c "import memtrace.cli.patterns"`), timed in the same rounds.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -31,12 +41,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from private_server import start_private_server
 from queries import benchmark_query
 
 from memtrace import patterns
 from memtrace.admin import delete_trace, init_schema
 from memtrace.db import Database, connect
 from memtrace.report.build import make_report
+from memtrace.server import manager
+from memtrace.server.config import ServerOptions, parse_size
+from memtrace.server.layout import ServerLayout
 from memtrace.settings import load_settings
 
 SYSTEMS = ("mem0", "rag", "long-context")
@@ -115,13 +129,102 @@ def timed(work: Callable[[], object], repeat: int, first: list[float] | None = N
     return statistics.median(samples)
 
 
-def cli_patterns(run_id: str) -> None:
-    command = [str(Path(sys.executable).parent / "memtrace"), "patterns", "--run", run_id]
-    result = subprocess.run(
-        [*command, "--format", "json"], capture_output=True, text=True, check=False
-    )
+MEMTRACE = str(Path(sys.executable).parent / "memtrace")
+
+
+def cli_patterns(run_id: str, env: dict[str, str] | None = None) -> None:
+    command = [MEMTRACE, "patterns", "--run", run_id, "--format", "json"]
+    result = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if result.returncode != 0:
         raise SystemExit(f"memtrace patterns failed: {result.stderr}")
+
+
+def seconds_of(work: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    work()
+    return time.perf_counter() - started
+
+
+def restart(
+    layout: ServerLayout, options: ServerOptions, env: dict[str, str], warm_up: bool
+) -> tuple[float, float]:
+    """Stop the server, start it with `memtrace neo4j start`; the start command's seconds and
+    the warm-up seconds it reports (0 without warm-up)."""
+    assert options.memory is not None
+    manager.stop(layout)
+    command = [MEMTRACE, "neo4j", "start", "--bolt-port", str(options.bolt_port)]
+    command += ["--http-port", str(options.http_port)]
+    command += ["--heap", f"{options.memory.heap_bytes >> 20}m"]
+    command += ["--page-cache", f"{options.memory.pagecache_bytes >> 20}m"]
+    started = time.perf_counter()
+    result = subprocess.run(
+        command + ([] if warm_up else ["--no-warm-up"]),
+        capture_output=True, text=True, check=False, env=env,
+    )  # fmt: skip
+    seconds = time.perf_counter() - started
+    if result.returncode != 0:
+        raise SystemExit(f"memtrace neo4j start failed: {result.stdout}{result.stderr}")
+    found = re.search(r"planned and run once in ([0-9.]+) s", result.stdout)
+    if warm_up and found is None:
+        raise SystemExit(f"no warm-up reported: {result.stdout}")
+    return seconds, float(found.group(1)) if found else 0.0
+
+
+def fresh_start(args: argparse.Namespace) -> None:
+    """The first `memtrace patterns` after a server start, with and without the warm-up."""
+    size = parse_size(args.memory)
+    imports = [sys.executable, "-c", "import memtrace.cli, memtrace.cli.patterns"]
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="memtrace-patterns-bench-") as tmp:
+        server = start_private_server(Path(tmp), size)
+        layout, options, env = server.layout, server.options, server.env
+        try:
+            with connect(server.settings) as db:
+                init_schema(db)
+                run_id, _ = seed(db, "fresh", args.traces, args.cases)
+                attributed = db.run("MATCH (a:Attribution) RETURN count(a) AS n")[0]["n"]
+            for round_number in range(args.rounds):
+                for warm_up in (True, False):
+                    load_before = os.getloadavg()[0]
+                    start_s, warm_s = restart(layout, options, env, warm_up)
+                    first = seconds_of(lambda: cli_patterns(run_id, env))
+                    later = [
+                        seconds_of(lambda: cli_patterns(run_id, env)) for _ in range(args.repeat)
+                    ]
+                    baseline = statistics.median(
+                        seconds_of(lambda: subprocess.run(imports, check=True, env=env))
+                        for _ in range(3)
+                    )
+                    row: dict[str, Any] = {
+                        "round": round_number + 1,
+                        "warm_up": warm_up,
+                        "start_command_s": start_s,
+                        "warm_up_s": warm_s,
+                        "first_patterns_s": first,
+                        "later_patterns_median_s": statistics.median(later),
+                        "later_patterns_s": later,
+                        "imports_s": baseline,
+                        "load_before": load_before,
+                        "load_after": os.getloadavg()[0],
+                    }
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+        finally:
+            manager.stop(layout)
+    print(
+        f"\n{attributed} attributed failed cases, {args.traces} traces\n\n"
+        "| round | start | start command s | of which warm-up s | first `memtrace patterns` s "
+        "| next runs, median s | imports alone s (baseline) | first / baseline | load avg |\n"
+        "|---|---|---|---|---|---|---|---|---|"
+    )
+    for row in rows:
+        kind = "`memtrace neo4j start`" if row["warm_up"] else "`--no-warm-up`"
+        print(
+            f"| {row['round']} | {kind} | {row['start_command_s']:.1f} | {row['warm_up_s']:.1f} "
+            f"| {row['first_patterns_s']:.2f} | {row['later_patterns_median_s']:.2f} "
+            f"| {row['imports_s']:.2f} | {row['first_patterns_s'] / row['imports_s']:.2f} "
+            f"| {row['load_before']:.1f}/{row['load_after']:.1f} |"
+        )
 
 
 def main() -> None:
@@ -129,7 +232,15 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=50)
     parser.add_argument("--cases", type=int, default=220, help="failed cases per trace")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--fresh-start", action="store_true", help="time the first command after a start"
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="with --fresh-start")
+    parser.add_argument("--memory", default="1g", help="with --fresh-start: heap, page cache")
     args = parser.parse_args()
+    if args.fresh_start:
+        fresh_start(args)
+        return
     scope = f"bp{uuid.uuid4().hex[:8]}"
     with connect(load_settings()) as db:
         init_schema(db)

@@ -113,12 +113,12 @@ def _write_trace(
     )
     next_free = index.number_nodes(offset)
     source = record_source(plan.file, plan.format, options.labels)
-    files.node_rows(
-        plan.trace_id, offset, (row for node in index.nodes(source()) for row in node_rows(node))
-    )
-    files.relationship_rows(
-        row for linked in index.linked(source()) for row in relationship_rows(linked)
-    )
+    # one read of the file for both write passes: node ids are known before any node is written
+    for nodes, linked in index.nodes_and_linked(source()):
+        for node in nodes:
+            files.node_rows(plan.trace_id, offset, node_rows(node))
+        for record in linked:
+            files.relationship_rows(relationship_rows(record))
     files.relationship_rows(next_version_rows(index.next_versions()))
     return next_free
 
@@ -196,17 +196,20 @@ def _import_managed(
         _refuse_unless_empty(db, target.uri)  # again: the files took a while to write
     mark = time.perf_counter()
     options = manager.restart_options(layout)
-    manager.stop(layout)
+    # the import needs only the store: it runs while the server process ends its shutdown
+    pid = manager.release_store(layout)
     phases["stop"] = time.perf_counter() - mark
     try:
         phases["import"] = manager.import_full(layout, target.database, arguments).seconds
     finally:
         mark = time.perf_counter()
+        if pid is not None:
+            manager.wait_for_exit(layout, pid)
         manager.start(layout, options)
         phases["start"] = time.perf_counter() - mark
     mark = time.perf_counter()
     with target.connect() as db:
-        init_schema(db)
+        init_schema(db, together=True)  # one population job over the imported store
         phases["schema"] = time.perf_counter() - mark
         mark = time.perf_counter()
         fill_case_texts(db)

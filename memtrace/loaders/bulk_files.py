@@ -96,7 +96,7 @@ class CsvFile:
 
     data: Path
     fixed: tuple[str, ...]  # the id columns every row starts with
-    columns: dict[str, str] = field(default_factory=dict)  # property -> CSV type, in order
+    columns: dict[str, tuple[int, str]] = field(default_factory=dict)  # property -> place, type
     handle: TextIO | None = None
     multiline: bool = False
     rows: int = 0
@@ -105,27 +105,29 @@ class CsvFile:
         """Write one row, adding the columns it brings; False (nothing written) when one of
         its values has another type than the column of that name."""
         columns = self.columns
-        new: list[tuple[str, str]] = []
+        cells: dict[int, str] = {}
+        new: list[tuple[str, str, Any]] = []
         for key, value in props.items():
-            kind = _csv_type(value)
-            if kind is None:
+            kind = _SCALAR_TYPES.get(type(value)) or _csv_type(value)
+            if kind is None:  # no value, or an empty list: an empty cell
                 continue
             known = columns.get(key)
             if known is None:
-                new.append((key, kind))
-            elif known != kind:
+                new.append((key, kind, value))
+            elif known[1] != kind:
                 return False
-        columns.update(new)
+            else:
+                cells[known[0]] = _field(value, key)
+        for key, kind, value in new:
+            place = len(columns)
+            columns[key] = (place, kind)
+            cells[place] = _field(value, key)
         fields = [str(part) for part in ids]
-        get = props.get
-        fields.extend(
-            "" if (value := get(key)) is None or value == [] else _field(value, key)
-            for key in columns
-        )
         # A row may be shorter than the header (columns added after it was written), but the
-        # importer misreads a short row that ends in an empty field: leave trailing empties out.
-        while fields[-1] == "":
-            fields.pop()
+        # importer misreads a short row that ends in an empty field: it ends at its last value
+        # (a cell is never empty: strings and lists are quoted).
+        if cells:
+            fields.extend(cells.get(place, "") for place in range(max(cells) + 1))
         line = ",".join(fields)
         if not self.multiline and ("\n" in line or "\r" in line):
             self.multiline = True
@@ -143,7 +145,7 @@ class CsvFile:
         if self.handle is not None:
             self.handle.close()
             self.handle = None
-        typed = [f"{key}:{kind}" for key, kind in self.columns.items()]
+        typed = [f"{key}:{kind}" for key, (_, kind) in self.columns.items()]
         self.header.write_text(",".join([*self.fixed, *typed]) + "\n", encoding="utf-8")
 
 

@@ -12,7 +12,7 @@ looked up one by one from Python. Values are never kept: the write passes take t
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -361,10 +361,17 @@ class TraceIndex:
 
     def nodes(self, records: Iterable[tuple[str, AnyRecord]]) -> Iterator[NodeRecord]:
         """The records that create nodes (repeats of an identical record are skipped)."""
-        firsts = _Cursor(self.db.execute(_NODES))
+        take = self._node_taker()
         for recno, (_, record) in enumerate(records):
-            for _, ts, seq in firsts.take(recno):
-                yield NodeRecord(record, recno, ts, seq)
+            yield from take(recno, record)
+
+    def _node_taker(self) -> Callable[[int, AnyRecord], list[NodeRecord]]:
+        firsts = _Cursor(self.db.execute(_NODES))
+
+        def take(recno: int, record: AnyRecord) -> list[NodeRecord]:
+            return [NodeRecord(record, recno, ts, seq) for _, ts, seq in firsts.take(recno)]
+
+        return take
 
     def store_element_ids(self, pairs: list[list[Any]]) -> None:
         """``[n, elementId]`` pairs returned by the node queries."""
@@ -386,10 +393,26 @@ class TraceIndex:
 
     def linked(self, records: Iterable[tuple[str, AnyRecord]]) -> Iterator[LinkedRecord]:
         """Operations, edges and cases (first definitions) with the element ids they need."""
+        take = self._linked_taker()
+        for recno, (_, record) in enumerate(records):
+            yield from take(recno, record)
+
+    def nodes_and_linked(
+        self, records: Iterable[tuple[str, AnyRecord]]
+    ) -> Iterator[tuple[list[NodeRecord], list[LinkedRecord]]]:
+        """``nodes`` and ``linked`` in one read of the file, record by record: for a bulk
+        import, whose node ids are known before any node is written (``number_nodes``)."""
+        nodes, linked = self._node_taker(), self._linked_taker()
+        for recno, (_, record) in enumerate(records):
+            yield nodes(recno, record), linked(recno, record)
+
+    def _linked_taker(self) -> Callable[[int, AnyRecord], list[LinkedRecord]]:
         firsts = _Cursor(self.db.execute(_LINKED))
         endpoints = _Cursor(self.db.execute(_ENDPOINTS))
         depends = _Cursor(self.db.execute(_DEPENDS_ON))
-        for recno, (_, record) in enumerate(records):
+
+        def take(recno: int, record: AnyRecord) -> list[LinkedRecord]:
+            found = []
             for _, own in firsts.take(recno):
                 deps: dict[str, list[str]] = {}
                 for _, writer, var in depends.take(recno):
@@ -397,7 +420,10 @@ class TraceIndex:
                     if var not in via:
                         via.append(var)
                 ends = [(role, eid, bool(flag)) for _, role, eid, flag in endpoints.take(recno)]
-                yield LinkedRecord(record, own, ends, deps)
+                found.append(LinkedRecord(record, own, ends, deps))
+            return found
+
+        return take
 
     def next_versions(self) -> Iterator[tuple[str, str]]:
         """(older, newer) element ids of consecutive versions of one variable."""

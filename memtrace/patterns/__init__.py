@@ -8,7 +8,9 @@ of ``memtrace/cypher/patterns/`` (the same text works in Neo4j Browser), the sha
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -24,6 +26,7 @@ from memtrace.patterns.reader import PatternReader
 __all__ = [
     "CLASS_COLUMNS",
     "HEADROOM_COLUMNS",
+    "WarmUp",
     "WhatIf",
     "by_age",
     "by_category",
@@ -36,6 +39,7 @@ __all__ = [
     "latest_run",
     "run_summary",
     "runs",
+    "warm_up",
     "what_if",
     "what_if_summary",
     "with_headroom",
@@ -188,3 +192,36 @@ def require_run(db: Database, run_id: str) -> None:
     found = runs(db)
     known = ", ".join(map(str, found["run_id"].head(5))) or "none"
     raise MemtraceError(f"no attribution run {run_id!r} (newest runs: {known})")
+
+
+# A run id no attribution has: the warm-up plans the queries even when there is no run yet.
+NO_RUN = "memtrace-warm-up-no-run"
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """What ``warm_up`` ran: the run it read (None: the database has none) and its seconds."""
+
+    run_id: str | None
+    queries: int
+    seconds: float
+
+
+def warm_up(db: Database) -> WarmUp:
+    """Run once the queries a default ``memtrace patterns`` runs (``runs``, ``run_exists``,
+    ``failure_classes`` with no filter), for the newest run, and throw the rows away.
+
+    A freshly started Neo4j plans each query the first time it sees its text and runs it with a
+    cold page cache and JVM: seconds for ``failure_classes`` at 11,000 cases, against about
+    0.2 s warm (docs/performance.md). ``memtrace neo4j start`` calls this so that the first
+    ``memtrace patterns`` after a start costs what every later one does; the plans stay in the
+    server's query cache, keyed by the query text and the parameters' types.
+    """
+    started = time.perf_counter()
+    reader = PatternReader(db)
+    found = reader.runs()
+    run_id = None if found.empty else str(found.iloc[0]["run_id"])
+    target = NO_RUN if run_id is None else run_id
+    reader.run_exists(target)
+    reader.failure_classes(target, None, None, 1)  # the CLI's types: no system, no error type
+    return WarmUp(run_id, 3, time.perf_counter() - started)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -269,21 +270,69 @@ def _wait_until_ready(
 
 def stop(layout: ServerLayout, timeout: float = STOP_TIMEOUT_SECONDS) -> int | None:
     """SIGTERM our server only and wait for its clean shutdown; returns the pid, None if idle."""
+    deadline = time.monotonic() + timeout
+    pid = release_store(layout, timeout)
+    if pid is not None:
+        wait_for_exit(layout, pid, max(0.0, deadline - time.monotonic()))
+    return pid
+
+
+def store_locks(layout: ServerLayout) -> list[Path]:
+    """The lock files a running server holds on its store (the DBMS's and each database's)."""
+    databases = layout.data / "databases"
+    return [databases / "store_lock", *sorted(databases.glob("*/database_lock"))]
+
+
+def _locked(path: Path) -> bool:
+    """True when another process holds the lock on ``path`` (Java's FileChannel locks are
+    POSIX record locks on Linux, the kind ``fcntl.lockf`` takes)."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        fcntl.lockf(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def store_in_use(layout: ServerLayout) -> bool:
+    return any(_locked(path) for path in store_locks(layout))
+
+
+def release_store(layout: ServerLayout, timeout: float = STOP_TIMEOUT_SECONDS) -> int | None:
+    """SIGTERM our server and return once it has closed its store: every database stopped
+    and checkpointed and the store's locks released (about a second), while the process goes
+    on shutting down its network side for 5-10 s more (Bolt's shutdown waits). An offline tool
+    (neo4j-admin) needs only the store; ``wait_for_exit`` before starting the server again.
+    Returns the pid, None if the server was not running."""
     pid = running_pid(layout)
     if pid is None:
         return None
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _process_is_our_server(pid, layout):
-            break
+        if not _process_is_our_server(pid, layout) or not store_in_use(layout):
+            return pid
+        time.sleep(0.1)
+    raise ServerError(f"Neo4j (pid {pid}) still holds its store after {timeout:.0f} s")
+
+
+def wait_for_exit(layout: ServerLayout, pid: int, timeout: float = STOP_TIMEOUT_SECONDS) -> None:
+    """Wait until the server process ``pid`` (SIGTERMed) is gone, and record it stopped."""
+    deadline = time.monotonic() + timeout
+    while _process_is_our_server(pid, layout):
+        if time.monotonic() >= deadline:
+            raise ServerError(f"Neo4j (pid {pid}) is still shutting down after {timeout:.0f} s")
         time.sleep(0.2)
-    else:
-        raise ServerError(f"Neo4j (pid {pid}) is still shutting down after {timeout:.0f} s")
     state = layout.read_state()
-    if state is not None:
+    if state is not None and state.pid == pid:
         layout.write_state(state.model_copy(update={"pid": None}))
-    return pid
 
 
 def restart_options(layout: ServerLayout) -> ServerOptions:
@@ -313,7 +362,7 @@ def import_full(layout: ServerLayout, database: str, arguments: list[str]) -> Im
     A failed import leaves unusable store files, so the database is then imported again from
     no data at all (empty, as it was) and ServerError raised with the tail of the import log.
     """
-    if running_pid(layout) is not None:
+    if store_in_use(layout):  # a server that is stopping may live on after releasing it
         raise ServerError("the managed server is running; an offline import needs it stopped")
     java = _require_tool("java", "run neo4j-admin (Java 17 or newer)")
     memory = restart_options(layout).memory or plan_memory(available_memory())

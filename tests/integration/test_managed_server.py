@@ -164,12 +164,25 @@ def test_the_initial_password_never_travels_in_argv(auth_server: ServerLayout) -
     assert not Path(admin[-1][1:]).exists()
 
 
-def test_stop_then_status_says_stopped(tmp_path: Path) -> None:
+def test_cli_start_warms_up_then_stop_then_status_says_stopped(tmp_path: Path) -> None:
     layout = throwaway_layout(tmp_path)
-    options = ServerOptions(bolt_port=free_port(), http_port=free_port(), auth=False, memory=SMALL)
-    started = manager.start(layout, options)
-    pid = started.state.pid
-    assert manager.stop(layout) == pid
+    env = {"MEMTRACE_HOME": str(tmp_path)}
+    ports = ["--bolt-port", str(free_port()), "--http-port", str(free_port())]
+    memory = ["--heap", "512m", "--page-cache", "128m"]
+    started = CliRunner().invoke(cli, ["neo4j", "start", *ports, "--no-auth", *memory], env=env)
+    assert started.exit_code == 0, started.output
+    assert "Neo4j ready in" in started.output
+    # an empty database: the pattern queries are planned and run against a run that is not there
+    assert "Pattern queries planned and run once in" in started.output
+    assert "no attribution run yet" in started.output
+    state = layout.read_state()
+    assert state is not None
+    pid = state.pid
+    assert pid is not None and manager.store_in_use(layout)
+    # what a bulk import waits for: the store closed (the process may still be shutting down)
+    assert manager.release_store(layout) == pid
+    assert not manager.store_in_use(layout)
+    manager.wait_for_exit(layout, pid)
     info = manager.status(layout)
     assert not info.running and info.pid is None
     assert manager.stop(layout) is None  # stopping a stopped server is harmless

@@ -200,6 +200,13 @@ def test_cli_filters_views_and_compare(seeded: Seed) -> None:
     }
 
 
+def test_warm_up_runs_the_default_queries_for_the_newest_run(db: Database, seeded: Seed) -> None:
+    warmed = patterns.warm_up(db)
+    # the newest run of the shared database (another writer's, maybe): one that exists
+    assert warmed.run_id in set(patterns.runs(db)["run_id"])
+    assert warmed.queries == 3 and warmed.seconds > 0
+
+
 def test_cli_unknown_run_is_an_error(seeded: Seed) -> None:
     result = CliRunner().invoke(cli, ["patterns", "--run", f"{seeded.scope}-missing"])
     assert result.exit_code == 1

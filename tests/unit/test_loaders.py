@@ -200,6 +200,19 @@ def test_format_2_inline_edges_read_as_the_edges_of_format_1(tmp_path: Path) -> 
     assert v2.version_ids() == v1.version_ids()
 
 
+def test_one_pass_for_a_bulk_import_gives_both_passes_rows() -> None:
+    index = build_index(str(SMALL), read_native(SMALL))
+    next_free = index.number_nodes(100)  # node ids 100 + recno, as a bulk import numbers them
+    assert next_free > 100
+    nodes = [row for node in index.nodes(read_native(SMALL)) for row in node_rows(node)]
+    linked = [row for one in index.linked(read_native(SMALL)) for row in relationship_rows(one)]
+    together = list(index.nodes_and_linked(read_native(SMALL)))
+    assert [row for found, _ in together for node in found for row in node_rows(node)] == nodes
+    rows = [row for _, found in together for one in found for row in relationship_rows(one)]
+    assert rows == linked and any(name == "load/create_deletes" for name, _ in rows)
+    index.close()
+
+
 def test_rows_skip_repeated_records_and_mark_deletes() -> None:
     index = build_index(str(SMALL), read_native(SMALL))
     rows = [row for node in index.nodes(read_native(SMALL)) for row in node_rows(node)]
