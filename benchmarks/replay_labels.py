@@ -42,7 +42,8 @@ WRITTEN: list[str] = []  # trace ids to delete at the end
 def planted(
     db: Any, settings: Any, convs: list[Any], out: Path, system: str, faults: int
 ) -> dict[str, Any]:
-    """bench make set -> replay judge -> executed label vs planted (injected) label."""
+    """bench make set -> replay judge -> executed label vs planted (injected) label; the offline
+    judge against both (every failed case has an executed label, the planted ones a planted one)."""
     options = BenchOptions(system=system, faults=faults, prefix=PREFIX + "p-")
     report = make_bench(convs, out, options)
     load_paths(db, [str(p) for p in report.files], LoadOptions())
@@ -54,7 +55,7 @@ def planted(
     cases = []
     for trace_id in paths:
         cases += store.failed_cases(trace_id)
-    run_attribution(store, judge, Options(), cases=cases, run_id=run_id, workers=1)
+    _, verdicts = run_attribution(store, judge, Options(), cases=cases, run_id=run_id, workers=1)
     rows = evaluation_rows(store, run_id, None)
     rows = rows[rows["trace_id"].isin(list(paths))]
     injected = rows[rows["label_source"] == "injected"]
@@ -62,7 +63,17 @@ def planted(
                     & (injected["error_type"] == injected["label_type"])]  # fmt: skip
     misses = injected.drop(same.index)
     derived = rows[rows["label_source"] == "derived"]
+    executed = {(v.trace_id, v.case_id): (v.op_id, v.error_type) for v in verdicts if v.op_id}
+    _, offline = run_attribution(
+        store, make_judge("offline", settings), Options(), cases=cases, write=False, workers=1
+    )
+    judged = {(v.trace_id, v.case_id): (v.op_id, v.error_type) for v in offline}
+    planted_labels = {
+        (r.trace_id, r.case_id): (r.label_op, r.label_type) for r in injected.itertuples()
+    }
     return {
+        "offline_vs_planted": _agreement(judged, planted_labels),
+        "offline_vs_executed": _agreement(judged, executed),
         "planted_labels": len(injected),
         "reproduced": len(same),
         "share": len(same) / len(injected) if len(injected) else float("nan"),
@@ -77,6 +88,12 @@ def planted(
             ).sum()
         ),
     }
+
+
+def _agreement(judged: dict[Any, Any], labels: dict[Any, Any]) -> dict[str, Any]:
+    """Op = type accuracy of ``judged`` against ``labels`` (case -> (op, type))."""
+    same = sum(judged.get(case) == label for case, label in labels.items())
+    return {"cases": len(labels), "accuracy": same / len(labels) if labels else float("nan")}
 
 
 def judged(db: Any, settings: Any, trace_ids: list[str], evidence: str) -> dict[str, Any]:

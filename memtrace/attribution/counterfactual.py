@@ -2,7 +2,10 @@
 
 For a failed case with non-answer candidates C1..Cm in execution order and the answer op A:
 ``ok(i)`` is a replay with {Ci..Cm} repaired (ideal downstream) answered correctly; the original
-run is ``ok(m+1) = False``. Ci is **decisive** when ``ok(i)`` and not ``ok(i+1)``.
+run is ``ok(m+1) = False``. Ci is **decisive** when ``ok(i)`` and not ``ok(i+1)``. A replayer
+that knows its system's construction steps (``Downstream``) also repairs every construction op
+after Ci in ``ok(i)``: an op that is no candidate (it never saw the evidence) can still lose
+what Ci's repair restored, and a downstream that loses it again is not ideal.
 
 * ``ok(1)``: the earliest decisive Ci is the label (one exists: ok turns false by m+1); its
   error type is what Ci's repair restored.
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol, get_args
+from typing import Final, Literal, Protocol, get_args, runtime_checkable
 
 from memtrace.taxonomy import ErrorType, default_error_type
 
@@ -49,6 +52,13 @@ class CaseReplayer(Protocol):
     def replay(self, case_id: str, repaired: Sequence[str] = ()) -> Outcome: ...
 
 
+@runtime_checkable
+class Downstream(Protocol):
+    """A replayer that names the ops after an op that an ideal downstream repairs too."""
+
+    def downstream(self, op_id: str) -> Sequence[str]: ...
+
+
 @dataclass(frozen=True)
 class Suspect:
     """A candidate op: its id and normalized kind (the attribution candidate, reduced)."""
@@ -60,7 +70,7 @@ class Suspect:
 @dataclass(frozen=True)
 class CandidateOutcome:
     op_id: str
-    downstream: bool | None  # repaired with every later candidate: correct? (None: not run)
+    downstream: bool | None  # repaired with the ideal downstream: correct? (None: not run)
     alone: bool  # repaired alone, the rest as it ran: correct?
     decisive: bool
     changed: str  # what its repair added or kept ("" when nothing)
@@ -105,10 +115,15 @@ class _Runs:
         self.done: dict[tuple[str, ...], Outcome] = {}
 
     def __call__(self, ops: Sequence[str]) -> Outcome:
-        key = tuple(ops)
+        key = tuple(sorted(set(ops)))
         if key not in self.done:
             self.done[key] = self.replayer.replay(self.case_id, key)
         return self.done[key]
+
+    def downstream(self, ops: Sequence[str]) -> Outcome:
+        """``ops`` (a candidate and every later one) repaired with the ideal downstream."""
+        later = self.replayer.downstream(ops[0]) if isinstance(self.replayer, Downstream) else ()
+        return self([*ops, *later])
 
 
 def executed_label(
@@ -127,17 +142,17 @@ def executed_label(
     ok: dict[int, bool] = {m: False}  # index i: ops[i:] repaired; ops[m:] = the original run
     decisive: int | None = None
     if m:
-        ok[0] = runs(ops).passed
+        ok[0] = runs.downstream(ops).passed
         if ok[0]:  # scan for the first i where ops[i:] no longer rescues it
             for i in range(1, m + 1):
                 if i not in ok:
-                    ok[i] = runs(ops[i:]).passed
+                    ok[i] = runs.downstream(ops[i:]).passed
                 if not ok[i]:
                     decisive = i - 1
                     break
         else:
             for i in range(1, m):
-                ok[i] = runs(ops[i:]).passed
+                ok[i] = runs.downstream(ops[i:]).passed
     transitions = [i for i in range(m) if i in ok and i + 1 in ok and ok[i] and not ok[i + 1]]
     changes = {c.op_id: c for run in runs.done.values() for c in run.repaired}
     outcomes = []
@@ -160,13 +175,14 @@ def executed_label(
         change = changes.get(op)
         error_type = change.error_type if change else default_error_type(kinds.get(op, "other"))
         reason = (
-            f"replayed with {op} and every later candidate repaired, the answer is correct; "
+            f"replayed with {op} and its ideal downstream repaired, the answer is correct; "
             f"without {op}'s repair it is not ({change.detail if change else 'repaired'})"
         )
         return ExecutedLabel(case_id, "decisive", op, error_type, reason, tuple(outcomes), replays)
     if not transitions and answer_op is not None:
         reason = (
-            f"with all {m} non-answer candidates repaired the answer is still wrong"
+            f"with all {m} non-answer candidates and their ideal downstream repaired the answer is "
+            "still wrong"
             if m
             else "no non-answer candidate: the answer op is the failed case's only suspect"
         )
@@ -185,12 +201,10 @@ def executed_label(
 def _alone(
     runs: _Runs, ops: Sequence[str], i: int, ok: dict[int, bool], changes: dict[str, Change]
 ) -> bool:
-    """Ci repaired alone. Shared with a downstream replay when Ci is the last candidate; free
-    (the original, wrong) when a replay in which every op before Ci ran as it did shows that
-    Ci's repair changes nothing."""
+    """Ci repaired alone. Shared with a downstream replay when that repaired Ci alone (the
+    cache); free (the original, wrong) when a replay in which every op before Ci ran as it did
+    shows that Ci's repair changes nothing."""
     op = ops[i]
-    if i == len(ops) - 1 and i in ok:
-        return ok[i]
     if i in ok and op not in changes:
         return False
     return runs([op]).passed

@@ -211,4 +211,13 @@ def retrieved_evidence(
             if holders and holders[0] not in ranks:
                 chosen.append(holders[0])
                 ranks[holders[0]] = item_top.index(holders[0]) + 1
-    return tuple(Evidence(i, texts[i], rank=ranks[i]) for i in chosen)
+    return tuple(
+        Evidence(
+            i,
+            texts[i],
+            rank=ranks[i],
+            speaker=(speakers or {}).get(i),
+            said_on=(dates or {}).get(i),
+        )
+        for i in chosen
+    )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Protocol
 
+from memtrace.attribution.answer_model import Selection, rescues, restored, selection
 from memtrace.attribution.model import Candidate, CaseGraph, Check, OperationView, Trail
 from memtrace.attribution.trails import Stale, stale_memories
 from memtrace.taxonomy import ErrorType
@@ -27,6 +28,8 @@ from memtrace.usage import Usage
 # wrong one when the gold answer is not quoted verbatim).
 CONFIDENCE_TRAIL_END = 0.9
 CONFIDENCE_ANSWER = 0.8
+# blaming the answer although evidence was lost rests on a model of how the answer selects
+CONFIDENCE_UNQUOTED = 0.75
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,28 @@ class CaseView:
     def lost(self) -> list[Trail]:
         """Trails of needed evidence that stopped before the answer's context."""
         return [t for t in self.trails if t.needed and t.stop is not None and t.stage != "context"]
+
+    @cached_property
+    def unquoted(self) -> Selection | None:
+        """Set when restoring what was lost would not make the answer right: its step quotes the
+        context items that best match the question (``answer_model``, checked on this case),
+        and with the restored items those would still not hold the gold answer."""
+        lost = self.lost
+        found = selection(self.graph) if lost else None
+        if found is None:
+            return None
+        anchor = self.graph.anchor
+        back = [restored(self.graph, trail) for trail in lost]
+        return (
+            None
+            if rescues(found, anchor.question, back, " ".join(anchor.golden_answers))
+            else found
+        )
+
+    @property
+    def decisive_lost(self) -> list[Trail]:
+        """The lost trails whose restoring could rescue the answer."""
+        return [] if self.unquoted is not None else self.lost
 
     @cached_property
     def stale(self) -> list[Stale]:
@@ -102,12 +127,15 @@ class OfflineJudge:
                 check = Check(True, True, error_type, reason, CONFIDENCE_TRAIL_END)
                 return replace(check, failure_mode="stale-memory"), Usage()
         if view.is_answer(candidate):
-            if view.lost:
+            if view.decisive_lost:
                 reason = (
                     "the context lacked evidence, so the answer could not be right: "
                     + followed(view.lost)
                 )
                 return Check(False, False, None, reason, CONFIDENCE_TRAIL_END), Usage()
+            if view.unquoted is not None:
+                reason = f"{_unquoted(view.unquoted)}: {followed(view.lost)}"
+                return Check(True, True, "ResponseError", reason, CONFIDENCE_UNQUOTED), Usage()
             reason = (
                 "the answer is wrong although the evidence followed did not stop before its "
                 f"context: {followed(view.trails)}"
@@ -118,11 +146,21 @@ class OfflineJudge:
             return Check(False, False, None, "the evidence passed through", 0.9), Usage()
         others = [t for t in view.trails if t not in stopped]
         reason = followed(stopped) + (f"; also followed: {followed(others)}" if others else "")
+        if view.unquoted is not None:  # faulty, but restoring it would not change the answer
+            reason += f"; not decisive: {_unquoted(view.unquoted)}"
+            return Check(True, False, stopped[0].error_type, reason, CONFIDENCE_UNQUOTED), Usage()
         return Check(True, True, stopped[0].error_type, reason, CONFIDENCE_TRAIL_END), Usage()
 
     def intact_after(self, view: CaseView, candidate: Candidate) -> tuple[bool, Usage]:
         if view.is_answer(candidate):
             return False, Usage()  # a failed case: the answer op's output is wrong
         seq = candidate.op.seq
-        intact = all(t.stop is None or t.stop.seq > seq for t in view.lost)
+        intact = all(t.stop is None or t.stop.seq > seq for t in view.decisive_lost)
         return intact and all(s.superseding.seq > seq for s in view.stale), Usage()
+
+
+def _unquoted(found: Selection) -> str:
+    return (
+        f"the answer quotes the {found.quoted} context item(s) that best match the question; "
+        "with what the lost evidence would restore, those would still not hold the gold answer"
+    )

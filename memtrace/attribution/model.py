@@ -76,6 +76,8 @@ class Evidence:
     text: str  # the spoken text of the message
     rank: int = 0  # 0 for gold evidence, 1.. for retrieved
     seq: int = 0  # the message variable's seq: nothing before it can have lost it
+    speaker: str | None = None  # who said it, where the message's value says
+    said_on: date | None = None  # the day it was said, where the message's value says
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,13 @@ class AttributionStore:
         need not be a 'message' variable)."""
         rows = self.db.run(get_query("attribution/variables"), trace_id=trace_id, ids=ids)
         found = {
-            row["id"]: Evidence(row["id"], message_text(row["value"]), seq=int(row["seq"]))
+            row["id"]: Evidence(
+                row["id"],
+                message_text(row["value"]),
+                seq=int(row["seq"]),
+                speaker=message_speaker(row["value"]),
+                said_on=parse_date(message_timestamp(row["value"])),
+            )
             for row in rows
         }
         return tuple(found[i] for i in ids if i in found)

@@ -18,6 +18,8 @@ Public API (kept stable; changes are noted here):
   op_id, detail, error_type)``: what each repair added or kept, and the error type restoring
   it undoes; ``error_type`` was added after the first commit of this API).
   ``replay(case_id)`` with no repair reproduces the original answer exactly (a test checks it).
+* ``replayer.downstream(op_id)``: the construction ops traced after ``op_id``, which the
+  executed label's ideal downstream repairs along with it (added after the first commit).
 * ``replayer.replays``: how many replays ran (the cost the replay judge reports);
   ``replayer.steps()``: original op id -> step key; ``replayer.evidence_sources(case_id)``.
 

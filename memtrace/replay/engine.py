@@ -120,6 +120,18 @@ class Replayer:
             )
         return dict(system.run_state.steps)
 
+    def downstream(self, op_id: str) -> tuple[str, ...]:
+        """The construction ops traced after ``op_id``, in execution order: what an ideal
+        downstream repairs along with it. Each repair restores only what the case's evidence
+        needs, so an op that would lose none of it runs unchanged; without them a later step
+        can lose again what the repair restored (a long-context window update trims the line
+        the repaired update kept, and the attribution candidates do not hold that update: it
+        never saw the line)."""
+        self.step_of(op_id)
+        ops = list(self.steps())
+        later = ops[ops.index(op_id) + 1 :]
+        return tuple(op for op in later if self.steps()[op] in self._session_of)
+
     def step_of(self, op_id: str) -> str:
         step = self.steps().get(op_id)
         if step is None:

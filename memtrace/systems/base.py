@@ -60,12 +60,20 @@ T = TypeVar("T")
 
 
 def with_evidence(
-    top: list[T], extra: Sequence[T], holds: Callable[[T], bool], *, precise: bool = False
+    top: list[T],
+    extra: Sequence[T],
+    holds: Callable[[T], bool],
+    *,
+    precise: bool = False,
+    rank: Callable[[T], int] | None = None,
 ) -> list[T]:
     """A repaired search's results: ``top`` with each of ``extra`` in the place of the
     lowest-ranked item that holds no evidence, so the answer sees as many items as the system
-    gives it (appended when every item holds evidence). ``precise``: only the items holding
-    evidence, ranked ones first (as they were when none does: nothing to be precise about)."""
+    gives it (appended when every item holds evidence). ``rank``: each item's place in the
+    search's own ranking, by which the results are ordered (an answer step can prefer earlier
+    results: the evidence stands where the search ranks it, not last). ``precise``: only the
+    items holding evidence, ranked ones first (as they were when none does: nothing to be
+    precise about)."""
     if precise:
         return [i for i in [*top, *extra] if holds(i)] or list(top)
     kept = list(top)
@@ -74,7 +82,7 @@ def with_evidence(
         if spare:
             del kept[spare[-1]]
         kept.append(item)
-    return kept
+    return sorted(kept, key=rank) if rank is not None else kept
 
 
 def evidence_facts(dia_id: str, speaker: str, text: str, missing: Sequence[str]) -> list[Fact]:

@@ -280,12 +280,13 @@ class Mem0System(System):
             read(query)
             use(self.params, "top_k")
             self.record_ranker()
+            searched = self.ranked(question.text)
             ranked = self.retrieval_fault(
-                case_id, self.ranked(question.text), _sources, self.params.top_k, "memories"
+                case_id, searched, _sources, self.params.top_k, "memories"
             )
             top = ranked[: self.params.top_k]
             if self.step(f"search:{case_id}"):
-                top = self.repair_retrieval(case_id, top)
+                top = self.repair_retrieval(case_id, top, searched)
             memory_vars = [m.var for m in top]
             read(*memory_vars)
             items = [Item(m.id, m.text, m.date, frozenset(m.sources), m.var) for m in top]
@@ -298,9 +299,13 @@ class Mem0System(System):
             )
             return items, context, op_id()
 
-    def repair_retrieval(self, case_id: str, top: list[Memory]) -> list[Memory]:
+    def repair_retrieval(
+        self, case_id: str, top: list[Memory], searched: list[Memory]
+    ) -> list[Memory]:
         """The oracle's search: its results plus the live memories holding the evidence, in
-        place of its lowest-ranked results that hold none (``with_evidence``)."""
+        place of its lowest-ranked results that hold none, in the order the search ranked
+        them (``searched``: every memory, no fault applied; ``with_evidence``)."""
+        place = {m.id: i for i, m in enumerate(searched)}
         shown = {m.id for m in top}
         wanted = sorted({m for k in self.repair_sources() for m in self.holders.get(k, ())})
         extra = [self.memories[m] for m in wanted if m not in shown and m in self.memories]
@@ -308,7 +313,11 @@ class Mem0System(System):
             self.repaired(f"added {', '.join(m.id for m in extra)}", "RetrievalError")
         sources = self.repair_sources()
         return with_evidence(
-            top, extra, lambda m: bool(m.sources & sources), precise=self.precise_search
+            top,
+            extra,
+            lambda m: bool(m.sources & sources),
+            precise=self.precise_search,
+            rank=lambda m: place[m.id],
         )
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:

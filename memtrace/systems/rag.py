@@ -69,16 +69,13 @@ class RagSystem(System):
             use(self.params, "top_k")
             self.record_ranker()
             docs = ["\n".join(i.text for i in items) for _, items in self.chunks]
+            searched = [self.chunks[i] for i in self.ranker.rank(question.text, docs)]
             ranked = self.retrieval_fault(
-                case_id,
-                [self.chunks[i] for i in self.ranker.rank(question.text, docs)],
-                _chunk_sources,
-                self.params.top_k,
-                "chunks",
+                case_id, searched, _chunk_sources, self.params.top_k, "chunks"
             )
             top = ranked[: self.params.top_k]
             if self.step(f"search:{case_id}"):
-                top = self.repair_retrieval(top)
+                top = self.repair_retrieval(top, searched)
             chunk_vars = [chunk for chunk, _ in top]
             read(*chunk_vars)
             items = [item for _, chunk_items in top for item in chunk_items]
@@ -91,9 +88,13 @@ class RagSystem(System):
             )
             return items, context, op_id()
 
-    def repair_retrieval(self, top: list[tuple[Var, list[Item]]]) -> list[tuple[Var, list[Item]]]:
+    def repair_retrieval(
+        self, top: list[tuple[Var, list[Item]]], searched: list[tuple[Var, list[Item]]]
+    ) -> list[tuple[Var, list[Item]]]:
         """The oracle's search: its chunks plus the stored chunks holding the evidence, in place
-        of its lowest-ranked chunks that hold none (``with_evidence``)."""
+        of its lowest-ranked chunks that hold none, in the order the search ranked them
+        (``searched``: every chunk, no fault applied; ``with_evidence``)."""
+        place = {id(items): i for i, (_, items) in enumerate(searched)}
         wanted = self.repair_sources()
         shown_items = {id(items) for _, items in top}  # chunk vars are empty when untraced
         extra = [
@@ -106,7 +107,11 @@ class RagSystem(System):
             self.repaired(f"added {names}", "RetrievalError")
         chunks = [c for _, c in extra]
         return with_evidence(
-            top, chunks, lambda c: bool(_chunk_sources(c) & wanted), precise=self.precise_search
+            top,
+            chunks,
+            lambda c: bool(_chunk_sources(c) & wanted),
+            precise=self.precise_search,
+            rank=lambda c: place[id(c[1])],
         )
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:

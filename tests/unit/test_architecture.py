@@ -41,7 +41,7 @@ PURE_ATTRIBUTION = {
     f"memtrace.attribution.{name}"
     for name in (
         "model", "text", "dates", "trails", "evidence", "judges", "llm_judge", "hybrid",
-        "walk", "evaluate", "records", "counterfactual", "replay_judge",
+        "walk", "evaluate", "records", "counterfactual", "replay_judge", "answer_model",
     )
 }  # fmt: skip
 IO_MODULES = (

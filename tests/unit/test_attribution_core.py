@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -95,6 +97,50 @@ def test_response_error_when_the_context_holds_the_evidence() -> None:
 def test_retrieval_error_when_stored_but_not_retrieved() -> None:
     case = graph((memory("mem@1", 4, FACT),), ("Memory: unrelated",))
     assert verdict(case) == ("search", "RetrievalError", "search", "RetrievalError")
+
+
+def extractive(context: list[str], quoted: list[str], gold: str = "Pixel") -> CaseGraph:
+    """The kitten case, stored but not retrieved, answered by quoting ``quoted`` of ``context``
+    (a JSON list of dated lines, as the reference systems write it)."""
+    prediction = " ".join(f"{line} (8 May 2023)" for line in quoted)
+    anchor = replace(ANCHOR, prediction=prediction, golden_answers=(gold,))
+    lines = json.dumps([f"[8 May 2023] {line}" for line in context])
+    ctx = (("parameter:answer_items@1", str(len(quoted))), ("ctx0", lines))
+    return CaseGraph(anchor, (MESSAGE,), flow(FACT), (memory("mem@1", 4, FACT),), ctx)
+
+
+# share both question words (name, kitten); the lost fact shares one ("named" is not "name")
+NAMES = ["Ann: The kitten toy has a name tag.", "Ann: My kitten name list is long."]
+
+
+def test_lost_evidence_an_extractive_answer_would_not_have_quoted_is_a_response_error() -> None:
+    case = extractive([*NAMES, "Ann: I like tea."], NAMES)
+    assert verdict(case) == ("answer", "ResponseError", "answer", "ResponseError")
+    view = CaseView(case, tuple(trace_all(case)))
+    check, _ = OfflineJudge().check(view, next(c for c in candidates(case, view.trails)))
+    assert check.faulty and not check.decisive and check.error_type == "RetrievalError"
+
+
+def test_lost_evidence_an_extractive_answer_would_have_quoted_stays_the_loss() -> None:
+    others = ["Ann: I like tea.", "Ann: Rain again today."]
+    assert verdict(extractive(others, others)) == (
+        "search", "RetrievalError", "search", "RetrievalError"
+    )  # fmt: skip
+
+
+def test_lost_evidence_that_would_be_quoted_without_the_gold_answer_is_a_response_error() -> None:
+    # the lost fact would be quoted, but the gold answer says "tabby", which no item holds
+    others = ["Ann: I like tea.", "Ann: Rain again today."]
+    case = extractive(others, others, gold="a tabby kitten named Pixel")
+    assert verdict(case) == ("answer", "ResponseError", "answer", "ResponseError")
+
+
+def test_the_answer_model_is_not_trusted_where_it_does_not_explain_the_quotes() -> None:
+    # the answer quoted the item that matches the question worst: its selection is unknown
+    tea = "Ann: I like tea."
+    assert verdict(extractive([*NAMES, tea], [tea])) == (
+        "search", "RetrievalError", "search", "RetrievalError"
+    )  # fmt: skip
 
 
 def test_a_stored_sentence_is_lost_at_the_retrieval_step_that_dropped_it() -> None:

@@ -15,6 +15,7 @@ from memtrace.replay import CaseReplay, Replayer, make_replayer, read_native
 from memtrace.replay.inputs import REPLAYABLE_SYSTEMS
 from memtrace.systems.core import Fault, Repaired
 from memtrace.systems.locomo import Conversation, Question, Session, Turn
+from memtrace.systems.params import Params
 from memtrace.systems.registry import make_backend, make_system
 from memtrace.systems.runner import run_conversation
 from memtrace.tracing import SimClock
@@ -146,6 +147,7 @@ def test_update_repair_keeps_what_the_old_version_held(tmp_path: Path, kind: str
 
 LISBON_TEXT = "I moved to Lisbon last spring for a new job at the harbour office."
 LATER_TEXT = "My sister visited me at the harbour office with her two dogs yesterday."
+THIRD_TEXT = "We cooked grilled sardines together and watched the boats until midnight."
 
 
 def test_long_context_window_repair_keeps_the_trimmed_evidence(tmp_path: Path) -> None:
@@ -163,6 +165,28 @@ def test_long_context_window_repair_keeps_the_trimmed_evidence(tmp_path: Path) -
     assert not replayer.replay(CASE).passed
     fixed = replayer.replay(CASE, [op_of(replayer, "window:2")])
     assert fixed.passed and fixed.repaired[0].error_type == "UpdateError"
+
+
+def test_an_ideal_downstream_repairs_later_ops_that_are_no_candidates(tmp_path: Path) -> None:
+    # a one-message window: update 2 trims the evidence, update 3 would trim it again had
+    # update 2 kept it; update 3 never saw the line, so it is no attribution candidate
+    sessions = tuple(
+        Session(i, f"1:00 pm on {7 + i} May, 2023", (Turn(f"D{i}:1", "Ana", text),))
+        for i, text in enumerate((LISBON_TEXT, LATER_TEXT, THIRD_TEXT), start=1)
+    )
+    question = Question(1, "Where did Ana move to?", "Lisbon", ("D1:1",), "single-hop")
+    conv = Conversation(9, "hand-9", ("Ana", "Ben"), sessions, (question,))
+    built = make_system("long-context", make_backend("offline"), params=Params(window=1))
+    _, path = run_conversation(built, conv, tmp_path, clock=SimClock())
+    assert path is not None
+    replayer = make_replayer(read_native(path))
+    trim, again = op_of(replayer, "window:2"), op_of(replayer, "window:3")
+    answer = op_of(replayer, f"answer:{CASE}")
+    assert replayer.downstream(trim) == (again,)
+    assert not replayer.replay(CASE, [trim]).passed  # update 3 trims the kept line again
+    found = executed_label(replayer, CASE, [Suspect(trim, "update")], answer)
+    assert (found.status, found.op_id, found.error_type) == ("decisive", trim, "UpdateError")
+    assert not found.outcomes[0].alone
 
 
 def test_extraction_and_retrieval_both_failing_label_extraction(tmp_path: Path) -> None:
@@ -257,6 +281,11 @@ def test_a_repaired_search_keeps_its_size() -> None:
     top = ["a", "e1", "b", "c"]
     assert with_evidence(top, ["e2"], lambda x: x in evidence) == ["a", "e1", "b", "e2"]
     assert with_evidence(["e1"], ["e2"], lambda x: x in evidence) == ["e1", "e2"]
+    # ordered by the search's own ranking: a planted fault dropped e2, ranked second
+    ranking = ["a", "e2", "e1", "b", "c"].index
+    assert with_evidence(top, ["e2"], lambda x: x in evidence, rank=ranking) == [
+        "a", "e2", "e1", "b"
+    ]  # fmt: skip
 
 
 def test_a_precise_repaired_search_keeps_only_the_evidence() -> None:
