@@ -133,7 +133,9 @@ def rescues(found: Selection, question: str, restored: Sequence[Restored], gold:
     n = len(found.items)
     items = [*found.items, *(content_words(r.text) for r in restored)]
     scores = _scores(items, content_words(question))
-    chosen = sorted(range(len(items)), key=lambda i: (-scores[i], i < n, i))[: found.quoted]
+    # a step that quoted its whole context may quote more than it had: every item, then
+    quota = len(items) if found.quoted == n else found.quoted
+    chosen = sorted(range(len(items)), key=lambda i: (-scores[i], i < n, i))[:quota]
     if all(i < n for i in chosen):
         return False
     said = set().union(*(items[i] for i in chosen))

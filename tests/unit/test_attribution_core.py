@@ -135,6 +135,13 @@ def test_lost_evidence_that_would_be_quoted_without_the_gold_answer_is_a_respons
     assert verdict(case) == ("answer", "ResponseError", "answer", "ResponseError")
 
 
+def test_an_answer_that_quoted_its_whole_context_could_quote_the_restored_item_too() -> None:
+    # one item, quoted: how many the step would quote from more is unknown (a starved search)
+    assert verdict(extractive(NAMES[:1], NAMES[:1])) == (
+        "search", "RetrievalError", "search", "RetrievalError"
+    )  # fmt: skip
+
+
 def test_the_answer_model_is_not_trusted_where_it_does_not_explain_the_quotes() -> None:
     # the answer quoted the item that matches the question worst: its selection is unknown
     tea = "Ann: I like tea."
