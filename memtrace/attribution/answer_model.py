@@ -14,7 +14,6 @@ was: an answer step is then assumed to use the evidence it is given.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
@@ -23,7 +22,7 @@ from dataclasses import dataclass
 
 from memtrace.attribution.dates import date_phrases, unglue_dates
 from memtrace.attribution.model import CaseGraph, Trail
-from memtrace.attribution.text import content_words, lines
+from memtrace.attribution.text import content_words, lines, memory_text
 
 QUOTED_SHARE = 0.9  # of an item's content words in the prediction: the answer quoted the item
 _TIMESTAMP = re.compile(r"^\[[^\]]*\]\s*")  # a context line's leading "[8 May 2023]"
@@ -100,7 +99,7 @@ def restored_text(graph: CaseGraph, trail: Trail) -> str:
     words = content_words(trail.key_sentence)
     holders = {m.id: m.value for m in graph.memories}
     candidates = [
-        _TIMESTAMP.sub("", _memory_text(line))
+        _TIMESTAMP.sub("", memory_text(line))
         for holder in trail.holders
         for line in lines(holders.get(holder, ""))
     ]
@@ -108,20 +107,6 @@ def restored_text(graph: CaseGraph, trail: Trail) -> str:
         return max(candidates, key=lambda line: len(words & content_words(line)))
     speaker = next((e.speaker for e in graph.evidence if e.id == trail.message_id), None)
     return f"{speaker}: {trail.key_sentence}" if speaker else trail.key_sentence
-
-
-def _memory_text(value: str) -> str:
-    """A memory's text where its value is a JSON object (``{"memory": ..., "date": ...}``):
-    its id and metadata are not what the answer step reads."""
-    try:
-        data = json.loads(value)
-    except ValueError:
-        return value
-    if isinstance(data, dict):
-        for key in ("memory", "text", "content"):
-            if isinstance(data.get(key), str):
-                return str(data[key])
-    return value
 
 
 def rescues(found: Selection, question: str, restored: Sequence[Restored], gold: str) -> bool:

@@ -89,6 +89,19 @@ def message_text(value: str | None) -> str:
     return text.strip()
 
 
+def memory_text(value: str) -> str:
+    """What a memory says: the ``memory`` / ``text`` of its JSON value, else the value."""
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return value
+    if isinstance(data, dict):
+        for key in ("memory", "text", "content"):
+            if isinstance(data.get(key), str):
+                return str(data[key])
+    return value
+
+
 def message_speaker(value: str | None) -> str | None:
     """Who said a message (``name`` or ``speaker`` of its JSON value), if it says."""
     try:

@@ -19,7 +19,6 @@ the answer step had no way to say it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -42,6 +41,7 @@ from memtrace.attribution.text import (
     holds,
     key_sentences,
     lines,
+    memory_text,
     sentences,
     word_forms,
 )
@@ -305,7 +305,7 @@ def stale_memories(graph: CaseGraph, trails: Sequence[Trail]) -> list[Stale]:
             for m in graph.memories
             if m.seq < seqs.get(trail.message_id, 0)
             and _live(m, cutoff)
-            and holds(said, [text := _memory_text(m.value)])
+            and holds(said, [text := memory_text(m.value)])
             and len(content_words(text) & asked) >= STALE_TOPIC_WORDS
             and not (gold and holds(gold, [text]))
             and not holds(words, [text])
@@ -361,16 +361,3 @@ def candidates(graph: CaseGraph, trails: Sequence[Trail]) -> list[Candidate]:
     add(graph.anchor.answer, "answer")
     ordered = sorted(found.values(), key=lambda entry: entry[0].seq)
     return [Candidate(op, role, tuple(sorted(ids))) for op, role, ids in ordered]
-
-
-def _memory_text(value: str) -> str:
-    """What a memory says: the ``memory`` / ``text`` of its JSON value, else the value."""
-    try:
-        data = json.loads(value)
-    except ValueError:
-        return value
-    if isinstance(data, dict):
-        for key in ("memory", "text", "content"):
-            if isinstance(data.get(key), str):
-                return str(data[key])
-    return value
