@@ -40,12 +40,14 @@ def conversations(spec: str) -> tuple[str, ...]:
     return tuple(str(n) for n in numbers)
 
 
-def measure(system: str, convs: list[Any], workers: list[int], folder: Path) -> dict[str, Any]:
+def measure(
+    system: str, convs: list[Any], workers: list[int], folder: Path, prefix: str = PREFIX
+) -> dict[str, Any]:
     paths = []
     for conv in convs:
         _, path = run_conversation(
             make_system(system, make_backend("offline")), conv, folder / "runs",
-            prefix=PREFIX, clock=SimClock(),
+            prefix=prefix, clock=SimClock(),
         )  # fmt: skip
         assert path is not None
         paths.append(path)
@@ -80,13 +82,14 @@ def main() -> None:
     parser.add_argument("--conversations", default="1-6")
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--prefix", default=PREFIX, help="trace id prefix (runs side by side)")
     args = parser.parse_args()
     convs = load_locomo(args.data, Subset(conversations=conversations(args.conversations)))
     workers = [int(n) for n in args.workers.split(",")]
     result: dict[str, Any] = {"load_average_start": os.getloadavg(), "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="memtrace-workers-") as tmp:
         for system in args.systems.split(","):
-            result[system] = measure(system, convs, workers, Path(tmp) / system)
+            result[system] = measure(system, convs, workers, Path(tmp) / system, args.prefix)
             print(json.dumps({system: result[system]}), flush=True)
     result["load_average_end"] = os.getloadavg()
     print(json.dumps(result, indent=2))
