@@ -313,6 +313,26 @@ def test_a_system_without_replay_steps_is_refused(tmp_path: Path) -> None:
         read_native(path)
 
 
+def sample_with_losses() -> tuple[Conversation, list[Fault]]:
+    """The packaged sample's first conversation, with evidence lost at extraction, at search and
+    at a window update for every other question: losses for repairs to restore."""
+    from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
+    from memtrace.systems.text import sentences
+
+    conv = load_locomo(SAMPLE_PATH)[0]
+    turns = conv.turns()
+    faults = []
+    for q in conv.questions[::2]:
+        dia = q.evidence[0]
+        keys = frozenset(f"{dia}#{i}" for i in range(len(sentences(turns[dia].text))))
+        case = f"locomo-qa-{conv.number}-{q.number}"
+        faults += [Fault(f"x{q.number}", "ExtractionError", case, dia, keys)]
+        faults += [Fault(f"r{q.number}", "RetrievalError", case, case, keys)]
+        later = conv.sessions[-1].turns[0].dia_id  # long-context trims the window there
+        faults += [Fault(f"u{q.number}", "UpdateError", case, later, keys)]
+    return conv, faults
+
+
 @pytest.mark.parametrize("system", list(REPLAYABLE_SYSTEMS))
 def test_a_replay_resumed_from_a_snapshot_equals_a_repaired_run_from_scratch(
     tmp_path: Path, system: str
@@ -322,20 +342,8 @@ def test_a_replay_resumed_from_a_snapshot_equals_a_repaired_run_from_scratch(
     import random
 
     from memtrace.systems.core import RepairPlan
-    from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
-    from memtrace.systems.text import sentences
 
-    conv = load_locomo(SAMPLE_PATH)[0]
-    turns = conv.turns()
-    faults = []  # evidence lost at extraction and at search, for repairs to restore
-    for q in conv.questions[::2]:
-        dia = q.evidence[0]
-        keys = frozenset(f"{dia}#{i}" for i in range(len(sentences(turns[dia].text))))
-        case = f"locomo-qa-{conv.number}-{q.number}"
-        faults += [Fault(f"x{q.number}", "ExtractionError", case, dia, keys)]
-        faults += [Fault(f"r{q.number}", "RetrievalError", case, case, keys)]
-        later = conv.sessions[-1].turns[0].dia_id  # long-context trims the window there
-        faults += [Fault(f"u{q.number}", "UpdateError", case, later, keys)]
+    conv, faults = sample_with_losses()
     replayer, _ = traced(tmp_path, system, conv, faults)
     original = make_system(system, make_backend("offline"), faults=faults).run(conv)
     ops = sorted(replayer.steps())
@@ -379,18 +387,7 @@ def test_replays_of_many_cases_on_threads_equal_the_same_replays_in_turn(
     what one replayer answers replaying them one after the other."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
-    from memtrace.systems.text import sentences
-
-    conv = load_locomo(SAMPLE_PATH)[0]
-    turns = conv.turns()
-    faults = []  # evidence lost at extraction and at search, for repairs to restore
-    for q in conv.questions[::2]:
-        dia = q.evidence[0]
-        keys = frozenset(f"{dia}#{i}" for i in range(len(sentences(turns[dia].text))))
-        case = f"locomo-qa-{conv.number}-{q.number}"
-        faults += [Fault(f"x{q.number}", "ExtractionError", case, dia, keys)]
-        faults += [Fault(f"r{q.number}", "RetrievalError", case, case, keys)]
+    conv, faults = sample_with_losses()
     sequential, _ = traced(tmp_path / "a", system, conv, faults)
     threaded, _ = traced(tmp_path / "b", system, conv, faults)
     jobs = []
