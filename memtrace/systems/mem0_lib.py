@@ -40,13 +40,15 @@ import tempfile
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, ClassVar, Final
 
-from memtrace.errors import ConfigError, NotReplayableError
-from memtrace.integrations.mem0 import parse_json, request_digest
+from memtrace.errors import ConfigError
+from memtrace.integrations.mem0 import parse_json
 from memtrace.settings import LLMSettings, Settings
 from memtrace.systems.base import System, evidence_facts, op_id, with_evidence
 from memtrace.systems.core import Item, Loss
@@ -56,13 +58,6 @@ from memtrace.systems.text import content, sentences
 from memtrace.tracing import OFF, Var
 
 DEFAULT_EMBEDDING_DIMS = 1536
-# the operations the integration writes for one add() (mem0ai 1.0.x) -> their step kind
-STEP_KINDS: Final = {
-    "memory_system.extract_facts": "extract",
-    "memory_system.update_memory_decision": "decide",
-    "memory_system.add_to_vector_store": "add",
-}
-CALL_STEPS: Final = ("extract", "decide")  # the step each model call of one add() answers for
 ID_NAMESPACE: Final = uuid.UUID("6d656d74-7261-6365-6d65-6d306c696221")
 
 
@@ -192,29 +187,40 @@ class Mem0LibSystem(System):
         self._turn: Turn | None = None  # the message being added
         self._calls = 0  # model calls of its add() so far
         self._facts: list[str] = []  # its extraction's facts
+        # texts of evidence memories its lookup showed Mem0 without their hash -> their ids
+        self._unhashed: dict[str, str] = {}
         self._asked: Counter[str] = Counter()  # request digest -> times served from the trace
         # under the tracing wrappers: the trace records the replies Mem0 got
         self.memory.llm.generate_response = self._model(self.memory.llm.generate_response)
+        self.memory.vector_store.search = self._lookup(self.memory.vector_store.search)
         self.traced: Instrumented[Any] = instrument(self.memory)
-        if self.recorded and not self.traced.records_calls:
-            raise NotReplayableError(
-                f"the installed mem0ai ({self.traced.version_range}) does not name the steps a "
-                "replay repairs; mem0-lib traces replay with mem0ai 1.0.x"
-            )
+        self.repairs = PIPELINE_REPAIRS[type(self.traced).__name__]
 
     def ingest(self, turn: Turn, date: str, message: Var) -> None:
         self.user = self.run_state.sample_id or "locomo"
         self.said[turn.dia_id] = turn
-        self._turn, self._calls, self._facts = turn, 0, []
+        self._turn, self._calls, self._facts, self._unhashed = turn, 0, [], {}
         with self.traced.inputs(message), MEMORY_IDS.drawn_from(self._memory_id):
-            self.memory.add(
+            added = self.memory.add(
                 [{"role": "user", "content": f"{turn.speaker}: {turn.text}"}],
                 user_id=self.user,
                 metadata={"dia_id": turn.dia_id, "date": date},
             )
         self._turn = None
-        for name, op in self.traced.written:  # (1.0.x: 2.x names no steps yet)
-            self.run_state.steps[op] = f"{STEP_KINDS[name]}:{turn.dia_id}"
+        kept = [r for r in added.get("results", []) if r.get("memory") in self._unhashed]
+        if kept and self.repairing(f"add:{turn.dia_id}"):
+            for result in kept:
+                original = self._unhashed[result["memory"]]
+                self.repaired(f"kept {result['id']} (a duplicate of {original})", "ExtractionError")
+        for name, op in self.traced.written:
+            self.run_state.steps[op] = f"{self.traced.step_kinds[name]}:{turn.dia_id}"
+
+    def repairing(self, step: str) -> bool:
+        """This replay repairs ``step``: it becomes the step its changes are recorded under."""
+        if self.repair is None or step not in self.repair.steps:
+            return False
+        self.current_step = step
+        return True
 
     def _memory_id(self) -> uuid.UUID:
         self.created += 1
@@ -231,9 +237,8 @@ class Mem0LibSystem(System):
             for r in found.get("results", [])
         ]
         step = f"search:{case_id}"
-        if self.repair is not None and step in self.repair.steps:
-            self.current_step = step
-            items = self.repair_search(items)
+        if self.repairing(step):
+            items = self.repairs.search(self, items, question)
         if search is None:  # tracing off
             return items, OFF, op_id()
         self.run_state.steps[search.op_id] = step
@@ -247,25 +252,49 @@ class Mem0LibSystem(System):
         def generate_response(*args: Any, **kwargs: Any) -> Any:
             messages = list(kwargs.get("messages", args[0] if args else []))
             options = {k: v for k, v in kwargs.items() if k != "messages"}
-            digest = request_digest(messages, options)
+            digest = self.traced.digest(messages, options)
             replies = self.recorded.get(digest)
             if replies:  # the n-th asking gets the n-th reply (the last once they run out)
                 reply: Any = replies[min(self._asked[digest], len(replies) - 1)]
                 self._asked[digest] += 1
             else:  # not in the trace, or its request changed: ask the model
                 reply = original(*args, **kwargs)
-            turn = self._turn
-            stage = CALL_STEPS[self._calls] if turn and self._calls < len(CALL_STEPS) else ""
+            turn, stages = self._turn, self.traced.call_steps
+            stage = stages[self._calls] if turn and self._calls < len(stages) else ""
             self._calls += 1
             step = f"{stage}:{turn.dia_id}" if turn else ""
-            if self.repair is not None and step in self.repair.steps and isinstance(reply, str):
-                self.current_step = step
-                reply = REPLY_REPAIRS[stage](self, reply)
+            repair = self.repairs.replies.get(stage)
+            if repair and self.repairing(step) and isinstance(reply, str):
+                reply = repair(self, reply)
             if stage == "extract":
                 self._facts = _texts((parse_json(reply) or {}).get("facts"))
             return reply
 
         return generate_response
+
+    def _lookup(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """The vector store's search, under the tracing wrappers: while a replay repairs the
+        ``add`` step of the message being added (a pipeline that de-duplicates by MD5), the
+        memories its lookup found holding the evidence are handed to Mem0 without their hash,
+        so that an extracted text equal to one of them is stored, not dropped."""
+
+        def search(*args: Any, **kwargs: Any) -> Any:
+            found = original(*args, **kwargs)
+            turn, repair = self._turn, self.repair
+            step = f"add:{turn.dia_id}" if turn is not None else ""
+            if not (self.repairs.keeps_duplicates and repair and step in repair.steps):
+                return found
+            shown = []
+            for item in found or []:
+                payload = dict(getattr(item, "payload", None) or {})
+                text = str(payload.get("data", ""))
+                if payload.pop("hash", None) and self.holds_evidence(text):
+                    self._unhashed[text] = str(item.id)
+                    item = SimpleNamespace(id=item.id, score=item.score, payload=payload)
+                shown.append(item)
+            return shown
+
+        return search
 
     def evidence(self, only: str | None = None) -> list[tuple[str, str]]:
         """The repair's evidence sentences as (key, text), of message ``only`` if given."""
@@ -341,7 +370,57 @@ class Mem0LibSystem(System):
         """An update from ``old`` to ``new`` drops an evidence sentence ``old`` held."""
         return any(holds(said, old) and not holds(said, new) for _, said in self.evidence())
 
-    def repair_search(self, items: list[Item]) -> list[Item]:
+    def repair_additive_extraction(self, reply: str) -> str:
+        """2.x: the reply's memories gain the evidence sentences of this message that no memory
+        of it holds (each sentence, and the whole message: ``evidence_facts``)."""
+        turn = self._turn
+        assert turn is not None
+        parsed = parse_json(reply) or {}
+        memories = [m for m in _listed(parsed, "memory") if isinstance(m, dict)]
+        have = [str(m.get("text") or "") for m in memories]
+        evidence = self.evidence(turn.dia_id)
+        missing = [k for k, said in evidence if not any(holds(said, t) for t in have)]
+        added = [
+            {"id": str(len(memories) + i), "text": fact.text, "attributed_to": "user"}
+            for i, fact in enumerate(
+                f
+                for f in evidence_facts(turn.dia_id, turn.speaker, turn.text, missing)
+                if f.text not in have
+            )
+        ]
+        if not added:
+            return reply
+        self.repaired(f"added evidence {', '.join(missing)} and its message", "ExtractionError")
+        return json.dumps({**parsed, "memory": [*memories, *added]})
+
+    def repair_ranked_search(self, items: list[Item], question: Question) -> list[Item]:
+        """2.x: the results plus the live memories holding the evidence, each in the place of
+        the lowest-ranked result holding none, all in the order Mem0's own scoring ranks them
+        (its search over every memory with no threshold; one it does not rank comes last)."""
+        every = self.traced.all_memories(self.user)
+        shown = {item.key for item in items}
+        extra = [
+            Item(str(m["id"]), str(m["memory"]), "", frozenset(), OFF)
+            for m in every
+            if str(m["id"]) not in shown and self.holds_evidence(str(m["memory"]))
+        ]
+        if not extra and not self.precise_search:
+            return items
+        if extra:
+            self.repaired(f"added {', '.join(item.key for item in extra)}", "RetrievalError")
+        ranked = self.traced.search(
+            question.text, user_id=self.user, top_k=max(len(every), 1), threshold=0.0
+        )
+        order = {str(r["id"]): i for i, r in enumerate(ranked.get("results", []))}
+        return with_evidence(
+            items,
+            extra,
+            lambda item: self.holds_evidence(item.text),
+            precise=self.precise_search,
+            rank=lambda item: order.get(item.key, len(order)),
+        )
+
+    def repair_search(self, items: list[Item], question: Question) -> list[Item]:
         """The results plus the live memories holding the evidence, each in the place of the
         lowest-ranked result holding none (``with_evidence``)."""
         shown = {item.key for item in items}
@@ -355,10 +434,27 @@ class Mem0LibSystem(System):
         return with_evidence(items, extra, lambda item: self.holds_evidence(item.text))
 
 
-# the step kind of a model call -> how a repair corrects its reply
-REPLY_REPAIRS: Final[dict[str, Callable[[Mem0LibSystem, str], str]]] = {
-    "extract": Mem0LibSystem.repair_extraction,
-    "decide": Mem0LibSystem.repair_decision,
+@dataclass(frozen=True)
+class PipelineRepairs:
+    """How a replay repairs the steps of one Mem0 pipeline."""
+
+    # the step kind of a model call -> how a repair corrects its reply before Mem0 reads it
+    replies: Mapping[str, Callable[[Mem0LibSystem, str], str]]
+    search: Callable[[Mem0LibSystem, list[Item], Question], list[Item]]
+    keeps_duplicates: bool = False  # the add step's repair keeps what the MD5 de-dup drops
+
+
+# the instrumentation's pipeline class -> its repairs
+PIPELINE_REPAIRS: Final[dict[str, PipelineRepairs]] = {
+    "Mem0V1": PipelineRepairs(
+        {"extract": Mem0LibSystem.repair_extraction, "decide": Mem0LibSystem.repair_decision},
+        Mem0LibSystem.repair_search,
+    ),
+    "Mem0V2": PipelineRepairs(
+        {"extract": Mem0LibSystem.repair_additive_extraction},
+        Mem0LibSystem.repair_ranked_search,
+        keeps_duplicates=True,
+    ),
 }
 
 
