@@ -1,0 +1,238 @@
+"""Replays of the real Mem0 2.x library: `memtrace run mem0-lib` against a local
+OpenAI-compatible server whose replies are valid for Mem0 2.x's additive extraction, then the
+run replayed from its trace: with no repair every answer is reproduced with no chat call (also
+on another day: the date Mem0 stamps into its prompt is no part of a request's identity), each
+repair restores what its planted fault lost, and the replay judge names the planted op and type.
+
+Runs only where mem0ai 2.x is installed (CI: a second virtualenv, see scripts/test.sh)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.metadata
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+try:
+    MEM0_VERSION = importlib.metadata.version("mem0ai")
+except importlib.metadata.PackageNotFoundError:
+    MEM0_VERSION = ""
+if not MEM0_VERSION.startswith("2."):
+    pytest.skip("needs mem0ai 2.x (memtrace[mem0])", allow_module_level=True)
+
+from fake_openai import FakeOpenAI, Mem0V2Replies, Reply, fake_openai_fixture  # noqa: F401
+
+from memtrace.admin import delete_trace
+from memtrace.cli import cli
+from memtrace.db import Database
+from memtrace.replay import Replayer, make_replayer, read_native
+from memtrace.settings import load_settings
+from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
+from memtrace.systems.params import Params
+from memtrace.systems.registry import make_backend, make_system
+from memtrace.systems.runner import run_conversation
+from memtrace.tracing import SimClock
+
+pytestmark = pytest.mark.integration
+
+BISCUIT = "Farid: I adopted a rabbit named Biscuit yesterday. Biscuit already loves the park."
+
+
+@pytest.fixture
+def endpoint(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> Mem0V2Replies:
+    replies = Mem0V2Replies()
+    fake_openai.responder = replies
+    fake_openai.bag_of_words = 64
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("MEMTRACE_LLM_MODEL", "fake-model")
+    monkeypatch.setenv("MEMTRACE_EMBEDDING_DIMS", "64")
+    return replies
+
+
+def traced_run(
+    tmp_path: Path, params: Params | None = None
+) -> tuple[Path, dict[str, tuple[bool, str]]]:
+    """Conversation 1 of the sample, run and traced (no database): the trace and the answers."""
+    settings = load_settings()
+    system = make_system("mem0-lib", make_backend("offline"), params=params, settings=settings)
+    run, path = run_conversation(system, load_locomo(SAMPLE_PATH)[0], tmp_path, clock=SimClock())
+    assert path is not None
+    return path, {r.case_id: (r.passed, r.prediction) for r in run.results}
+
+
+def section(body: dict[str, Any]) -> tuple[str, str]:
+    """The existing memories and the new messages of an additive-extraction request."""
+    prompt = str(body["messages"][-1]["content"])
+    existing = prompt.split("## Existing Memories", 1)[-1].split("\n## ", 1)[0]
+    new = prompt.split("## New Messages", 1)[-1].split("\n## ", 1)[0]
+    return existing, new
+
+
+def step_op(replayer: Replayer, step: str) -> str:
+    return next(op for op, name in replayer.steps().items() if name == step)
+
+
+class _Tomorrow(dt.datetime):
+    @classmethod
+    def now(cls, tz: dt.tzinfo | None = None) -> _Tomorrow:
+        return cls.fromtimestamp(dt.datetime.now(tz).timestamp() + 86_400, tz)
+
+
+def test_a_replay_without_repairs_reproduces_every_answer_with_no_chat_call(
+    endpoint: Mem0V2Replies,
+    fake_openai: FakeOpenAI,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import mem0.configs.prompts
+
+    endpoint.drop.add("5k race")  # a failing case or two among the passing ones
+    path, answers = traced_run(tmp_path, Params(top_k=3))  # the replay reads top_k back
+    before = path.read_bytes()
+    ops = [json.loads(line) for line in before.decode().splitlines()]
+    recorded = [o for o in ops if (o.get("metadata") or {}).get("llm_request")]
+    assert {o["name"] for o in recorded} == {"memory_system.extract_memories"}
+    assert len(recorded) == endpoint.calls == 32
+    sent = len(fake_openai.chat_requests)
+    # the replay runs "tomorrow": Mem0 stamps another date into every extraction prompt
+    monkeypatch.setattr(mem0.configs.prompts, "datetime", _Tomorrow)
+    inputs = read_native(path)
+    assert inputs.params.top_k == 3
+    replayer = make_replayer(inputs, load_settings())
+    again = {case: replayer.replay(case) for case in answers}
+    assert {case: (r.passed, r.prediction) for case, r in again.items()} == answers
+    assert False in {passed for passed, _ in answers.values()}
+    assert len(fake_openai.chat_requests) == sent  # every model call came from the trace
+    assert set(replayer.steps().values()) >= {
+        "lookup:D1:3", "extract:D1:3", "add:D2:6", "search:locomo-qa-1-7",
+    }  # fmt: skip
+    assert path.read_bytes() == before  # a replay never writes the trace it replays
+
+
+def test_each_repair_restores_what_its_planted_fault_lost(
+    endpoint: Mem0V2Replies, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    endpoint.drop.add("5k race")  # D1:3's extraction returns no memory
+    fake_openai.hidden.add("Kyoto")  # D3:3's memory is never found by a search
+    path, answers = traced_run(tmp_path)
+    replayer = make_replayer(read_native(path), load_settings())
+    expected = {
+        "locomo-qa-1-1": ("extract:D1:3", "ExtractionError", "added evidence D1:3#0"),
+        "locomo-qa-1-7": ("search:locomo-qa-1-7", "RetrievalError", "added "),
+    }
+    for case, (step, error_type, detail) in expected.items():
+        assert not answers[case][0]
+        sent = len(fake_openai.chat_requests)
+        fixed = replayer.replay(case, [step_op(replayer, step)])
+        assert fixed.passed, (case, fixed.prediction)
+        (change,) = fixed.repaired
+        assert (change.step, change.op_id, change.error_type) == (
+            step, step_op(replayer, step), error_type,
+        )  # fmt: skip
+        assert detail in change.detail
+        live = [section(r.body) for r in fake_openai.chat_requests[sent:]]
+        # D1:3's repaired extraction is answered from the trace (its request is the traced
+        # one); a later one goes live only when its lookup found the restored memory
+        assert all("5k race" not in new and "5k race" in existing for existing, new in live)
+        if step.startswith("search"):
+            assert not live
+    # a repair of another message's extraction, or of a lookup, leaves the case as it was
+    for other in ("extract:D2:3", "lookup:D1:3"):
+        again = replayer.replay("locomo-qa-1-1", [step_op(replayer, other)])
+        assert (again.passed, again.repaired) == (False, ())
+
+
+def test_the_search_repair_puts_the_evidence_where_mem0_ranks_it(
+    endpoint: Mem0V2Replies, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """With top_k = 2 the Kyoto memory is ranked below the two results; the repair puts it in
+    the place of the lower result holding no evidence, and orders the results as Mem0's own
+    scoring does (so a memory it scores higher than a result stands before it)."""
+    path, answers = traced_run(tmp_path, Params(top_k=1, answer_items=1))
+    assert not answers["locomo-qa-1-8"][0]  # the one result holds no evidence
+    replayer = make_replayer(read_native(path), load_settings())
+    fixed = replayer.replay("locomo-qa-1-8", [step_op(replayer, "search:locomo-qa-1-8")])
+    assert fixed.passed and "Maya" in fixed.prediction
+    (change,) = fixed.repaired
+    assert change.error_type == "RetrievalError"
+
+
+def test_the_add_repair_keeps_an_evidence_text_the_md5_de_dup_dropped(
+    endpoint: Mem0V2Replies, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """D4:3's extraction repeats D2:3's memory word for word: Mem0 drops it as a duplicate of
+    the memory its lookup found; the add step's repair stores it (Mem0 2.x deletes nothing
+    during add(), so the kept copy restores no text: it can only change a search's ranking)."""
+
+    def repeating(body: dict[str, Any]) -> Reply | None:
+        reply = endpoint(body)
+        if reply is None or "Silent Harbor" not in section(body)[1]:
+            return reply
+        memories = json.loads(reply.content)["memory"]
+        memories.append({"id": str(len(memories)), "text": BISCUIT, "attributed_to": "user"})
+        return Reply(json.dumps({"memory": memories}))
+
+    fake_openai.responder = repeating
+    path, _ = traced_run(tmp_path)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    replayer = make_replayer(read_native(path), load_settings())
+    add = next(r for r in records if r.get("id") == step_op(replayer, "add:D4:3"))
+    (dropped,) = add["metadata"]["dropped"]
+    assert (dropped["text"], dropped["reason"]) == (BISCUIT, "duplicate")
+    kept = replayer.replay("locomo-qa-1-3", [step_op(replayer, "add:D4:3")])
+    (change,) = kept.repaired
+    assert change.step == "add:D4:3" and change.error_type == "ExtractionError"
+    assert change.detail.endswith(f"(a duplicate of {dropped['duplicate_of']})")
+
+
+@pytest.fixture
+def traced(db: Database, run_id: str) -> Iterator[str]:
+    trace_id = f"{run_id}-mem0-lib-locomo-1"
+    yield trace_id
+    delete_trace(db, trace_id)
+
+
+def cli_json(*args: str) -> Any:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_the_replay_judge_reproduces_the_planted_labels(
+    db: Database,
+    endpoint: Mem0V2Replies,
+    fake_openai: FakeOpenAI,
+    traced: str,
+    run_id: str,
+    tmp_path: Path,
+) -> None:
+    endpoint.drop.add("5k race")
+    fake_openai.hidden.add("Kyoto")
+    summary = cli_json(
+        "run", "mem0-lib", "--out", str(tmp_path), "--conversations", "1",
+        "--trace-prefix", f"{run_id}-", "--deterministic", "--load", "--json",
+    )  # fmt: skip
+    assert summary["loaded"] == [traced]
+    offline = {
+        r["case_id"]: r["error_attribution_result"]
+        for r in cli_json("attribute", "--trace", traced, "--judge", "offline", "--no-write", "--json")
+    }
+    records = cli_json("attribute", "--trace", traced, "--judge", "replay", "--no-write", "--json")
+    replayed = {r["case_id"]: r for r in records}
+    planted = {
+        "locomo-qa-1-1": "ExtractionError",
+        "locomo-qa-1-2": "ExtractionError",
+        "locomo-qa-1-7": "RetrievalError",
+        "locomo-qa-1-8": "RetrievalError",
+    }
+    for case, error_type in planted.items():
+        verdict = replayed[case]["error_attribution_result"]
+        assert verdict["error_type"] == error_type, (case, replayed[case])
+        assert verdict["op_id"] == offline[case]["op_id"]
+        assert replayed[case]["replays"] >= 1
