@@ -148,21 +148,6 @@ def test_each_repair_restores_what_its_planted_fault_lost(
         assert (again.passed, again.repaired) == (False, ())
 
 
-def test_the_search_repair_puts_the_evidence_where_mem0_ranks_it(
-    endpoint: Mem0V2Replies, fake_openai: FakeOpenAI, tmp_path: Path
-) -> None:
-    """With top_k = 2 the Kyoto memory is ranked below the two results; the repair puts it in
-    the place of the lower result holding no evidence, and orders the results as Mem0's own
-    scoring does (so a memory it scores higher than a result stands before it)."""
-    path, answers = traced_run(tmp_path, Params(top_k=1, answer_items=1))
-    assert not answers["locomo-qa-1-8"][0]  # the one result holds no evidence
-    replayer = make_replayer(read_native(path), load_settings())
-    fixed = replayer.replay("locomo-qa-1-8", [step_op(replayer, "search:locomo-qa-1-8")])
-    assert fixed.passed and "Maya" in fixed.prediction
-    (change,) = fixed.repaired
-    assert change.error_type == "RetrievalError"
-
-
 def test_the_add_repair_keeps_an_evidence_text_the_md5_de_dup_dropped(
     endpoint: Mem0V2Replies, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
