@@ -243,8 +243,7 @@ def main() -> None:
         "planted_missed": [m for r in results for m in r["planted_missed"]],
         "natural_by_status": dict(natural),
         "judged": sum(r["judged"] for r in results),
-        "judge_cases_per_s": sum(r["judged"] for r in results)
-        / sum(r["judge_s"] for r in results),
+        "judge_cases_per_s": sum(r["judged"] for r in results) / sum(r["judge_s"] for r in results),
         "judge_chat_calls": sum(r["judge_chat_calls"] for r in results),
         "replays_per_case_median": statistics.median(replays) if replays else 0,
         "replays_per_case_max": max(replays, default=0),

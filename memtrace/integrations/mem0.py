@@ -113,6 +113,9 @@ class Instrumented(Generic[E]):
     # names the op ``extract:<message>``)
     step_kinds: ClassVar[Mapping[str, str]]
     call_steps: ClassVar[tuple[str, ...]]  # the step kind of each model call of one add(), in order
+    # the settings of this version an application (and an optimizer) may set
+    takes_custom_instructions: ClassVar[bool] = False  # config ``custom_instructions``
+    takes_threshold: ClassVar[bool] = False  # ``search(threshold=...)``, memtrace passes it
 
     def __init__(self, memory: Any) -> None:
         self.memory = memory
@@ -281,17 +284,25 @@ class Instrumented(Generic[E]):
             self.last_search = SearchResult(context, op.id if op else "")
 
 
-def instrument(memory: Any) -> Instrumented[Any]:
-    """Instrument one ``mem0.Memory``; raises Mem0InstrumentationError when the installed mem0ai
-    is outside the tested ranges or the instance lacks what that version's pipeline wraps."""
+def pipeline_class() -> type[Instrumented[Any]]:
+    """The instrumentation of the installed mem0ai; Mem0InstrumentationError outside the
+    tested ranges."""
     version = mem0_version()
-    shown = ".".join(map(str, version))
     module = next((name for low, high, name in RANGES if low <= version < high), None)
     if module is None:
         raise Mem0InstrumentationError(
-            f"mem0ai {shown} is not supported: the instrumentation is tested with {SUPPORTED_TEXT}"
+            f"mem0ai {'.'.join(map(str, version))} is not supported: the instrumentation is "
+            f"tested with {SUPPORTED_TEXT}"
         )
     pipeline: type[Instrumented[Any]] = import_module(f"memtrace.integrations.{module}").PIPELINE
+    return pipeline
+
+
+def instrument(memory: Any) -> Instrumented[Any]:
+    """Instrument one ``mem0.Memory``; raises Mem0InstrumentationError when the installed mem0ai
+    is outside the tested ranges or the instance lacks what that version's pipeline wraps."""
+    pipeline = pipeline_class()
+    shown = ".".join(map(str, mem0_version()))
     missing = [name for name in pipeline.needed if not callable(_dotted(memory, name))]
     if missing:
         raise Mem0InstrumentationError(

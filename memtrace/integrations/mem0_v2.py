@@ -59,7 +59,8 @@ from memtrace.integrations.mem0 import (
 from memtrace.tracing import Registered, delete, mutation, operation, read, variable
 
 EXTRACTION_PROMPT = Registered("additive-extraction-prompt", category="prompt")
-CUSTOM_INSTRUCTIONS = Registered("custom-instructions", category="prompt")
+CUSTOM_INSTRUCTIONS_NAME = "custom-instructions"
+CUSTOM_INSTRUCTIONS = Registered(CUSTOM_INSTRUCTIONS_NAME, category="prompt")
 EXISTING_TOP_K = 10  # what add() asks the store for (mem0 2.x)
 # the dates generate_additive_extraction_prompt writes (today's, unless given): not the request's
 # identity
@@ -115,6 +116,8 @@ class Mem0V2(Instrumented[_Events]):
         "memory_system.add_to_vector_store": "add",
     }
     call_steps: ClassVar[tuple[str, ...]] = ("extract",)
+    takes_custom_instructions: ClassVar[bool] = True
+    takes_threshold: ClassVar[bool] = True
 
     def __init__(self, memory: Any) -> None:
         super().__init__(memory)
@@ -352,9 +355,9 @@ class Mem0V2(Instrumented[_Events]):
         with self._operation("memory_system.extract_memories", "extraction", call):
             read(*inputs, existing)
             EXTRACTION_PROMPT.read(system.get("content"))
-            custom = getattr(self.memory, "custom_instructions", None)
-            if custom:
-                CUSTOM_INSTRUCTIONS.read(str(custom))
+            # what the request appended (add(prompt=...) overrides the configured ones); ""
+            # when none: an input of the extraction all the same, which an optimizer may set
+            CUSTOM_INSTRUCTIONS.read(_section(str(user.get("content", "")), "Custom Instructions"))
             sources = (*inputs, existing)
             if events.recent:
                 recent = variable(
@@ -444,6 +447,14 @@ def _dropped(
             dropped.append({"text": text, "reason": "not embedded"})
         seen.add(digest)
     return dropped
+
+
+def _section(prompt: str, title: str) -> str:
+    """The text of the ``## <title>`` section of Mem0's extraction prompt ("" when absent)."""
+    _, found, rest = prompt.partition(f"## {title}\n")
+    if not found:
+        return ""
+    return re.split(r"\n\n#{1,2} ", rest, maxsplit=1)[0].strip()
 
 
 def _turn(messages: Any) -> str:

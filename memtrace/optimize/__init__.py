@@ -148,11 +148,13 @@ def run_optimization(
     classes_cache: Path | None = None,
     replayer: ReplayerFactory | None = None,
     test: Sequence[Conversation] = (),
+    settings: Settings | None = None,
 ) -> OptimizeResult:
     """Optimize ``options.system`` on ``train``, accepting on ``heldout``; writes to ``out``.
     ``test`` (optional) is only reported: the incumbent's accuracy on it after each round,
     outside the budget, read by no decision. Routed by headroom, the what-if replays go
-    through ``replayer`` (default: the replay engine over the traced train files)."""
+    through ``replayer`` (default: the replay engine over the traced train files).
+    ``settings``: for a system that calls an endpoint itself (mem0-lib)."""
     splits: dict[str, Sequence[Conversation]] = {
         "train": list(train),
         "heldout": list(heldout),
@@ -170,6 +172,7 @@ def run_optimization(
         splits,
         Budget(options.budget),
         out / "evaluations.jsonl",
+        settings,
     )
     feedback = None
     if options.guided and db is not None:
@@ -222,4 +225,5 @@ def optimize_system(
         base=base,
         on_round=on_round,
         test=test,
+        settings=settings,
     )

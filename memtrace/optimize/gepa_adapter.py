@@ -126,6 +126,7 @@ class MemtraceAdapter:
             self.evaluator.backend,
             params=config.params,
             prompts=config.prompts,
+            settings=self.evaluator.settings,
         )
         out: dict[str, QuestionResult] = {}
         for number, case_ids in sorted(wanted.items()):

@@ -26,7 +26,6 @@ import pandas as pd
 
 from memtrace.errors import ConfigError
 from memtrace.optimize.routing import (
-    TUNABLE_PROMPTS,
     Mode,
     RouteBy,
     Routing,
@@ -38,7 +37,7 @@ from memtrace.optimize.store import LineageStore
 from memtrace.patterns.classes import class_key
 from memtrace.systems.config import SystemConfig, write_config
 from memtrace.systems.params import RANGES
-from memtrace.systems.registry import parameters_read
+from memtrace.systems.registry import native_configs, parameters_read, prompts_tunable
 
 Trial = tuple[SystemConfig, Score]
 
@@ -196,13 +195,14 @@ def movable(mode: Mode, system: str) -> tuple[str, ...]:
     """What an unguided optimizer moves: every parameter with a range that the system reads
     (another system's would only spend trials), or every tunable prompt."""
     if mode == "prompts":
-        return TUNABLE_PROMPTS
+        return prompts_tunable(system)
     return tuple(name for name in parameters_read(system) if name in RANGES)
 
 
 def _routing(feedback: Feedback, incumbent: SystemConfig, options: OptimizeOptions) -> Routing:
     found = feedback.classes(incumbent)
-    by_count = route(found, options.mode)
+    prompts = prompts_tunable(options.system)
+    by_count = route(found, options.mode, prompts=prompts)
     if options.route_by == "cases":
         return by_count
     if not isinstance(feedback, HeadroomFeedback):
@@ -213,7 +213,8 @@ def _routing(feedback: Feedback, incumbent: SystemConfig, options: OptimizeOptio
         for row, routed in zip(found.to_dict("records"), by_count.classes, strict=True)
         if routed.targets
     }
-    return route(found, options.mode, headroom=feedback.headroom(incumbent, found, keys))
+    headroom = feedback.headroom(incumbent, found, keys)
+    return route(found, options.mode, prompts=prompts, headroom=headroom)
 
 
 def optimize(
@@ -376,7 +377,7 @@ def optimize(
         rounds.append(summary)
         _write(out / "rounds.json", [asdict(r) for r in rounds])
         _write(out / "update_results.json", updates)
-        write_config(incumbent, out / "accepted")
+        write_accepted(incumbent, out / "accepted", options.system)
         if on_round is not None:
             on_round(summary)
         if not evaluator.budget.affords(evaluator.cost("train") + evaluator.cost("heldout")):
@@ -394,7 +395,7 @@ def optimize(
         stopped=stopped,
         replays=evaluator.budget.replays,
     )
-    write_config(incumbent, out / "accepted")
+    write_accepted(incumbent, out / "accepted", options.system)
     _write(out / "update_results.json", updates)
     _write(out / "summary.json", result.as_dict())
     if store is not None:
@@ -419,6 +420,14 @@ def optimize(
             },
         )
     return result
+
+
+def write_accepted(config: SystemConfig, directory: Path, system: str) -> None:
+    """The accepted configuration: memtrace's TOML (``memtrace run --prompts --params``) and,
+    for a system with terms of its own, its files (mem0-lib: a Mem0 config)."""
+    write_config(config, directory)
+    for name, data in native_configs(system, config).items():
+        _write(directory / name, data)
 
 
 def _reported(evaluator: Evaluator, incumbent: SystemConfig) -> dict[str, float]:

@@ -22,14 +22,12 @@ import pandas as pd
 
 from memtrace.patterns.classes import class_key
 from memtrace.systems.params import RANGES
-from memtrace.systems.prompts import FACT_EXTRACTION, QUESTION_ANSWERING, UPDATE_DECISION
+from memtrace.systems.prompts import TUNABLE_PROMPTS
 
 Mode = Literal["parameters", "prompts"]
 RouteBy = Literal["cases", "headroom"]
 SearchRepair = Literal["same-size", "precise"]
 MODE_BY_NAME: dict[str, Mode] = {"parameters": "parameters", "prompts": "prompts"}
-# The judge's prompt and threshold are never targets: loosening the judge "improves" accuracy.
-TUNABLE_PROMPTS = (FACT_EXTRACTION, UPDATE_DECISION, QUESTION_ANSWERING)
 
 
 @dataclass(frozen=True, slots=True)

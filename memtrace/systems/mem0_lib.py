@@ -48,12 +48,14 @@ from types import SimpleNamespace
 from typing import Any, ClassVar, Final
 
 from memtrace.errors import ConfigError
-from memtrace.integrations.mem0 import parse_json
+from memtrace.integrations.mem0 import parse_json, pipeline_class
+from memtrace.prompts import Prompt
 from memtrace.settings import LLMSettings, Settings
 from memtrace.systems.base import System, evidence_facts, op_id, with_evidence
 from memtrace.systems.core import Item, Loss
 from memtrace.systems.locomo import Question, Turn
-from memtrace.systems.params import use
+from memtrace.systems.params import Params, use
+from memtrace.systems.prompts import MEM0_CUSTOM_INSTRUCTIONS, QUESTION_ANSWERING
 from memtrace.systems.text import content, sentences
 from memtrace.tracing import OFF, Var
 
@@ -162,7 +164,11 @@ def holds(sentence: str, text: str) -> bool:
 
 class Mem0LibSystem(System):
     name = "mem0-lib"
-    parameters = (*System.parameters, "top_k")  # Mem0's own settings are not ours to move
+    # top_k: the search's; search_threshold: its least similarity (mem0ai 2.x only)
+    parameters = (*System.parameters, "top_k", "search_threshold")
+    # the application's answer prompt and 2.x's custom instructions (Mem0's own prompts are not
+    # ours to rewrite)
+    tunable_prompts = (QUESTION_ANSWERING, MEM0_CUSTOM_INSTRUCTIONS)
     replay_snapshots: ClassVar[bool] = False  # the memory is in Mem0's store: rebuilt per replay
     replay_needs_calls: ClassVar[bool] = True
 
@@ -172,6 +178,22 @@ class Mem0LibSystem(System):
         endpoint(self.settings)
         assert self.settings is not None
         self.memory_class = import_mem0(self.settings.home)
+        self.pipeline = pipeline_class()
+
+    @classmethod
+    def native_configs(cls, prompts: Mapping[str, Prompt], params: Params) -> dict[str, Any]:
+        """``mem0_config.json``: the part of Mem0's config memtrace tunes, what
+        ``Memory.from_config`` takes (merge it into your own: it names no LLM or store);
+        ``mem0_search.json``: the keyword arguments of ``memory.search``."""
+        pipeline = pipeline_class()
+        search: dict[str, Any] = {"top_k": params.top_k}
+        if pipeline.takes_threshold:
+            search["threshold"] = params.search_threshold
+        files: dict[str, Any] = {"mem0_search.json": search}
+        if pipeline.takes_custom_instructions:
+            text = prompts[MEM0_CUSTOM_INSTRUCTIONS].text
+            files["mem0_config.json"] = {"custom_instructions": text}
+        return files
 
     def reset(self) -> None:
         from memtrace.integrations.mem0 import Instrumented, instrument
@@ -179,9 +201,10 @@ class Mem0LibSystem(System):
         self._folder = tempfile.TemporaryDirectory(prefix="memtrace-mem0-")
         folder = Path(self._folder.name)
         self.user = "locomo"
-        self.memory = self.memory_class.from_config(
-            memory_config(self.settings, folder, "memtrace")
-        )
+        config = memory_config(self.settings, folder, "memtrace")
+        if self.pipeline.takes_custom_instructions:
+            config["custom_instructions"] = self.prompts[MEM0_CUSTOM_INSTRUCTIONS].text
+        self.memory = self.memory_class.from_config(config)
         self.created = 0
         self.said: dict[str, Turn] = {}  # dia_id -> the message
         self._turn: Turn | None = None  # the message being added
@@ -227,9 +250,14 @@ class Mem0LibSystem(System):
         return uuid.uuid5(ID_NAMESPACE, f"{self.user}:{self.created}")
 
     def retrieve(self, query: Var, question: Question, case_id: str) -> tuple[list[Item], Var, str]:
-        # top_k is a parameter of the search, as in the reference mem0 (a replay reads it back)
-        with self.traced.query(query, lambda: use(self.params, "top_k")):
-            found = self.traced.search(question.text, user_id=self.user, top_k=self.params.top_k)
+        # the search's settings are its parameters, as in the reference mem0 (a replay reads
+        # them back)
+        settings = ("top_k", "search_threshold") if self.pipeline.takes_threshold else ("top_k",)
+        threshold = self.params.search_threshold if self.pipeline.takes_threshold else None
+        with self.traced.query(query, lambda: use(self.params, *settings)):
+            found = self.traced.search(
+                question.text, user_id=self.user, top_k=self.params.top_k, threshold=threshold
+            )
         search = self.traced.last_search
         memories = self.traced.memories  # empty while tracing is off
         items = [

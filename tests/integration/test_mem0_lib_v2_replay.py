@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import importlib.metadata
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,12 +35,14 @@ from memtrace.replay import Replayer, make_replayer, read_native
 from memtrace.settings import load_settings
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.params import Params
+from memtrace.systems.prompts import DEFAULTS, MEM0_CUSTOM_INSTRUCTIONS
 from memtrace.systems.registry import make_backend, make_system
 from memtrace.systems.runner import run_conversation
 from memtrace.tracing import SimClock
 
 pytestmark = pytest.mark.integration
 
+DEFAULT_INSTRUCTIONS = DEFAULTS[MEM0_CUSTOM_INSTRUCTIONS].text
 BISCUIT = "Farid: I adopted a rabbit named Biscuit yesterday. Biscuit already loves the park."
 
 
@@ -66,12 +69,11 @@ def traced_run(
     return path, {r.case_id: (r.passed, r.prediction) for r in run.results}
 
 
-def section(body: dict[str, Any]) -> tuple[str, str]:
-    """The existing memories and the new messages of an additive-extraction request."""
+def section(body: dict[str, Any], title: str) -> str:
+    """One ``## <title>`` section of an additive-extraction request ("" when absent)."""
     prompt = str(body["messages"][-1]["content"])
-    existing = prompt.split("## Existing Memories", 1)[-1].split("\n## ", 1)[0]
-    new = prompt.split("## New Messages", 1)[-1].split("\n## ", 1)[0]
-    return existing, new
+    _, found, rest = prompt.partition(f"## {title}\n")
+    return rest.split("\n## ", 1)[0].split("\n# ", 1)[0] if found else ""
 
 
 def step_op(replayer: Replayer, step: str) -> str:
@@ -136,7 +138,10 @@ def test_each_repair_restores_what_its_planted_fault_lost(
             step, step_op(replayer, step), error_type,
         )  # fmt: skip
         assert detail in change.detail
-        live = [section(r.body) for r in fake_openai.chat_requests[sent:]]
+        live = [
+            (section(r.body, "Existing Memories"), section(r.body, "New Messages"))
+            for r in fake_openai.chat_requests[sent:]
+        ]
         # D1:3's repaired extraction is answered from the trace (its request is the traced
         # one); a later one goes live only when its lookup found the restored memory
         assert all("5k race" not in new and "5k race" in existing for existing, new in live)
@@ -157,7 +162,7 @@ def test_the_add_repair_keeps_an_evidence_text_the_md5_de_dup_dropped(
 
     def repeating(body: dict[str, Any]) -> Reply | None:
         reply = endpoint(body)
-        if reply is None or "Silent Harbor" not in section(body)[1]:
+        if reply is None or "Silent Harbor" not in section(body, "New Messages"):
             return reply
         memories = json.loads(reply.content)["memory"]
         memories.append({"id": str(len(memories)), "text": BISCUIT, "attributed_to": "user"})
@@ -206,7 +211,9 @@ def test_the_replay_judge_reproduces_the_planted_labels(
     assert summary["loaded"] == [traced]
     offline = {
         r["case_id"]: r["error_attribution_result"]
-        for r in cli_json("attribute", "--trace", traced, "--judge", "offline", "--no-write", "--json")
+        for r in cli_json(
+            "attribute", "--trace", traced, "--judge", "offline", "--no-write", "--json"
+        )
     }
     records = cli_json("attribute", "--trace", traced, "--judge", "replay", "--no-write", "--json")
     replayed = {r["case_id"]: r for r in records}
@@ -221,3 +228,87 @@ def test_the_replay_judge_reproduces_the_planted_labels(
         assert verdict["error_type"] == error_type, (case, replayed[case])
         assert verdict["op_id"] == offline[case]["op_id"]
         assert replayed[case]["replays"] >= 1
+
+
+# -- `memtrace optimize mem0-lib --mode prompts` on 2.x ------------------------------------------
+
+KEEP = "Also record every event the speaker took part in."
+WORDS = re.compile(r"[a-z0-9]+")
+
+
+def words(text: str) -> set[str]:
+    return set(WORDS.findall(text.lower()))
+
+
+class InstructedModel:
+    """Replies like a small model on the local server: Mem0's extraction drops the planted
+    messages unless its custom instructions ask for every event (``KEEP``); the answer quotes
+    the memory sharing most words with the question; the judge checks the gold answer's words;
+    the reflection appends ``KEEP`` to the prompt it is shown."""
+
+    def __init__(self, extraction: Mem0V2Replies) -> None:
+        self.extraction = extraction
+        self.reflected: list[str] = []
+
+    def __call__(self, body: dict[str, Any]) -> Reply | None:
+        user = str(body["messages"][-1]["content"])
+        if "<prompt>" in user:
+            self.reflected.append(user)
+            current = user.split("<prompt>\n", 1)[1].split("\n</prompt>", 1)[0]
+            return Reply(json.dumps({"prompt": f"{current} {KEEP}"}))
+        if user.startswith("Memories:"):
+            memories, question = user.split("\n\nQuestion: ", 1)
+            lines = [line.split("] ", 1)[-1] for line in memories.splitlines()[1:]]
+            asked = words(question.split("\nAnswer:")[0])
+            return Reply(max(lines, key=lambda line: len(words(line) & asked), default="?"))
+        if user.startswith("Question:") and "Gold answer:" in user:
+            gold = user.split("Gold answer: ", 1)[1].split("\n", 1)[0]
+            answer = user.split("Generated answer: ", 1)[1]
+            label = "CORRECT" if words(gold) <= words(answer) else "WRONG"
+            return Reply(json.dumps({"reasoning": "token check", "label": label}))
+        dropped = self.extraction.drop
+        if KEEP in section(body, "Custom Instructions"):
+            self.extraction.drop = set()
+        try:
+            return self.extraction(body)
+        finally:
+            self.extraction.drop = dropped
+
+
+def test_optimize_prompts_rewrites_the_custom_instructions_the_extraction_is_blamed_for(
+    db: Database,
+    endpoint: Mem0V2Replies,
+    fake_openai: FakeOpenAI,
+    run_id: str,
+    tmp_path: Path,
+) -> None:
+    from mem0.configs.base import MemoryConfig
+
+    endpoint.drop.add("5k race")  # conversation 1's D1:3: questions 1 and 2 fail
+    model = InstructedModel(endpoint)
+    fake_openai.responder = model
+    out = tmp_path / "opt"
+    summary = cli_json(
+        "optimize", "mem0-lib", "--mode", "prompts", "--train", "1", "--heldout", "2",
+        "--questions", "3", "--rounds", "1", "--trials", "2", "--budget", "30",
+        "--out", str(out), "--run-id", f"{run_id}-opt", "--json",
+    )  # fmt: skip
+    try:
+        (first,) = summary["rounds"]
+        # ExtractionError at extract_memories, which reads the custom instructions
+        assert first["targets"] == [MEM0_CUSTOM_INSTRUCTIONS], first["classes"]
+        assert first["candidate"]["accepted"], first["candidate"]
+        assert summary["final"]["train"] > summary["initial"]["train"]
+        assert any("named custom-instructions" in r for r in model.reflected)
+        accepted = json.loads((out / "accepted" / "mem0_config.json").read_text())
+        assert accepted == {"custom_instructions": f"{DEFAULT_INSTRUCTIONS} {KEEP}"}
+        assert MemoryConfig(**accepted).custom_instructions.endswith(KEEP)  # from_config's
+        search = json.loads((out / "accepted" / "mem0_search.json").read_text())
+        assert search == {"top_k": 10, "threshold": 0.1}
+        assert KEEP in (out / "accepted" / "prompts.toml").read_text()
+    finally:
+        for trace in db.run(
+            "MATCH (t:Trace) WHERE t.id STARTS WITH $prefix RETURN t.id AS id",
+            prefix=f"{run_id}-opt",
+        ):
+            delete_trace(db, trace["id"])
