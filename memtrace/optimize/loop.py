@@ -37,7 +37,12 @@ from memtrace.optimize.store import LineageStore
 from memtrace.patterns.classes import class_key
 from memtrace.systems.config import SystemConfig, write_config
 from memtrace.systems.params import RANGES
-from memtrace.systems.registry import native_configs, parameters_read, prompts_tunable
+from memtrace.systems.registry import (
+    answer_prompts,
+    native_configs,
+    parameters_read,
+    prompts_tunable,
+)
 
 Trial = tuple[SystemConfig, Score]
 
@@ -202,9 +207,19 @@ def movable(mode: Mode, system: str) -> tuple[str, ...]:
 def _routing(feedback: Feedback, incumbent: SystemConfig, options: OptimizeOptions) -> Routing:
     found = feedback.classes(incumbent)
     prompts = prompts_tunable(options.system)
+    answer = answer_prompts(options.system)
     by_count = route(found, options.mode, prompts=prompts)
+    # a stale-memory class goes where its replay shows (routing.py), also routed by cases
+    stale = {
+        class_key(row)
+        for row in found.to_dict("records")
+        if row.get("failure_mode") == "stale-memory" and options.mode == "prompts"
+    }
     if options.route_by == "cases":
-        return by_count
+        if not stale or not isinstance(feedback, HeadroomFeedback):
+            return by_count
+        replayed = feedback.headroom(incumbent, found, stale)
+        return route(found, options.mode, prompts=prompts, answer_prompts=answer, stale=replayed)
     if not isinstance(feedback, HeadroomFeedback):
         raise ConfigError("routing by headroom needs feedback that executes the what-if")
     # only classes with something to search are worth a replay: the rest get no trials anyway
@@ -213,8 +228,15 @@ def _routing(feedback: Feedback, incumbent: SystemConfig, options: OptimizeOptio
         for row, routed in zip(found.to_dict("records"), by_count.classes, strict=True)
         if routed.targets
     }
-    headroom = feedback.headroom(incumbent, found, keys)
-    return route(found, options.mode, prompts=prompts, headroom=headroom)
+    headroom = feedback.headroom(incumbent, found, keys | stale)
+    return route(
+        found,
+        options.mode,
+        prompts=prompts,
+        headroom=headroom,
+        answer_prompts=answer,
+        stale=headroom,
+    )
 
 
 def optimize(

@@ -111,6 +111,12 @@ def prompts_tunable(name: str) -> tuple[str, ...]:
     return factory.tunable_prompts
 
 
+def answer_prompts(name: str) -> tuple[str, ...]:
+    """The prompts the answer of the system registered as ``name`` reads."""
+    factory: SystemFactory = _lookup(SYSTEMS, "system", name)
+    return (factory.answer_prompt,)
+
+
 def native_configs(name: str, config: SystemConfig) -> dict[str, Any]:
     """``config`` in the own terms of the system registered as ``name`` (``System.native_configs``:
     file name -> JSON data)."""

@@ -16,6 +16,7 @@ from memtrace.optimize.loop import Trial
 from memtrace.optimize.routing import Routing
 from memtrace.optimize.scoring import Budget, Evaluator, Score
 from memtrace.patterns import CLASS_COLUMNS
+from memtrace.patterns.classes import class_key
 from memtrace.systems.config import SystemConfig, read_config
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.offline import OfflineBackend
@@ -99,6 +100,41 @@ def test_routing_sends_each_class_to_what_its_blamed_operation_read() -> None:
     assert prompts.targets() == (QUESTION_ANSWERING, "memory-update-decision-prompt")
     assert "locomo-judge-prompt" not in prompts.targets()
     assert route(CLASSES.iloc[0:0], "parameters").targets() == ()
+
+
+def test_a_stale_memory_class_goes_where_its_replay_shows() -> None:
+    """Both memories reached the answer: when repairing the blamed extraction rescues none of
+    the class's cases, the answer prompt decides; when it rescues some (the newer memory was
+    not stored), the extraction's instructions do."""
+    stale = {
+        **class_row(
+            "memory_system.extract_memories", "UpdateError", 2, ["custom-instructions"], []
+        ),
+        "system": "mem0-lib",
+        "failure_mode": "stale-memory",
+    }
+    classes = pd.DataFrame([stale], columns=list(CLASS_COLUMNS))
+    key = class_key(stale)
+    prompts = ("custom-instructions", QUESTION_ANSWERING)
+
+    def routed(rescued: int | None) -> Routing:
+        replayed = pd.DataFrame([{"key": key, "rescued": rescued, "net": rescued}])
+        return route(
+            classes,
+            "prompts",
+            prompts=prompts,
+            answer_prompts=(QUESTION_ANSWERING,),
+            stale=replayed,
+        )
+
+    (answer,) = routed(0).classes
+    assert answer.targets == (QUESTION_ANSWERING,) and "rescues none" in answer.rerouted
+    (extraction,) = routed(2).classes
+    assert extraction.targets == ("custom-instructions",) and not extraction.rerouted
+    (unknown,) = routed(None).classes  # not replayed: what the blamed operation read
+    assert unknown.targets == ("custom-instructions",)
+    (parameters,) = route(classes, "parameters", stale=None).classes
+    assert parameters.failure_mode == "stale-memory" and parameters.targets == ()
 
 
 def test_acceptance_needs_a_train_gain_and_no_held_out_loss() -> None:
