@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 try:
     MEM0_VERSION = importlib.metadata.version("mem0ai")
@@ -27,18 +26,14 @@ if not MEM0_VERSION.startswith("2."):
     pytest.skip("needs mem0ai 2.x (memtrace[mem0])", allow_module_level=True)
 
 from fake_openai import FakeOpenAI, Mem0V2Replies, Reply, fake_openai_fixture  # noqa: F401
+from mem0_lib_helpers import cli_json, step_op, traced_run, use_endpoint
 
 from memtrace.admin import delete_trace
-from memtrace.cli import cli
 from memtrace.db import Database
-from memtrace.replay import Replayer, make_replayer, read_native
+from memtrace.replay import make_replayer, read_native
 from memtrace.settings import load_settings
-from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.params import Params
 from memtrace.systems.prompts import DEFAULTS, MEM0_CUSTOM_INSTRUCTIONS
-from memtrace.systems.registry import make_backend, make_system
-from memtrace.systems.runner import run_conversation
-from memtrace.tracing import SimClock
 
 pytestmark = pytest.mark.integration
 
@@ -50,23 +45,8 @@ BISCUIT = "Farid: I adopted a rabbit named Biscuit yesterday. Biscuit already lo
 def endpoint(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> Mem0V2Replies:
     replies = Mem0V2Replies()
     fake_openai.responder = replies
-    fake_openai.bag_of_words = 64
-    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("MEMTRACE_LLM_MODEL", "fake-model")
-    monkeypatch.setenv("MEMTRACE_EMBEDDING_DIMS", "64")
+    use_endpoint(fake_openai, monkeypatch)
     return replies
-
-
-def traced_run(
-    tmp_path: Path, params: Params | None = None
-) -> tuple[Path, dict[str, tuple[bool, str]]]:
-    """Conversation 1 of the sample, run and traced (no database): the trace and the answers."""
-    settings = load_settings()
-    system = make_system("mem0-lib", make_backend("offline"), params=params, settings=settings)
-    run, path = run_conversation(system, load_locomo(SAMPLE_PATH)[0], tmp_path, clock=SimClock())
-    assert path is not None
-    return path, {r.case_id: (r.passed, r.prediction) for r in run.results}
 
 
 def section(body: dict[str, Any], title: str) -> str:
@@ -74,10 +54,6 @@ def section(body: dict[str, Any], title: str) -> str:
     prompt = str(body["messages"][-1]["content"])
     _, found, rest = prompt.partition(f"## {title}\n")
     return rest.split("\n## ", 1)[0].split("\n# ", 1)[0] if found else ""
-
-
-def step_op(replayer: Replayer, step: str) -> str:
-    return next(op for op, name in replayer.steps().items() if name == step)
 
 
 class _Tomorrow(dt.datetime):
@@ -186,12 +162,6 @@ def traced(db: Database, run_id: str) -> Iterator[str]:
     trace_id = f"{run_id}-mem0-lib-locomo-1"
     yield trace_id
     delete_trace(db, trace_id)
-
-
-def cli_json(*args: str) -> Any:
-    result = CliRunner().invoke(cli, list(args))
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def test_the_replay_judge_reproduces_the_planted_labels(

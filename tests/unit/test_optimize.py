@@ -114,7 +114,7 @@ def test_a_stale_memory_class_goes_where_its_replay_shows() -> None:
         "failure_mode": "stale-memory",
     }
     classes = pd.DataFrame([stale], columns=list(CLASS_COLUMNS))
-    key = class_key(stale)
+    key = class_key(classes.to_dict("records")[0])
     prompts = ("custom-instructions", QUESTION_ANSWERING)
 
     def routed(rescued: int | None) -> Routing:

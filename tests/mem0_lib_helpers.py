@@ -1,0 +1,52 @@
+"""What the tests of the real Mem0 library (mem0-lib, either mem0ai version) share: the local
+endpoint's environment, the CLI's JSON, a traced run of the sample and step lookups."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from fake_openai import FakeOpenAI
+
+from memtrace.cli import cli
+from memtrace.replay import Replayer
+from memtrace.settings import load_settings
+from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
+from memtrace.systems.params import Params
+from memtrace.systems.registry import make_backend, make_system
+from memtrace.systems.runner import run_conversation
+from memtrace.tracing import SimClock
+
+
+def use_endpoint(fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mem0's LLM and embedder on the local server (word-count embeddings of 64 dimensions)."""
+    fake.bag_of_words = 64
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("MEMTRACE_LLM_MODEL", "fake-model")
+    monkeypatch.setenv("MEMTRACE_EMBEDDING_DIMS", "64")
+
+
+def cli_json(*args: str) -> Any:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def traced_run(
+    tmp_path: Path, params: Params | None = None
+) -> tuple[Path, dict[str, tuple[bool, str]]]:
+    """Conversation 1 of the sample, run and traced (no database): the trace and the answers."""
+    settings = load_settings()
+    system = make_system("mem0-lib", make_backend("offline"), params=params, settings=settings)
+    run, path = run_conversation(system, load_locomo(SAMPLE_PATH)[0], tmp_path, clock=SimClock())
+    assert path is not None
+    return path, {r.case_id: (r.passed, r.prediction) for r in run.results}
+
+
+def step_op(replayer: Replayer, step: str) -> str:
+    """The op id of the original trace that is ``step``."""
+    return next(op for op, name in replayer.steps().items() if name == step)
