@@ -37,6 +37,7 @@ from memtrace.patterns.export import records
 from memtrace.patterns.headroom import Outcome, Repair, Replayer, what_if
 from memtrace.patterns.reader import PatternReader
 from memtrace.replay import read_native
+from memtrace.settings import Settings
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.runner import trace_id
 
@@ -44,10 +45,13 @@ from memtrace.systems.runner import trace_id
 ReplayerFactory = Callable[[Mapping[str, Path]], Replayer]
 
 
-def engine_replayer(files: Mapping[str, Path], *, precise_search: bool = False) -> Replayer:
-    """The replay engine over native trace files (offline backends need no settings);
-    ``precise_search``: a repaired search keeps only the results holding the evidence."""
-    return EngineReplayer(lambda trace_id: read_native(files[trace_id]), None, precise_search)
+def engine_replayer(
+    files: Mapping[str, Path], *, precise_search: bool = False, settings: Settings | None = None
+) -> Replayer:
+    """The replay engine over native trace files; ``precise_search``: a repaired search keeps
+    only the results holding the evidence; ``settings``: for a system that calls an endpoint
+    itself (mem0-lib; offline backends need none)."""
+    return EngineReplayer(lambda trace_id: read_native(files[trace_id]), settings, precise_search)
 
 
 class BudgetedReplayer:
@@ -97,7 +101,9 @@ class GraphFeedback:
         self.max_cases = max_cases
         self.seed = seed
         self.cache = cache or out / "classes"
-        self.replayer = replayer or partial(engine_replayer, precise_search=precise_search)
+        self.replayer = replayer or partial(
+            engine_replayer, precise_search=precise_search, settings=evaluator.settings
+        )
         # the two search oracles measure different headroom: cached apart
         self.headroom_name = "headroom.precise" if precise_search else "headroom"
         self._charged: set[tuple[str, str]] = set()

@@ -134,6 +134,8 @@ class EngineReplayer:
             faults=inputs.faults,
             ranker=engine.ranker,
             repair=StepRepair(steps, sources, self.precise_search),
+            settings=self.settings,
+            recorded=inputs.recorded,
         )
         system.construct(inputs.conversation)
         built = system.run_state

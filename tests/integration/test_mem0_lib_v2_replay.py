@@ -33,7 +33,7 @@ from memtrace.db import Database
 from memtrace.replay import make_replayer, read_native
 from memtrace.settings import load_settings
 from memtrace.systems.params import Params
-from memtrace.systems.prompts import DEFAULTS, MEM0_CUSTOM_INSTRUCTIONS
+from memtrace.systems.prompts import DEFAULTS, MEM0_CUSTOM_INSTRUCTIONS, QUESTION_ANSWERING
 
 pytestmark = pytest.mark.integration
 
@@ -204,6 +204,7 @@ def test_the_replay_judge_reproduces_the_planted_labels(
 
 KEEP = "Also record every event the speaker took part in."
 WORDS = re.compile(r"[a-z0-9]+")
+QUESTION_WORDS = {"what", "when", "where", "which", "who", "how", "did", "does", "is", "the"}
 
 
 def words(text: str) -> set[str]:
@@ -229,7 +230,7 @@ class InstructedModel:
         if user.startswith("Memories:"):
             memories, question = user.split("\n\nQuestion: ", 1)
             lines = [line.split("] ", 1)[-1] for line in memories.splitlines()[1:]]
-            asked = words(question.split("\nAnswer:")[0])
+            asked = words(question.split("\nAnswer:")[0]) - QUESTION_WORDS
             return Reply(max(lines, key=lambda line: len(words(line) & asked), default="?"))
         if user.startswith("Question:") and "Gold answer:" in user:
             gold = user.split("Gold answer: ", 1)[1].split("\n", 1)[0]
@@ -245,16 +246,24 @@ class InstructedModel:
             self.extraction.drop = dropped
 
 
+def fresh_model(monkeypatch: pytest.MonkeyPatch, run_id: str) -> None:
+    """A model name of this test run: the answer and the judge go through the LLM cache of
+    ``$MEMTRACE_HOME``, keyed by model and request, which another run's replies must not serve."""
+    monkeypatch.setenv("MEMTRACE_LLM_MODEL", f"fake-{run_id}")
+
+
 def test_optimize_prompts_rewrites_the_custom_instructions_the_extraction_is_blamed_for(
     db: Database,
     endpoint: Mem0V2Replies,
     fake_openai: FakeOpenAI,
     run_id: str,
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from mem0.configs.base import MemoryConfig
 
     endpoint.drop.add("5k race")  # conversation 1's D1:3: questions 1 and 2 fail
+    fresh_model(monkeypatch, run_id)
     model = InstructedModel(endpoint)
     fake_openai.responder = model
     out = tmp_path / "opt"
@@ -280,5 +289,39 @@ def test_optimize_prompts_rewrites_the_custom_instructions_the_extraction_is_bla
         for trace in db.run(
             "MATCH (t:Trace) WHERE t.id STARTS WITH $prefix RETURN t.id AS id",
             prefix=f"{run_id}-opt",
+        ):
+            delete_trace(db, trace["id"])
+
+
+def test_a_stale_memory_class_is_routed_to_the_answer_prompt_by_its_replay(
+    db: Database,
+    endpoint: Mem0V2Replies,
+    fake_openai: FakeOpenAI,
+    run_id: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """D2:6's extraction also adds an earlier job that D4:6 contradicts; the answer quotes the
+    old memory. The offline judge blames D4:6's extraction (stale-memory); replaying the class
+    with that extraction repaired rescues nothing (the newer memory was stored), so the class
+    goes to the answer prompt, not to Mem0's custom instructions."""
+    endpoint.stale["pottery class"] = "Chloe: I started a new job as a cashier at the mall."
+    fresh_model(monkeypatch, run_id)
+    fake_openai.responder = InstructedModel(endpoint)
+    summary = cli_json(
+        "optimize", "mem0-lib", "--mode", "prompts", "--train", "1", "--heldout", "2",
+        "--rounds", "1", "--trials", "1", "--budget", "40",
+        "--out", str(tmp_path / "opt"), "--run-id", f"{run_id}-stale", "--json",
+    )  # fmt: skip
+    try:
+        (first,) = summary["rounds"]
+        (stale,) = [c for c in first["classes"] if c["failure_mode"] == "stale-memory"]
+        assert stale["op_name"] == "memory_system.extract_memories", stale
+        assert stale["targets"] == [QUESTION_ANSWERING] and "rescues none" in stale["rerouted"]
+        assert QUESTION_ANSWERING in first["targets"]
+    finally:
+        for trace in db.run(
+            "MATCH (t:Trace) WHERE t.id STARTS WITH $prefix RETURN t.id AS id",
+            prefix=f"{run_id}-stale",
         ):
             delete_trace(db, trace["id"])
