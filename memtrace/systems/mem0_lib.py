@@ -9,26 +9,33 @@ telemetry is off (``MEM0_TELEMETRY=False``; ``MEM0_DIR`` under ``$MEMTRACE_HOME`
 and the judge come from ``--backend`` like the other systems. Each message is one ``add()``
 (``"<speaker>: <text>"`` as the user), each question one ``search()`` of the conversation's
 memories; faults cannot be planted here (Mem0 is not ours to break; a test plants them in the
-endpoint's replies instead).
+endpoint's replies instead). On 2.x the ``custom-instructions`` prompt is Mem0's config
+``custom_instructions`` and the search takes ``top_k`` and ``search_threshold``; an optimizer may
+move them (``native_configs`` writes them in Mem0's terms).
 
-Replays (``memtrace.replay``). The operations the integration writes for one message are the
-steps ``extract:<dia_id>``, ``decide:<dia_id>`` and ``add:<dia_id>``; a question's search is
-``search:<case id>``. Three things make a run reproducible:
+Replays (``memtrace.replay``). The operations the integration writes for one message are steps
+named by the pipeline (``step_kinds``): 1.0.x ``extract:<dia_id>``, ``decide:<dia_id>``,
+``add:<dia_id>``; 2.x ``lookup:<dia_id>``, ``extract:<dia_id>``, ``add:<dia_id>``; a question's
+search is ``search:<case id>``. Three things make a run reproducible:
 
 - memory ids: Mem0 names each memory ``uuid4()``; while a message is added, ``MemoryIds`` hands
   out uuid5s of the conversation and a creation count instead, so every run of a conversation
   names its memories alike (and writes the same variables);
-- model calls: the trace records each extraction's and decision's request digest and reply (op
-  metadata ``llm_request`` / ``llm_reply``); a replay answers a request it finds there from
-  the trace and sends only those a repair changed to the endpoint (embeddings always go to it);
+- model calls: the trace records each call's request digest (the pipeline's ``digest``) and
+  reply (op metadata ``llm_request`` / ``llm_reply``); a replay answers a request it finds there
+  from the trace and sends only those a repair changed to the endpoint (embeddings always go
+  to it);
 - a fresh store: every run (each replay too) gets its own temporary Qdrant and history folder.
 
-A repair corrects the model's reply before Mem0 reads it (``REPLY_REPAIRS``, by the step kind
-of the call) or, for a search, the results before the answer reads them: extraction keeps the
-evidence sentences of its message (each as a fact, and the whole message), the decision does
-not delete a memory holding the case's evidence, keeps its text in an update, and stores an
-evidence fact it let go; the search adds the live memories holding the evidence. A memory or
-fact *holds* an evidence sentence when it has every content word of it (Mem0 keeps no
+A repair (``PIPELINE_REPAIRS``) corrects the model's reply before Mem0 reads it (by the step kind
+of the call) or, for a search, the results before the answer reads them. 1.0.x: extraction keeps
+the evidence sentences of its message (each as a fact, and the whole message), the decision
+does not delete a memory holding the case's evidence, keeps its text in an update, and stores
+an evidence fact it let go; the search adds the live memories holding the evidence. 2.x: the
+additive extraction's reply gains the evidence sentences no memory of it holds; the ``add``
+step stores a text the MD5 de-dup drops as a duplicate of a looked-up memory holding the
+evidence; the search adds the live memories holding the evidence, all in Mem0's own ranking. A
+memory or fact *holds* an evidence sentence when it has every content word of it (Mem0 keeps no
 provenance of message sentences).
 """
 
