@@ -44,7 +44,7 @@ from memtrace.attribution.replay_judge import ReplayJudge
 from memtrace.attribution.store import AttributionStore
 from memtrace.db import Database, connect
 from memtrace.loaders.load import LoadOptions, load_paths
-from memtrace.replay import Replayer, make_replayer, read_native
+from memtrace.replay import TraceReplayer, make_replayer, read_native
 from memtrace.settings import Settings, load_settings
 from memtrace.systems.locomo import SAMPLE_PATH, Conversation, load_locomo
 from memtrace.systems.registry import make_backend, make_system
@@ -104,10 +104,10 @@ class Server:
 
 
 class OneTrace:
-    def __init__(self, replayer: Replayer) -> None:
+    def __init__(self, replayer: TraceReplayer) -> None:
         self.replayer = replayer
 
-    def for_trace(self, trace_id: str) -> Replayer:
+    def for_trace(self, trace_id: str) -> TraceReplayer:
         return self.replayer
 
 

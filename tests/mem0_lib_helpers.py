@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from fake_openai import FakeOpenAI
 
 from memtrace.cli import cli
-from memtrace.replay import Replayer
+from memtrace.replay import TraceReplayer
 from memtrace.settings import load_settings
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.params import Params
@@ -47,6 +47,6 @@ def traced_run(
     return path, {r.case_id: (r.passed, r.prediction) for r in run.results}
 
 
-def step_op(replayer: Replayer, step: str) -> str:
+def step_op(replayer: TraceReplayer, step: str) -> str:
     """The op id of the original trace that is ``step``."""
     return next(op for op, name in replayer.steps().items() if name == step)

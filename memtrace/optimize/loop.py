@@ -24,7 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import pandas as pd
 
-from memtrace.errors import ConfigError
+from memtrace.errors import ConfigError, OutOfBudget
 from memtrace.optimize.routing import (
     Mode,
     RouteBy,
@@ -32,7 +32,7 @@ from memtrace.optimize.routing import (
     SearchRepair,
     route,
 )
-from memtrace.optimize.scoring import Evaluator, OutOfBudget, Score
+from memtrace.optimize.scoring import Evaluator, Score
 from memtrace.optimize.store import LineageStore
 from memtrace.patterns.classes import class_key
 from memtrace.systems.config import SystemConfig, write_config
@@ -92,7 +92,7 @@ class OptimizeOptions:
 
 
 @dataclass
-class Candidate:
+class ConfigCandidate:
     id: str
     round: int
     changes: dict[str, tuple[Any, Any]]
@@ -111,7 +111,7 @@ class RoundSummary:
     targets: list[str]
     classes: list[dict[str, Any]]
     trials: list[dict[str, Any]]
-    candidate: Candidate | None
+    candidate: ConfigCandidate | None
     train_after: float
     heldout_after: float
     budget_spent: int
@@ -329,7 +329,7 @@ def _candidate(
     trials: Sequence[Trial],
     routing: Routing | None,
     evaluator: Evaluator,
-) -> tuple[Candidate, SystemConfig]:
+) -> tuple[ConfigCandidate, SystemConfig]:
     """The best trial on train (on a tie the first: fewest trials spent to find it), scored on
     the held-out split when it beats the incumbent, and the verdict."""
     best_config, best_score = max(trials, key=lambda t: t[1].accuracy)
@@ -345,7 +345,7 @@ def _candidate(
         accepted, reason = False, f"no trial beat the incumbent on train ({state.train:.4f})"
     else:
         accepted, reason = False, "the best trial is the incumbent"
-    candidate = Candidate(
+    candidate = ConfigCandidate(
         id=f"r{number}",
         round=number,
         changes=diff,
@@ -359,7 +359,7 @@ def _candidate(
     return candidate, best_config
 
 
-def _motivating(candidate: Candidate, routing: Routing | None) -> dict[str, list[str]]:
+def _motivating(candidate: ConfigCandidate, routing: Routing | None) -> dict[str, list[str]]:
     """Changed variable -> the keys of the failure classes that routed it."""
     if routing is None:
         return {}

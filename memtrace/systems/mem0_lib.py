@@ -66,7 +66,6 @@ from memtrace.systems.prompts import MEM0_CUSTOM_INSTRUCTIONS, QUESTION_ANSWERIN
 from memtrace.systems.text import content, sentences
 from memtrace.tracing import OFF, Var
 
-DEFAULT_EMBEDDING_DIMS = 1536
 ID_NAMESPACE: Final = uuid.UUID("6d656d74-7261-6365-6d65-6d306c696221")
 
 
@@ -85,7 +84,7 @@ def memory_config(settings: Settings | None, folder: Path, collection: str) -> d
     llm = endpoint(settings)
     key = llm.api_key.get_secret_value() if llm.api_key else "not-needed"
     connection = {"api_key": key, "openai_base_url": llm.base_url}
-    dims = int(os.environ.get("MEMTRACE_EMBEDDING_DIMS", DEFAULT_EMBEDDING_DIMS))
+    dims = llm.embedding_dims
     return {
         "llm": {
             "provider": "openai",
@@ -178,6 +177,7 @@ class Mem0LibSystem(System):
     tunable_prompts = (QUESTION_ANSWERING, MEM0_CUSTOM_INSTRUCTIONS)
     replay_snapshots: ClassVar[bool] = False  # the memory is in Mem0's store: rebuilt per replay
     replay_needs_calls: ClassVar[bool] = True
+    needs_endpoint = True  # Mem0's LLM and embedder; faults cannot be planted (Mem0 is not ours)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
