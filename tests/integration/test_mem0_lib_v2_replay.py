@@ -325,3 +325,40 @@ def test_a_stale_memory_class_is_routed_to_the_answer_prompt_by_its_replay(
             prefix=f"{run_id}-stale",
         ):
             delete_trace(db, trace["id"])
+
+
+def test_optimize_parameters_moves_the_search_settings_the_search_is_blamed_for(
+    db: Database,
+    endpoint: Mem0V2Replies,
+    run_id: str,
+    tmp_path: Path,
+) -> None:
+    """A search that returns one memory (top_k = 1) misses evidence: the RetrievalError class is
+    routed to Mem0's search settings, which Optuna moves; what is accepted is written in Mem0's
+    terms (the keyword arguments of ``memory.search``) beside memtrace's TOML."""
+    start = tmp_path / "params.toml"
+    start.write_text("top_k = 1\n")
+    out = tmp_path / "opt"
+    summary = cli_json(
+        "optimize", "mem0-lib", "--mode", "parameters", "--train", "1", "--heldout", "2",
+        "--params", str(start), "--rounds", "1", "--trials", "4", "--budget", "20",
+        "--out", str(out), "--run-id", f"{run_id}-search", "--json",
+    )  # fmt: skip
+    try:
+        (first,) = summary["rounds"]
+        (search,) = [
+            c for c in first["classes"] if c["op_name"] == "memory_system.search_vector_store"
+        ]
+        assert search["error_type"] == "RetrievalError"
+        assert set(search["targets"]) == {"top_k", "search_threshold"}
+        accepted = (out / "accepted" / "params.toml").read_text()
+        settings = json.loads((out / "accepted" / "mem0_search.json").read_text())
+        assert f"top_k = {settings['top_k']}\n" in accepted
+        if first["candidate"]["accepted"]:
+            assert settings["top_k"] > 1 and summary["final"]["train"] > summary["initial"]["train"]
+    finally:
+        for trace in db.run(
+            "MATCH (t:Trace) WHERE t.id STARTS WITH $prefix RETURN t.id AS id",
+            prefix=f"{run_id}-search",
+        ):
+            delete_trace(db, trace["id"])
