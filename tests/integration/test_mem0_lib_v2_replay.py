@@ -362,3 +362,26 @@ def test_optimize_parameters_moves_the_search_settings_the_search_is_blamed_for(
             prefix=f"{run_id}-search",
         ):
             delete_trace(db, trace["id"])
+
+
+def test_bench_natural_labels_the_failures_of_mem0_2x_by_execution(
+    db: Database, endpoint: Mem0V2Replies, run_id: str, tmp_path: Path
+) -> None:
+    """No planted fault: every failed case of the real Mem0 2.x gets its executed label, which
+    goes into the trace as a label of source ``replay``."""
+    summary = cli_json(
+        "bench", "natural", "--system", "mem0-lib", "--conversations", "1",
+        "--out", str(tmp_path), "--trace-prefix", f"{run_id}-", "--json",
+    )  # fmt: skip
+    trace_id = f"{run_id}-mem0-lib-locomo-1"
+    try:
+        assert summary["system"] == "mem0-lib" and summary["failed"] >= 1
+        assert summary["errors"] == 0
+        assert summary["labeled"] + summary["no_single_decisive"] == summary["failed"]
+        (row,) = db.run(
+            "MATCH (:Case {trace_id: $t})-[l:LABELED {source: 'replay'}]->() RETURN count(l) AS n",
+            t=trace_id,
+        )
+        assert row["n"] == summary["labeled"]
+    finally:
+        delete_trace(db, trace_id)
