@@ -3,6 +3,7 @@ endpoint's environment, the CLI's JSON, a traced run of the sample and step look
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,17 @@ from memtrace.systems.params import Params
 from memtrace.systems.registry import make_backend, make_system
 from memtrace.systems.runner import run_conversation
 from memtrace.tracing import SimClock
+
+
+def skip_unless_mem0(version: str, extra: str) -> None:
+    """Skip the calling test module unless the installed mem0ai's version starts with
+    ``version`` (each version's tests run in the virtualenv that has it: scripts/test.sh)."""
+    try:
+        installed = importlib.metadata.version("mem0ai")
+    except importlib.metadata.PackageNotFoundError:
+        installed = ""
+    if not installed.startswith(version):
+        pytest.skip(f"needs mem0ai {version}x ({extra})", allow_module_level=True)
 
 
 def use_endpoint(fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,16 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-try:
-    MEM0_VERSION = importlib.metadata.version("mem0ai")
-except importlib.metadata.PackageNotFoundError:
-    MEM0_VERSION = ""
-if not MEM0_VERSION.startswith("1.0."):
-    pytest.skip("needs mem0ai 1.0.x (memtrace[mem0-v1])", allow_module_level=True)
-
 from fake_openai import FakeOpenAI, Mem0Replies, Reply, fake_openai_fixture  # noqa: F401
-from mem0_lib_helpers import cli_json, step_op, traced_run, use_endpoint
+from mem0_lib_helpers import cli_json, skip_unless_mem0, step_op, traced_run, use_endpoint
 
 from memtrace.admin import delete_trace
 from memtrace.db import Database
@@ -34,6 +26,7 @@ from memtrace.systems.mem0_lib import import_mem0, memory_config
 from memtrace.systems.params import Params
 from memtrace.tracing import trace, variable
 
+skip_unless_mem0("1.0.", "memtrace[mem0-v1]")
 pytestmark = pytest.mark.integration
 
 

@@ -17,16 +17,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-
-try:
-    MEM0_VERSION = importlib.metadata.version("mem0ai")
-except importlib.metadata.PackageNotFoundError:
-    MEM0_VERSION = ""
-if not MEM0_VERSION.startswith("2."):
-    pytest.skip("needs mem0ai 2.x (memtrace[mem0])", allow_module_level=True)
-
 from fake_openai import FakeOpenAI, Mem0V2Replies, fake_openai_fixture  # noqa: F401
-from mem0_lib_helpers import cli_json, use_endpoint
+from mem0_lib_helpers import cli_json, skip_unless_mem0, use_endpoint
 
 from memtrace.admin import delete_trace
 from memtrace.cli import cli
@@ -36,6 +28,7 @@ from memtrace.settings import load_settings
 from memtrace.systems.mem0_lib import import_mem0, memory_config
 from memtrace.tracing import trace, variable
 
+skip_unless_mem0("2.", "memtrace[mem0]")
 pytestmark = pytest.mark.integration
 
 STALE = "Chloe: I started a new job as a cashier at the mall."

@@ -9,7 +9,6 @@ Runs only where mem0ai 2.x is installed (CI: a second virtualenv, see scripts/te
 from __future__ import annotations
 
 import datetime as dt
-import importlib.metadata
 import json
 import re
 from collections.abc import Iterator
@@ -17,16 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-try:
-    MEM0_VERSION = importlib.metadata.version("mem0ai")
-except importlib.metadata.PackageNotFoundError:
-    MEM0_VERSION = ""
-if not MEM0_VERSION.startswith("2."):
-    pytest.skip("needs mem0ai 2.x (memtrace[mem0])", allow_module_level=True)
-
 from fake_openai import FakeOpenAI, Mem0V2Replies, Reply, fake_openai_fixture  # noqa: F401
-from mem0_lib_helpers import cli_json, step_op, traced_run, use_endpoint
+from mem0_lib_helpers import cli_json, skip_unless_mem0, step_op, traced_run, use_endpoint
 
 from memtrace.admin import delete_trace
 from memtrace.db import Database
@@ -35,6 +26,7 @@ from memtrace.settings import load_settings
 from memtrace.systems.params import Params
 from memtrace.systems.prompts import DEFAULTS, MEM0_CUSTOM_INSTRUCTIONS, QUESTION_ANSWERING
 
+skip_unless_mem0("2.", "memtrace[mem0]")
 pytestmark = pytest.mark.integration
 
 DEFAULT_INSTRUCTIONS = DEFAULTS[MEM0_CUSTOM_INSTRUCTIONS].text
@@ -159,9 +151,12 @@ def test_the_add_repair_keeps_an_evidence_text_the_md5_de_dup_dropped(
 
 @pytest.fixture
 def traced(db: Database, run_id: str) -> Iterator[str]:
-    trace_id = f"{run_id}-mem0-lib-locomo-1"
-    yield trace_id
-    delete_trace(db, trace_id)
+    """Conversation 1's trace id under this test's run id; afterwards every trace whose id starts
+    with the run id is deleted (an optimizer run leaves one per configuration it attributed)."""
+    yield f"{run_id}-mem0-lib-locomo-1"
+    found = db.run("MATCH (t:Trace) WHERE t.id STARTS WITH $p RETURN t.id AS id", p=run_id)
+    for row in found:
+        delete_trace(db, row["id"])
 
 
 def test_the_replay_judge_reproduces_the_planted_labels(
@@ -257,6 +252,7 @@ def test_optimize_prompts_rewrites_the_custom_instructions_the_extraction_is_bla
     endpoint: Mem0V2Replies,
     fake_openai: FakeOpenAI,
     run_id: str,
+    traced: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -272,25 +268,18 @@ def test_optimize_prompts_rewrites_the_custom_instructions_the_extraction_is_bla
         "--questions", "3", "--rounds", "1", "--trials", "2", "--budget", "30",
         "--out", str(out), "--run-id", f"{run_id}-opt", "--json",
     )  # fmt: skip
-    try:
-        (first,) = summary["rounds"]
-        # ExtractionError at extract_memories, which reads the custom instructions
-        assert first["targets"] == [MEM0_CUSTOM_INSTRUCTIONS], first["classes"]
-        assert first["candidate"]["accepted"], first["candidate"]
-        assert summary["final"]["train"] > summary["initial"]["train"]
-        assert any("named custom-instructions" in r for r in model.reflected)
-        accepted = json.loads((out / "accepted" / "mem0_config.json").read_text())
-        assert accepted == {"custom_instructions": f"{DEFAULT_INSTRUCTIONS} {KEEP}"}
-        assert MemoryConfig(**accepted).custom_instructions.endswith(KEEP)  # from_config's
-        search = json.loads((out / "accepted" / "mem0_search.json").read_text())
-        assert search == {"top_k": 10, "threshold": 0.1}
-        assert KEEP in (out / "accepted" / "prompts.toml").read_text()
-    finally:
-        for trace in db.run(
-            "MATCH (t:Trace) WHERE t.id STARTS WITH $prefix RETURN t.id AS id",
-            prefix=f"{run_id}-opt",
-        ):
-            delete_trace(db, trace["id"])
+    (first,) = summary["rounds"]
+    # ExtractionError at extract_memories, which reads the custom instructions
+    assert first["targets"] == [MEM0_CUSTOM_INSTRUCTIONS], first["classes"]
+    assert first["candidate"]["accepted"], first["candidate"]
+    assert summary["final"]["train"] > summary["initial"]["train"]
+    assert any("named custom-instructions" in r for r in model.reflected)
+    accepted = json.loads((out / "accepted" / "mem0_config.json").read_text())
+    assert accepted == {"custom_instructions": f"{DEFAULT_INSTRUCTIONS} {KEEP}"}
+    assert MemoryConfig(**accepted).custom_instructions.endswith(KEEP)  # from_config's
+    search = json.loads((out / "accepted" / "mem0_search.json").read_text())
+    assert search == {"top_k": 10, "threshold": 0.1}
+    assert KEEP in (out / "accepted" / "prompts.toml").read_text()
 
 
 def test_a_stale_memory_class_is_routed_to_the_answer_prompt_by_its_replay(
@@ -298,6 +287,7 @@ def test_a_stale_memory_class_is_routed_to_the_answer_prompt_by_its_replay(
     endpoint: Mem0V2Replies,
     fake_openai: FakeOpenAI,
     run_id: str,
+    traced: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -313,24 +303,18 @@ def test_a_stale_memory_class_is_routed_to_the_answer_prompt_by_its_replay(
         "--rounds", "1", "--trials", "1", "--budget", "40",
         "--out", str(tmp_path / "opt"), "--run-id", f"{run_id}-stale", "--json",
     )  # fmt: skip
-    try:
-        (first,) = summary["rounds"]
-        (stale,) = [c for c in first["classes"] if c["failure_mode"] == "stale-memory"]
-        assert stale["op_name"] == "memory_system.extract_memories", stale
-        assert stale["targets"] == [QUESTION_ANSWERING] and "rescues none" in stale["rerouted"]
-        assert QUESTION_ANSWERING in first["targets"]
-    finally:
-        for trace in db.run(
-            "MATCH (t:Trace) WHERE t.id STARTS WITH $prefix RETURN t.id AS id",
-            prefix=f"{run_id}-stale",
-        ):
-            delete_trace(db, trace["id"])
+    (first,) = summary["rounds"]
+    (stale,) = [c for c in first["classes"] if c["failure_mode"] == "stale-memory"]
+    assert stale["op_name"] == "memory_system.extract_memories", stale
+    assert stale["targets"] == [QUESTION_ANSWERING] and "rescues none" in stale["rerouted"]
+    assert QUESTION_ANSWERING in first["targets"]
 
 
 def test_optimize_parameters_moves_the_search_settings_the_search_is_blamed_for(
     db: Database,
     endpoint: Mem0V2Replies,
     run_id: str,
+    traced: str,
     tmp_path: Path,
 ) -> None:
     """A search that returns one memory (top_k = 1) misses evidence: the RetrievalError class is
@@ -344,28 +328,19 @@ def test_optimize_parameters_moves_the_search_settings_the_search_is_blamed_for(
         "--params", str(start), "--rounds", "1", "--trials", "4", "--budget", "20",
         "--out", str(out), "--run-id", f"{run_id}-search", "--json",
     )  # fmt: skip
-    try:
-        (first,) = summary["rounds"]
-        (search,) = [
-            c for c in first["classes"] if c["op_name"] == "memory_system.search_vector_store"
-        ]
-        assert search["error_type"] == "RetrievalError"
-        assert set(search["targets"]) == {"top_k", "search_threshold"}
-        accepted = (out / "accepted" / "params.toml").read_text()
-        settings = json.loads((out / "accepted" / "mem0_search.json").read_text())
-        assert f"top_k = {settings['top_k']}\n" in accepted
-        if first["candidate"]["accepted"]:
-            assert settings["top_k"] > 1 and summary["final"]["train"] > summary["initial"]["train"]
-    finally:
-        for trace in db.run(
-            "MATCH (t:Trace) WHERE t.id STARTS WITH $prefix RETURN t.id AS id",
-            prefix=f"{run_id}-search",
-        ):
-            delete_trace(db, trace["id"])
+    (first,) = summary["rounds"]
+    (search,) = [c for c in first["classes"] if c["op_name"] == "memory_system.search_vector_store"]
+    assert search["error_type"] == "RetrievalError"
+    assert set(search["targets"]) == {"top_k", "search_threshold"}
+    accepted = (out / "accepted" / "params.toml").read_text()
+    settings = json.loads((out / "accepted" / "mem0_search.json").read_text())
+    assert f"top_k = {settings['top_k']}\n" in accepted
+    if first["candidate"]["accepted"]:
+        assert settings["top_k"] > 1 and summary["final"]["train"] > summary["initial"]["train"]
 
 
 def test_bench_natural_labels_the_failures_of_mem0_2x_by_execution(
-    db: Database, endpoint: Mem0V2Replies, run_id: str, tmp_path: Path
+    db: Database, endpoint: Mem0V2Replies, run_id: str, traced: str, tmp_path: Path
 ) -> None:
     """No planted fault: every failed case of the real Mem0 2.x gets its executed label, which
     goes into the trace as a label of source ``replay``."""
@@ -373,15 +348,11 @@ def test_bench_natural_labels_the_failures_of_mem0_2x_by_execution(
         "bench", "natural", "--system", "mem0-lib", "--conversations", "1",
         "--out", str(tmp_path), "--trace-prefix", f"{run_id}-", "--json",
     )  # fmt: skip
-    trace_id = f"{run_id}-mem0-lib-locomo-1"
-    try:
-        assert summary["system"] == "mem0-lib" and summary["failed"] >= 1
-        assert summary["errors"] == 0
-        assert summary["labeled"] + summary["no_single_decisive"] == summary["failed"]
-        (row,) = db.run(
-            "MATCH (:Case {trace_id: $t})-[l:LABELED {source: 'replay'}]->() RETURN count(l) AS n",
-            t=trace_id,
-        )
-        assert row["n"] == summary["labeled"]
-    finally:
-        delete_trace(db, trace_id)
+    assert summary["system"] == "mem0-lib" and summary["failed"] >= 1
+    assert summary["errors"] == 0
+    assert summary["labeled"] + summary["no_single_decisive"] == summary["failed"]
+    (row,) = db.run(
+        "MATCH (:Case {trace_id: $t})-[l:LABELED {source: 'replay'}]->() RETURN count(l) AS n",
+        t=traced,
+    )
+    assert row["n"] == summary["labeled"]
