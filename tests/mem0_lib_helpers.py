@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from fake_openai import FakeOpenAI
 
 from memtrace.cli import cli
-from memtrace.replay import TraceReplayer
+from memtrace.replay import TraceReplayer, make_replayer, read_native
 from memtrace.settings import load_settings
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.params import Params
@@ -62,3 +62,27 @@ def traced_run(
 def step_op(replayer: TraceReplayer, step: str) -> str:
     """The op id of the original trace that is ``step``."""
     return next(op for op, name in replayer.steps().items() if name == step)
+
+
+def recorded_calls(path: Path) -> list[dict[str, Any]]:
+    """The operations of a native trace that recorded a model call (``llm_request``)."""
+    ops = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [o for o in ops if (o.get("metadata") or {}).get("llm_request")]
+
+
+def replays_identically(
+    path: Path, answers: dict[str, tuple[bool, str]], fake: FakeOpenAI
+) -> TraceReplayer:
+    """Replays every case of a ``traced_run(tmp_path, Params(top_k=3))`` trace without repairs:
+    each answer (some failing) is reproduced with no chat call, the replay read ``top_k`` back
+    and left the trace as it was. The replayer, for more checks."""
+    before, sent = path.read_bytes(), len(fake.chat_requests)
+    inputs = read_native(path)
+    assert inputs.params.top_k == 3
+    replayer = make_replayer(inputs, load_settings())
+    again = {case: replayer.replay(case) for case in answers}
+    assert {case: (r.passed, r.prediction) for case, r in again.items()} == answers
+    assert False in {passed for passed, _ in answers.values()}
+    assert len(fake.chat_requests) == sent  # every model call came from the trace
+    assert path.read_bytes() == before  # a replay never writes the trace it replays
+    return replayer

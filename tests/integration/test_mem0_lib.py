@@ -15,7 +15,15 @@ from typing import Any
 
 import pytest
 from fake_openai import FakeOpenAI, Mem0Replies, Reply, fake_openai_fixture  # noqa: F401
-from mem0_lib_helpers import cli_json, skip_unless_mem0, step_op, traced_run, use_endpoint
+from mem0_lib_helpers import (
+    cli_json,
+    recorded_calls,
+    replays_identically,
+    skip_unless_mem0,
+    step_op,
+    traced_run,
+    use_endpoint,
+)
 
 from memtrace.admin import delete_trace
 from memtrace.db import Database
@@ -204,25 +212,14 @@ def test_a_replay_without_repairs_reproduces_every_answer_from_the_trace(
 ) -> None:
     endpoint.drop.add("5k race")  # a failing case or two among the passing ones
     path, answers = traced_run(tmp_path, Params(top_k=3))  # the replay reads top_k back
-    before = path.read_bytes()
-    ops = [json.loads(line) for line in before.decode().splitlines()]
-    recorded = [o for o in ops if (o.get("metadata") or {}).get("llm_request")]
-    assert {o["name"] for o in recorded} == {
+    assert {o["name"] for o in recorded_calls(path)} == {
         "memory_system.extract_facts",
         "memory_system.update_memory_decision",
     }
-    sent = len(fake_openai.chat_requests)
-    inputs = read_native(path)
-    assert inputs.params.top_k == 3
-    replayer = make_replayer(inputs, load_settings())
-    again = {case: replayer.replay(case) for case in answers}
-    assert {case: (r.passed, r.prediction) for case, r in again.items()} == answers
-    assert False in {passed for passed, _ in answers.values()}
-    assert len(fake_openai.chat_requests) == sent  # every model call came from the trace
+    replayer = replays_identically(path, answers, fake_openai)
     assert set(replayer.steps().values()) >= {
         "extract:D1:3", "decide:D2:6", "add:D2:6", "search:locomo-qa-1-7",
     }  # fmt: skip
-    assert path.read_bytes() == before  # a replay never writes the trace it replays
 
 
 def test_a_request_answered_differently_twice_replays_in_order(
