@@ -32,7 +32,7 @@ from memtrace.optimize.routing import (
     SearchRepair,
     route,
 )
-from memtrace.optimize.scoring import Evaluator, Score
+from memtrace.optimize.scoring import Budget, Evaluator, Score
 from memtrace.optimize.store import LineageStore
 from memtrace.patterns.classes import class_key
 from memtrace.systems.config import SystemConfig, write_config
@@ -264,6 +264,7 @@ def run_round(
     state: Incumbent,
     options: OptimizeOptions,
     evaluator: Evaluator,
+    budget: Budget,
     proposer: Proposer,
     feedback: Feedback | None,
 ) -> RoundOutcome | str:
@@ -312,9 +313,9 @@ def run_round(
         candidate=candidate,
         train_after=state.train,
         heldout_after=state.held,
-        budget_spent=evaluator.budget.spent,
-        runs_made=evaluator.budget.runs_made,
-        replays=evaluator.budget.replays,
+        budget_spent=budget.spent,
+        runs_made=budget.runs_made,
+        replays=budget.replays,
         test_after=_reported(evaluator, state.config).get("test"),
         llm_calls=evaluator.llm_usage().calls,
         tokens_in=evaluator.llm_usage().tokens_in,
@@ -470,14 +471,16 @@ def optimize(
     proposer: Proposer,
     out: Path,
     *,
+    budget: Budget,
     feedback: Feedback | None = None,
     store: LineageStore | None = None,
     base: SystemConfig | None = None,
     on_round: Callable[[RoundSummary], None] | None = None,
 ) -> OptimizeResult:
-    """Run the rounds (``run_round``), recording each (``Recorder``); ``feedback`` is required
-    when ``options.guided``. Re-running with the same ``out`` resumes: cached evaluations and
-    classes replay the history without runs."""
+    """Run the rounds (``run_round``), recording each (``Recorder``); ``budget`` is what the
+    evaluator's runs are charged to (the loop stops when the next round's checks no longer fit);
+    ``feedback`` is required when ``options.guided``. Re-running with the same ``out`` resumes:
+    cached evaluations and classes replay the history without runs."""
     if options.guided and feedback is None:
         raise ConfigError("guided optimization needs attribution feedback (a database)")
     _check_resume(out, options)
@@ -490,14 +493,14 @@ def optimize(
     state = Incumbent(config, train, held, Versions(config))
     stopped = "rounds done"
     for number in range(1, options.rounds + 1):
-        outcome = run_round(number, state, options, evaluator, proposer, feedback)
+        outcome = run_round(number, state, options, evaluator, budget, proposer, feedback)
         if isinstance(outcome, str):
             stopped = outcome
             break
         recorder.round(outcome, state.config)
         if on_round is not None:
             on_round(outcome.summary)
-        if not evaluator.budget.affords(evaluator.cost("train") + evaluator.cost("heldout")):
+        if not budget.affords(evaluator.cost("train") + evaluator.cost("heldout")):
             stopped = "budget"
             break
     result = OptimizeResult(
@@ -507,10 +510,10 @@ def optimize(
         final={"train": state.train, "heldout": state.held} | _reported(evaluator, state.config),
         rounds=recorder.rounds,
         config=state.config,
-        budget_spent=evaluator.budget.spent,
-        runs_made=evaluator.budget.runs_made,
+        budget_spent=budget.spent,
+        runs_made=budget.runs_made,
         stopped=stopped,
-        replays=evaluator.budget.replays,
+        replays=budget.replays,
     )
     recorder.finish(result)
     return result

@@ -176,7 +176,9 @@ class ScriptedEvaluator(Evaluator):
 
 
 def scripted_proposer(*values: int) -> Any:
-    def factory(evaluator: Evaluator, feedback: Any, options: OptimizeOptions) -> Any:
+    def factory(
+        evaluator: Evaluator, feedback: Any, options: OptimizeOptions, budget: Budget
+    ) -> Any:
         def propose(
             incumbent: SystemConfig, targets: Sequence[str], routing: Routing | None, number: int
         ) -> list[Trial]:
@@ -194,11 +196,12 @@ def scripted_run(tmp_path: Path, budget: int = 100, test: bool = False, **kwargs
     splits = {"train": convs[:1], "heldout": convs[1:]}
     if test:
         splits = {"train": convs[:1], "heldout": convs[1:2], "test": convs[2:]}
+    spent = Budget(budget)
     evaluator = ScriptedEvaluator(
-        "mem0", OfflineBackend(), splits, Budget(budget), tmp_path / "evaluations.jsonl"
+        "mem0", OfflineBackend(), splits, spent, tmp_path / "evaluations.jsonl"
     )
-    proposer = scripted_proposer(3, 20, 25)(evaluator, None, options)
-    return loop.optimize(options, evaluator, proposer, tmp_path, **kwargs)
+    proposer = scripted_proposer(3, 20, 25)(evaluator, None, options, spent)
+    return loop.optimize(options, evaluator, proposer, tmp_path, budget=spent, **kwargs)
 
 
 def test_a_held_out_worse_candidate_is_rejected_a_better_one_kept_both_recorded(
@@ -314,18 +317,20 @@ def test_the_offline_parameter_loop_runs_real_systems_and_writes_strict_json(
     options = OptimizeOptions("mem0", "unit", rounds=2, trials=3, budget=40)
     from memtrace.optimize import parameter_proposer
 
+    budget = Budget(40)
     evaluator = Evaluator(
         "mem0",
         OfflineBackend(),
         {"train": convs[:1], "heldout": convs[1:]},
-        Budget(40),
+        budget,
         tmp_path / "evaluations.jsonl",
     )
     result = loop.optimize(
         options,
         evaluator,
-        parameter_proposer(evaluator, None, options),
+        parameter_proposer(evaluator, None, options, budget),
         tmp_path,
+        budget=budget,
         feedback=feedback,
     )
     assert feedback.calls >= 1 and result.budget_spent <= 40
