@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memtrace.errors import InputError
 from memtrace.loaders.files import read_text
 from memtrace.loaders.native import describe_validation_error
+from memtrace.taxonomy import SPAN_STATUSES, SpanStatus
 
 _HEX_TRACE = re.compile(r"^[0-9a-fA-F]{32}$")
 _HEX_SPAN = re.compile(r"^[0-9a-fA-F]{16}$")
@@ -100,8 +101,9 @@ class Span:
     end_ns: int
     attributes: dict[str, Any]
     events: list[tuple[str, dict[str, Any]]]
-    status: str
+    status: SpanStatus
     resource: dict[str, Any]
+    status_message: str = ""
     depth: int = 0
     keys: dict[str, int] = field(default_factory=dict)  # attribute key -> index in the file
 
@@ -157,7 +159,9 @@ def _span(data: Any, path: str, location: str, resource: dict[str, Any]) -> Span
     end = _nanos(span.endTimeUnixNano, path, f"{location}.endTimeUnixNano")
     if end < start:
         raise InputError(path, f"{location}.endTimeUnixNano", "ends before it starts")
-    parent = span.parentSpanId
+    # an all-zero parent is how some exporters write "no parent"; an all-zero trace or span id
+    # is invalid (OpenTelemetry) and refused
+    parent = "" if span.parentSpanId.strip("0") == "" else span.parentSpanId
     return Span(
         location=location,
         trace_id=_hex_id(span.traceId, 16, path, f"{location}.traceId"),
@@ -171,7 +175,8 @@ def _span(data: Any, path: str, location: str, resource: dict[str, Any]) -> Span
             (event.name, _attributes(event.attributes, path, f"{location}.events[{j}]"))
             for j, event in enumerate(span.events)
         ],
-        status=str(span.status.code),
+        status=_status(span.status.code, path, f"{location}.status.code"),
+        status_message=span.status.message,
         resource=resource,
         keys={pair.key: i for i, pair in enumerate(span.attributes)},
     )
@@ -180,14 +185,35 @@ def _span(data: Any, path: str, location: str, resource: dict[str, Any]) -> Span
 def _hex_id(value: str, size: int, path: str, location: str) -> str:
     """OTLP JSON ids are hex; protobuf's JSON mapping writes them base64: both are read."""
     if (_HEX_TRACE if size == 16 else _HEX_SPAN).match(value):
-        return value.lower()
-    try:
-        raw = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) == size and any(raw):
+        raw = bytes.fromhex(value)
+    else:
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raw = b""
+    if len(raw) == size:
+        if not any(raw):
+            raise InputError(
+                path, location, f"{value!r}: an all-zero id is invalid (OpenTelemetry)"
+            )
         return raw.hex()
     raise InputError(path, location, f"expected {2 * size} hex digits, got {value!r}")
+
+
+def _status(code: int | str, path: str, location: str) -> SpanStatus:
+    """OTLP's status code (0 / 1 / 2, or its enum name) in memtrace's words: UNSET / OK / ERROR."""
+    name = str(code).upper().removeprefix("STATUS_CODE_")
+    if name.isdigit() and int(name) < len(SPAN_STATUSES) and not isinstance(code, bool):
+        return SPAN_STATUSES[int(name)]
+    for status in SPAN_STATUSES:
+        if name == status:
+            return status
+    raise InputError(
+        path,
+        location,
+        f"unknown status code {code!r} (expected 0, 1, 2 or STATUS_CODE_UNSET, "
+        "STATUS_CODE_OK, STATUS_CODE_ERROR)",
+    )
 
 
 def _nanos(value: int | str, path: str, location: str) -> int:
