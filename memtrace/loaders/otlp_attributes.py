@@ -12,8 +12,8 @@ from typing import Any, Final
 from memtrace.loaders.otlp_conventions import (
     GEN_AI_MEMORY_KINDS,
     as_text,
-    indexed,
     convention_kind,
+    indexed,
 )
 from memtrace.loaders.otlp_json import Span
 from memtrace.taxonomy import Kind

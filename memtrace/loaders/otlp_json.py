@@ -193,9 +193,7 @@ def _hex_id(value: str, size: int, path: str, location: str) -> str:
             raw = b""
     if len(raw) == size:
         if not any(raw):
-            raise InputError(
-                path, location, f"{value!r}: an all-zero id is invalid (OpenTelemetry)"
-            )
+            raise InputError(path, location, f"{value!r}: an all-zero id is invalid")
         return raw.hex()
     raise InputError(path, location, f"expected {2 * size} hex digits, got {value!r}")
 
