@@ -45,7 +45,7 @@ from memtrace.loaders.otlp_conventions import (
     span_kind,
     span_outputs,
 )
-from memtrace.loaders.otlp_json import Span, looks_like_otlp, read_spans
+from memtrace.loaders.otlp_json import Span, document_spans, looks_like_otlp, read_spans
 from memtrace.taxonomy import Kind
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "Labels",
     "looks_like_otlp",
     "read_otlp",
+    "read_otlp_document",
 ]
 
 CASE_PREFIX: Final = "memtrace.case."
@@ -87,13 +88,25 @@ def read_otlp(file: Path, labels: Labels | None = None) -> list[tuple[str, AnyRe
     ``labels``: questions that become cases (joined by conversation = the spans' ``session.id``
     and by question text).
     """
-    path = str(file)
-    spans = read_spans(file)
+    return otlp_records(read_spans(file), str(file), file.stem, labels)
+
+
+def read_otlp_document(
+    document: Any, source: str, name: str, labels: Labels | None = None
+) -> list[tuple[str, AnyRecord]]:
+    """``read_otlp`` of one decoded OTLP JSON ``ExportTraceServiceRequest`` (a live receiver's
+    batch, say): ``source`` names it in errors, ``name`` gives the trace id ``otlp-<name>``."""
+    return otlp_records(document_spans(document, source), source, name, labels)
+
+
+def otlp_records(
+    spans: list[Span], source: str, name: str, labels: Labels | None
+) -> list[tuple[str, AnyRecord]]:
     if not spans:
         raise InputError(
-            path, None, "no spans: the file holds no resourceSpans[].scopeSpans[].spans"
+            source, None, "no spans: the file holds no resourceSpans[].scopeSpans[].spans"
         )
-    return _Converter(path, file.stem, spans, labels).convert()
+    return _Converter(source, name, spans, labels).convert()
 
 
 # -- conversion -------------------------------------------------------------------------------

@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from memtrace.errors import InputError
-from memtrace.loaders.files import read_text
-from memtrace.loaders.native import describe_validation_error
+from memtrace.loaders.files import decode_json, read_text, validate
 from memtrace.taxonomy import SPAN_STATUSES, SpanStatus
 
 _HEX_TRACE = re.compile(r"^[0-9a-fA-F]{32}$")
@@ -113,48 +112,40 @@ class Span:
 
 
 def read_spans(file: Path) -> list[Span]:
+    """The spans of a file: one OTLP JSON request, or JSON Lines of them."""
     path = str(file)
     text = read_text(file, "empty file: no OTLP trace data")
-    documents: list[tuple[str, Any]] = []
     try:
-        documents.append(("", json.loads(text)))
+        return document_spans(json.loads(text), path)
     except json.JSONDecodeError:
-        # JSON Lines: one ExportTraceServiceRequest per line (the Collector's file exporter)
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                documents.append((f"line {number}: ", json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    path, str(number), f"malformed JSON: {exc.msg} at column {exc.colno}"
-                ) from None
+        pass
+    # JSON Lines: one ExportTraceServiceRequest per line (the Collector's file exporter)
     spans: list[Span] = []
-    for prefix, data in documents:
-        request = _validate(OtlpRequest, data, path, f"{prefix}$")
-        for r, raw_resource in enumerate(request.resourceSpans):
-            where = f"{prefix}resourceSpans[{r}]"
-            resource = _validate(OtlpResourceSpans, raw_resource, path, where)
-            resource_attributes = _attributes(resource.resource.attributes, path, where)
-            for s, scope in enumerate(resource.scopeSpans):
-                for i, raw_span in enumerate(scope.spans):
-                    location = f"{where}.scopeSpans[{s}].spans[{i}]"
-                    spans.append(_span(raw_span, path, location, resource_attributes))
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            data = decode_json(line, path, str(number))
+            spans += document_spans(data, path, f"line {number}: ")
     return spans
 
 
-def _validate(model: type[M], data: Any, path: str, location: str) -> M:
-    if not isinstance(data, dict):
-        raise InputError(path, location, "expected a JSON object")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        problem = describe_validation_error("", exc).lstrip(".")
-        raise InputError(path, location, problem) from None
+def document_spans(document: Any, path: str, prefix: str = "") -> list[Span]:
+    """The validated spans of one decoded OTLP JSON ``ExportTraceServiceRequest``; ``path`` and
+    ``prefix`` name it in errors."""
+    spans: list[Span] = []
+    request = validate(OtlpRequest, document, path, f"{prefix}$")
+    for r, raw_resource in enumerate(request.resourceSpans):
+        where = f"{prefix}resourceSpans[{r}]"
+        resource = validate(OtlpResourceSpans, raw_resource, path, where)
+        resource_attributes = _attributes(resource.resource.attributes, path, where)
+        for s, scope in enumerate(resource.scopeSpans):
+            for i, raw_span in enumerate(scope.spans):
+                location = f"{where}.scopeSpans[{s}].spans[{i}]"
+                spans.append(_span(raw_span, path, location, resource_attributes))
+    return spans
 
 
 def _span(data: Any, path: str, location: str, resource: dict[str, Any]) -> Span:
-    span = _validate(OtlpSpan, data, path, location)
+    span = validate(OtlpSpan, data, path, location)
     start = _nanos(span.startTimeUnixNano, path, f"{location}.startTimeUnixNano")
     end = _nanos(span.endTimeUnixNano, path, f"{location}.endTimeUnixNano")
     if end < start:
