@@ -8,6 +8,7 @@ sees the same records for both versions.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Final
