@@ -21,9 +21,9 @@ from memtrace.cli.options import choice, neo4j_options
 from memtrace.cli.output import make_console, strict_json
 from memtrace.db import connect
 from memtrace.loaders.bulk import BulkTarget, bulk_load
+from memtrace.loaders.formats import FORMAT_NAMES
 from memtrace.loaders.load import (
     DEFAULT_BATCH_SIZE,
-    FORMATS,
     LoadOptions,
     LoadSummary,
     load_paths,
@@ -128,7 +128,7 @@ def locomo_labels(path: Path) -> Labels:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(FORMATS),
+    type=click.Choice(FORMAT_NAMES),
     help="Input format (default: detected per file).",
 )
 @click.option(
@@ -168,7 +168,7 @@ def load_command(
         trace_id=trace_id,
         system=system,
         dataset=dataset,
-        format=choice(fmt, FORMATS) if fmt is not None else None,
+        format=choice(fmt, FORMAT_NAMES) if fmt is not None else None,
         dry_run=dry_run,
         labels=locomo_labels(labels) if labels is not None else None,
     )

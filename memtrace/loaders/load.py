@@ -1,12 +1,13 @@
-"""Load trace files into Neo4j: expand paths, detect formats, validate everything, then write."""
+"""Load trace files into Neo4j: expand paths, validate everything, then write.
+
+Formats (their detection and readers) are in formats.py."""
 
 from __future__ import annotations
 
 import glob
-import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,10 +16,9 @@ from typing import Literal, Protocol
 from memtrace.admin import delete_reload_copies, init_schema
 from memtrace.db import Database
 from memtrace.errors import InputError, MemtraceError, TransactionTooLargeError
+from memtrace.loaders.formats import Detection, Format, detect, explained, record_source
 from memtrace.loaders.index import TraceIndex, build_index
-from memtrace.loaders.models import AnyRecord
-from memtrace.loaders.native import read_native
-from memtrace.loaders.otlp import Labels, looks_like_otlp, read_otlp
+from memtrace.loaders.otlp import Labels
 from memtrace.loaders.rows import (
     count_properties,
     next_version_rows,
@@ -26,7 +26,6 @@ from memtrace.loaders.rows import (
     relationship_rows,
     trace_properties,
 )
-from memtrace.loaders.smartcomment import read_smartcomment
 from memtrace.loaders.writer import (
     BatchWriter,
     begin_staged_copy,
@@ -43,8 +42,6 @@ from memtrace.taxonomy import (
     staged_trace_id,
 )
 
-Format = Literal["native", "smartcomment", "otlp"]
-FORMATS: tuple[Format, ...] = ("native", "smartcomment", "otlp")
 DEFAULT_BATCH_SIZE = 5_000
 ATOMIC_SWAP_NODES = 40_000
 TRACE_SUFFIXES = (".jsonl", ".json")
@@ -236,139 +233,6 @@ class LoadInterrupted(MemtraceError):
         super().__init__(f"interrupted: {message}")
 
 
-@dataclass(frozen=True)
-class Detection:
-    """The format a file was read as, and why (quoted in errors when the guess was weak)."""
-
-    format: Format
-    reason: str
-    certain: bool = True
-
-
-def detect_format(file: Path) -> Format:
-    return detect(file).format
-
-
-def detect(file: Path) -> Detection:
-    """OTLP when the first JSON key is ``resourceSpans``; native when the first non-blank line is
-    a JSON object with a ``type``; smartcomment when the file is one JSON object. A LoCoMo dataset
-    or a bare JSON array is refused by name."""
-    if _starts_like_otlp(file):
-        return Detection("otlp", 'its first JSON key is "resourceSpans"')
-    first_line = _first_line(file)
-    if first_line is None:
-        return Detection("native", "the file is empty", certain=False)
-    try:
-        first = json.loads(first_line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        first = None
-    if isinstance(first, dict) and "type" in first:
-        return Detection("native", 'its first line is a JSON object with a "type" field')
-    if first_line.lstrip()[:1] not in (b"{", b"["):
-        return Detection(
-            "native", "it does not start with '{' or '[' (JSON Lines assumed)", certain=False
-        )
-    document = _whole_document(file)
-    _refuse_non_traces(file, document)
-    if isinstance(document, dict) and "graph_id" in document:
-        return Detection("smartcomment", "it is one JSON object with a graph_id")
-    if isinstance(document, dict):
-        return Detection(
-            "smartcomment",
-            "it is one JSON object (not JSON Lines), though without a graph_id",
-            certain=False,
-        )
-    if first_line.lstrip().startswith(b"[") or isinstance(first, dict):
-        return Detection(
-            "native",
-            'its first line is complete JSON but not an object with a "type" field',
-            certain=False,
-        )
-    return Detection(
-        "smartcomment",
-        "it starts with '{' and its first line is not a complete object",
-        certain=False,
-    )
-
-
-def _starts_like_otlp(file: Path) -> bool:
-    try:
-        with file.open("rb") as handle:
-            return looks_like_otlp(handle.read(4096))
-    except OSError as exc:
-        raise InputError(str(file), None, f"cannot read file: {exc.strerror or exc}") from None
-
-
-def _first_line(file: Path) -> bytes | None:
-    try:
-        with file.open("rb") as handle:
-            return next((raw for raw in handle if raw.strip()), None)
-    except OSError as exc:
-        raise InputError(str(file), None, f"cannot read file: {exc.strerror or exc}") from None
-
-
-def _whole_document(file: Path) -> object:
-    """The file as one JSON value, or None when it is not one (JSON Lines, cut off, ...)."""
-    try:
-        return json.loads(file.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-        return None
-    except OSError as exc:
-        raise InputError(str(file), None, f"cannot read file: {exc.strerror or exc}") from None
-
-
-def _is_locomo_sample(value: object) -> bool:
-    return isinstance(value, dict) and {"conversation", "qa"} <= value.keys()
-
-
-def _refuse_non_traces(file: Path, document: object) -> None:
-    """A LoCoMo dataset or a JSON array is a common wrong file: say what it is and what to do."""
-    samples = document if isinstance(document, list) else [document]
-    if samples and all(_is_locomo_sample(sample) for sample in samples):
-        questions = sum(
-            len(s["qa"]) for s in samples if isinstance(s, dict) and isinstance(s["qa"], list)
-        )
-        raise InputError(
-            str(file),
-            None,
-            f"this is a LoCoMo dataset ({len(samples)} conversations, {questions} questions), "
-            "not a trace. Run a memory system over it to make traces, e.g. "
-            f"`memtrace run mem0 --data {file} --out traces/ --load`",
-        )
-    if isinstance(document, list):
-        raise InputError(
-            str(file),
-            None,
-            "a JSON array is not a trace: native traces are JSON Lines (one object per line, "
-            'the first {"type": "trace", ...}) and smartcomment graphs are one JSON object',
-        )
-
-
-def _explained(error: InputError, detection: Detection) -> InputError:
-    """Add why the file was read as its format, when that was a guess, and how to force one."""
-    if detection.certain:
-        return error
-    # Only native and smartcomment are ever guessed (OTLP is recognised by its first key).
-    other = "smartcomment" if detection.format == "native" else "native"
-    return InputError(
-        error.path,
-        error.location,
-        f"{error.problem} [read as {detection.format} because {detection.reason}; "
-        f"`--format {other}` reads it as {other}]",
-    )
-
-
-def record_source(
-    file: Path, fmt: Format, labels: Labels | None = None
-) -> Callable[[], Iterator[tuple[str, AnyRecord]]]:
-    """A function that reads the file's records again each time it is called."""
-    if fmt == "native":
-        return lambda: read_native(file)
-    if fmt == "otlp":
-        return lambda: iter(read_otlp(file, labels))
-    return lambda: iter(read_smartcomment(file))
-
-
 @dataclass
 class PlannedTrace:
     """A validated file: its format, its index (closed by ``validated``) and its trace id."""
@@ -399,7 +263,7 @@ def validated(
             try:
                 index = build_index(str(file), record_source(file, fmt, options.labels)())
             except InputError as exc:
-                raise _explained(exc, detection) from None
+                raise explained(exc, detection) from None
             trace_id = options.trace_id or index.trace.id
             if is_reserved_trace_id(trace_id):
                 raise InputError(

@@ -12,8 +12,9 @@ import pytest
 
 from memtrace.cli.load import locomo_labels
 from memtrace.errors import InputError
+from memtrace.loaders.formats import detect
 from memtrace.loaders.index import build_index
-from memtrace.loaders.load import LoadOptions, detect_format, load_paths
+from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.loaders.models import (
     AnyRecord,
     CaseRecord,
@@ -245,7 +246,7 @@ def test_updates_and_deletes_version_documents(write: Callable[[Any, str], Path]
 def test_detection_and_json_lines(write: Callable[[Any, str], Path], tmp_path: Path) -> None:
     pretty = write(request(*pipeline()), "pretty.json")
     lines = write("\n".join(json.dumps(request(s)) for s in pipeline()) + "\n", "collector.jsonl")
-    assert detect_format(pretty) == detect_format(lines) == "otlp"
+    assert detect(pretty).format == detect(lines).format == "otlp"
     assert [r for _, r in read_otlp(lines)][1:] == [r for _, r in read_otlp(pretty)][1:]
 
 
