@@ -18,7 +18,7 @@ from memtrace.db import Database
 from memtrace.errors import InputError, MemtraceError, TransactionTooLargeError
 from memtrace.loaders.formats import Detection, Format, detect, explained, record_source
 from memtrace.loaders.index import TraceIndex, build_index
-from memtrace.loaders.otlp import Labels
+from memtrace.loaders.otlp import UNKNOWN_KIND_SPANS, UNREAD_CONTENT_SPANS, Labels
 from memtrace.loaders.rows import (
     count_properties,
     next_version_rows,
@@ -97,6 +97,12 @@ class FileResult:
     cases: int
     failed_cases: int
     labels: int
+    # OTLP: spans whose content no convention read, spans no convention recognised (with the
+    # first few content keys and span names, to say what was missed)
+    unread_content_spans: int = 0
+    unknown_kind_spans: int = 0
+    unread_content_keys: list[str] = field(default_factory=list)
+    unknown_kind_names: list[str] = field(default_factory=list)
     nodes_written: int = 0
     relationships_written: int = 0
     seconds: float = 0.0
@@ -131,7 +137,16 @@ class LoadSummary:
         return sum(int(getattr(result, name)) for result in self.files)
 
     def as_dict(self) -> dict[str, object]:
-        keys = ("operations", "variables", "edges", "cases", "failed_cases", "labels")
+        keys = (
+            "operations",
+            "variables",
+            "edges",
+            "cases",
+            "failed_cases",
+            "labels",
+            "unread_content_spans",
+            "unknown_kind_spans",
+        )
         bulk: dict[str, object] = {}
         if self.mode == "bulk":
             bulk = {
@@ -157,6 +172,8 @@ class LoadSummary:
                     "format": r.format,
                     "trace_id": r.trace_id,
                     **{key: getattr(r, key) for key in keys},
+                    "unread_content_keys": r.unread_content_keys,
+                    "unknown_kind_names": r.unknown_kind_names,
                     "seconds": round(r.seconds, 3),
                 }
                 for r in self.files
@@ -357,6 +374,24 @@ def _one_plan_per_trace(planned: list[PlannedTrace]) -> tuple[list[PlannedTrace]
     return sorted(kept, key=lambda plan: order[id(plan)]), stages
 
 
+def unread_lines(summary: LoadSummary) -> list[str]:
+    """What the OTLP conventions could not read, per file, for the person loading."""
+    lines = []
+    for r in summary.files:
+        if r.unread_content_spans:
+            lines.append(
+                f"{r.path}: {r.unread_content_spans} spans carry content no convention read "
+                f"(attributes {', '.join(r.unread_content_keys)}); docs/trace-format.md lists "
+                "the conventions read"
+            )
+        if r.unknown_kind_spans:
+            lines.append(
+                f"{r.path}: {r.unknown_kind_spans} spans of unknown kind, loaded as 'other' "
+                f"(named {', '.join(r.unknown_kind_names)})"
+            )
+    return lines
+
+
 def stages_line(stages: list[Stages]) -> str | None:
     """One line saying which traces came in cumulative stage files and which file was loaded."""
     if not stages:
@@ -382,6 +417,7 @@ def stages_line(stages: list[Stages]) -> str | None:
 
 def file_result(plan: PlannedTrace) -> FileResult:
     counts = plan.index.counts
+    metadata = plan.index.trace.metadata
     return FileResult(
         path=str(plan.file),
         format=plan.format,
@@ -393,6 +429,10 @@ def file_result(plan: PlannedTrace) -> FileResult:
         cases=counts.cases,
         failed_cases=counts.failed_cases,
         labels=counts.labels,
+        unread_content_spans=int(metadata.get(UNREAD_CONTENT_SPANS, 0)),
+        unknown_kind_spans=int(metadata.get(UNKNOWN_KIND_SPANS, 0)),
+        unread_content_keys=list(metadata.get("unread_content_keys", [])),
+        unknown_kind_names=list(metadata.get("unknown_kind_names", [])),
     )
 
 
