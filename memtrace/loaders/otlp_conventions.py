@@ -362,7 +362,12 @@ def _entity_texts(value: Any, keys: tuple[str, ...]) -> list[str]:
     arguments (``{"args": [...], "kwargs": {...}}``) or of a framework's ``{"inputs": ...}`` /
     ``{"outputs": ...}`` (the first of ``keys`` present). Each argument is a text of its own (a
     question passed as an argument is then the same variable as the message that carries it)."""
-    parsed = _parsed(value)
+    parsed = value
+    if isinstance(value, str):  # always JSON: a returned string is written as a JSON string
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = value
     present = [key for key in keys if isinstance(parsed, dict) and key in parsed]
     if not present:
         text = as_text(parsed)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from otlp_spans import request, span, value
 
 from memtrace.cli.load import locomo_labels
 from memtrace.errors import InputError
@@ -24,53 +25,6 @@ from memtrace.loaders.models import (
 )
 from memtrace.loaders.otlp import read_otlp
 from memtrace.systems.locomo import SAMPLE_PATH
-
-TRACE = "0af7651916cd43dd8448eb211c80319c"
-START = 1_700_000_000_000_000_000
-
-
-def value(v: Any) -> dict[str, Any]:
-    if isinstance(v, bool):
-        return {"boolValue": v}
-    if isinstance(v, int):
-        return {"intValue": str(v)}
-    if isinstance(v, float):
-        return {"doubleValue": v}
-    if isinstance(v, list):
-        return {"arrayValue": {"values": [value(x) for x in v]}}
-    if isinstance(v, dict):
-        return {"kvlistValue": {"values": [{"key": k, "value": value(x)} for k, x in v.items()]}}
-    return {"stringValue": v}
-
-
-def span(
-    number: int, name: str, attributes: dict[str, Any], parent: int | None = None, **extra: Any
-) -> dict[str, Any]:
-    found = {
-        "traceId": TRACE,
-        "spanId": f"{number:016x}",
-        "name": name,
-        "kind": 1,
-        "startTimeUnixNano": str(START + number * 1000),
-        "endTimeUnixNano": str(START + number * 1000 + 500),
-        "attributes": [{"key": k, "value": value(v)} for k, v in attributes.items()],
-    }
-    if parent is not None:
-        found["parentSpanId"] = f"{parent:016x}"
-    found.update(extra)
-    return found
-
-
-def request(*spans: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "resourceSpans": [
-            {
-                "resource": {"attributes": [{"key": "service.name", "value": value("my-memory")}]},
-                "scopeSpans": [{"scope": {"name": "test"}, "spans": list(spans)}],
-            }
-        ]
-    }
-
 
 MESSAGE = "Caroline: I went to a LGBTQ support group yesterday."
 FACT = "Caroline went to a LGBTQ support group on 7 May 2023"
