@@ -349,7 +349,7 @@ def test_unknown_status_code_is_refused(load: Callable[..., Any]) -> None:
 )
 def test_all_zero_ids_are_refused(load: Callable[..., Any], field: str, zero: str) -> None:
     with pytest.raises(InputError, match=rf"spans\[0\].{field}: .*all-zero id is invalid"):
-        load(span(1, "step", {}, **{field: zero}))
+        load({**span(1, "step", {}), field: zero})
 
 
 def test_an_all_zero_parent_is_no_parent(load: Callable[..., Any]) -> None:
