@@ -151,7 +151,9 @@ class _Converter:
         self.ops: list[_Op] = []
         self.seq = 0
         self.marker: _Var | None = None
-        self.by_span: dict[tuple[str, str], Span] = {}
+        # (trace id, span id) -> its child spans; -> its operation
+        self.children: dict[tuple[str, str], list[Span]] = {}
+        self.op_of: dict[tuple[str, str], _Op] = {}
         self.unknown_kind: list[str] = []  # names of spans no rule or convention recognised
         self.unread: list[list[str]] = []  # per span with content but no variable: its keys
 
@@ -184,7 +186,9 @@ class _Converter:
                     f"(first at {seen[key].location})",
                 )
             seen[key] = span
-        self.by_span = seen
+        for span in self.spans:
+            if span.parent_id is not None:
+                self.children.setdefault((span.trace_id, span.parent_id), []).append(span)
         for span in self.spans:
             depth, parent = 0, span.parent_id
             while parent is not None and (span.trace_id, parent) in seen and depth < 10_000:
@@ -257,6 +261,7 @@ class _Converter:
             inputs.append(var)
         op = _Op(span, kind, self.next_seq())
         self.ops.append(op)
+        self.op_of[(span.trace_id, span.span_id)] = op
         found = retrieved_documents(attributes)
         written = written_documents(attributes.get("output.value"))
         if kind == "retrieval" and written is not None:
@@ -529,22 +534,16 @@ class _Converter:
     def _answer_inside(self, case_op: _Op) -> _Var | None:
         """The first output of the last generation to end inside the case's span (the span
         itself or a descendant): the answer of an app whose prompt wraps the question."""
-        inside = [op for op in self.ops if self._within(op.span, case_op.span)]
-        generations = [op for op in inside if op.kind == "generation" and op.writes]
-        if not generations:
-            return None
-        last = max(generations, key=lambda op: (op.span.end_ns, op.seq))
-        return self._var(next(iter(last.writes)))
-
-    def _within(self, span: Span, ancestor: Span) -> bool:
-        while span.trace_id == ancestor.trace_id:
-            if span.span_id == ancestor.span_id:
-                return True
-            parent = self.by_span.get((span.trace_id, span.parent_id or ""))
-            if parent is None:
-                return False
-            span = parent
-        return False
+        last: _Op | None = None
+        stack = [case_op.span]
+        while stack:
+            span = stack.pop()
+            stack.extend(self.children.get((span.trace_id, span.span_id), ()))
+            op = self.op_of[(span.trace_id, span.span_id)]
+            if op.kind == "generation" and op.writes:
+                if last is None or (op.span.end_ns, op.seq) > (last.span.end_ns, last.seq):
+                    last = op
+        return self._var(next(iter(last.writes))) if last is not None else None
 
     def _score_of(self, prediction: _Var) -> float | None:
         """The number a judge op reading the prediction wrote (its first numeric output)."""

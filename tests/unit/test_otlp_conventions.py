@@ -401,3 +401,24 @@ def test_a_json_object_of_no_format_names_every_format(tmp_path: Path) -> None:
     problem = caught.value.problem
     assert "read as smartcomment because it is one JSON object" in problem
     assert "`--format native`" in problem and "`--format otlp` reads OTLP JSON" in problem
+
+
+def test_a_case_takes_the_last_generation_inside_its_own_span(load: Callable[..., Any]) -> None:
+    def chat(number: int, parent: int, reply: str) -> dict[str, Any]:
+        return span(number, "chat", {"gen_ai.operation.name": "chat", "gen_ai.prompt": PROMPT,
+                                     "gen_ai.completion": reply}, parent=parent)  # fmt: skip
+
+    first = {**CASE, "memtrace.case.id": "loop"}
+    other = {**CASE, "memtrace.case.id": "other", "memtrace.case.question": "And paper?"}
+    records = load(
+        around(1, "agent turn", first),
+        chat(2, 1, "call read_notes"),  # an agent loop: a tool call planned, then the answer
+        span(3, "execute_tool read_notes", {"gen_ai.operation.name": "execute_tool"}, parent=1),
+        chat(4, 1, ANSWER),
+        around(5, "agent turn", other),
+        chat(6, 5, "Alternate Mondays."),
+    )
+    cases = {r.id: r for _, r in records if isinstance(r, CaseRecord)}
+    by_id = {r.id: r.value for _, r in records if isinstance(r, VariableRecord)}
+    assert by_id[cases["loop"].prediction or ""] == ANSWER
+    assert by_id[cases["other"].prediction or ""] == "Alternate Mondays."
