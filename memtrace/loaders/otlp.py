@@ -534,16 +534,18 @@ class _Converter:
     def _answer_inside(self, case_op: _Op) -> _Var | None:
         """The first output of the last generation to end inside the case's span (the span
         itself or a descendant): the answer of an app whose prompt wraps the question."""
-        last: _Op | None = None
+        generations: list[_Op] = []
         stack = [case_op.span]
         while stack:
             span = stack.pop()
             stack.extend(self.children.get((span.trace_id, span.span_id), ()))
             op = self.op_of[(span.trace_id, span.span_id)]
             if op.kind == "generation" and op.writes:
-                if last is None or (op.span.end_ns, op.seq) > (last.span.end_ns, last.seq):
-                    last = op
-        return self._var(next(iter(last.writes))) if last is not None else None
+                generations.append(op)
+        if not generations:
+            return None
+        last = max(generations, key=lambda op: (op.span.end_ns, op.seq))
+        return self._var(next(iter(last.writes)))
 
     def _score_of(self, prediction: _Var) -> float | None:
         """The number a judge op reading the prediction wrote (its first numeric output)."""

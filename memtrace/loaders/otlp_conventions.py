@@ -465,6 +465,13 @@ def _vercel_outputs(span: Span) -> Iterator[Io]:
 # -- pydantic-ai and Logfire: tool and agent run attributes, Logfire's OpenAI spans -------------
 
 
+def _logfire_kind(span: Span) -> Kind | None:
+    """pydantic-ai's agent runs and tool calls (instrumentation version 1 names no operation)."""
+    attributes = span.attributes
+    agent_or_tool = ("gen_ai.agent.name", "agent_name", "gen_ai.tool.name", "tool_arguments")
+    return "other" if any(key in attributes for key in agent_or_tool) else None
+
+
 def _logfire_inputs(span: Span) -> Iterator[Io]:
     attributes = span.attributes
     if attributes.get("tool_arguments") is not None:
@@ -499,7 +506,7 @@ CONVENTIONS: Final[tuple[Convention, ...]] = (
     Convention("traceloop_entity", _says_nothing, _entity_inputs, _entity_outputs),
     Convention("openlit", _says_nothing, _content_event_inputs, _content_event_outputs),
     Convention("vercel_ai", _vercel_kind, _vercel_inputs, _vercel_outputs),
-    Convention("logfire", _says_nothing, _logfire_inputs, _logfire_outputs),
+    Convention("logfire", _logfire_kind, _logfire_inputs, _logfire_outputs),
 )
 
 

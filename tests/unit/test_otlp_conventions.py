@@ -276,6 +276,8 @@ def test_pydantic_ai_events_attribute_and_tools(load: Callable[..., Any]) -> Non
     found = texts(records)
     tool = ops(records)["running tool"]
     assert found[NOTES].id in tool.writes and found[PROMPT].category == "message"
+    trace = records[0][1]
+    assert trace.metadata["unknown_kind_spans"] == 0  # the agent run and the tool are known
     assert predicted(records) == ANSWER
 
 
