@@ -379,17 +379,24 @@ def unread_lines(summary: LoadSummary) -> list[str]:
     lines = []
     for r in summary.files:
         if r.unread_content_spans:
+            spans = _spans(r.unread_content_spans, "carries", "carry")
             lines.append(
-                f"{r.path}: {r.unread_content_spans} spans carry content no convention read "
+                f"{r.path}: {spans} content no convention read "
                 f"(attributes {', '.join(r.unread_content_keys)}); docs/trace-format.md lists "
                 "the conventions read"
             )
         if r.unknown_kind_spans:
             lines.append(
-                f"{r.path}: {r.unknown_kind_spans} spans of unknown kind, loaded as 'other' "
+                f"{r.path}: {_spans(r.unknown_kind_spans)} of unknown kind, loaded as 'other' "
                 f"(named {', '.join(r.unknown_kind_names)})"
             )
     return lines
+
+
+def _spans(count: int, *verb: str) -> str:
+    """``1 span carries`` / ``2 spans carry``: a count of spans with its verb agreeing."""
+    said = f"{count} span" if count == 1 else f"{count} spans"
+    return f"{said} {verb[0] if count == 1 else verb[1]}" if verb else said
 
 
 def stages_line(stages: list[Stages]) -> str | None:

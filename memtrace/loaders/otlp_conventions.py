@@ -81,6 +81,7 @@ VERCEL_AI_KINDS: Final[dict[str, Kind]] = {
     "ai.toolCall": "other",
 }
 _INDEXED = re.compile(r"^(\d+)\.(.+)$")
+MEMTRACE_KEYS: Final = "memtrace."  # memtrace's own attributes (memtrace.case.*, ...)
 
 
 @dataclass(frozen=True)
@@ -498,6 +499,16 @@ def _says_nothing(span: Span) -> None:
     return None
 
 
+def _memtrace_kind(span: Span) -> Kind | None:
+    """A span with memtrace's own attributes (a case span an app adds around its call, the
+    root span of memtrace's export) is known: its kind is other."""
+    return "other" if any(key.startswith(MEMTRACE_KEYS) for key in span.attributes) else None
+
+
+def _nothing(span: Span) -> Iterator[Io]:
+    return iter(())
+
+
 CONVENTIONS: Final[tuple[Convention, ...]] = (
     Convention("openinference", _openinference_kind, _openinference_inputs, _openinference_outputs),
     Convention("gen_ai", _gen_ai_kind, _gen_ai_inputs, _gen_ai_outputs),
@@ -507,6 +518,8 @@ CONVENTIONS: Final[tuple[Convention, ...]] = (
     Convention("openlit", _says_nothing, _content_event_inputs, _content_event_outputs),
     Convention("vercel_ai", _vercel_kind, _vercel_inputs, _vercel_outputs),
     Convention("logfire", _logfire_kind, _logfire_inputs, _logfire_outputs),
+    # last: memtrace.* attributes say nothing of the span's own kind, only that it is known
+    Convention("memtrace", _memtrace_kind, _nothing, _nothing),
 )
 
 
@@ -554,8 +567,9 @@ def _unique(found: Iterator[Io]) -> list[Io]:
 # Keys that name content (a prompt, a message, an output) rather than its metadata; a span with
 # a non-empty value under such a key that produced no variable is counted as unread.
 _CONTENT_KEY = re.compile(
-    r"(^|[._])(prompt|completion|messages?|input|output|content|text|query|result|response|"
-    r"request_data|response_data|arguments|args)([._]|$)"
+    r"(^|[._])(prompt|completion|messages?|input|output|content|text|query|question|answer|"
+    r"reply|result|response|documents?|context|request_data|response_data|arguments|args)"
+    r"([._]|$)"
 )
 _METADATA_KEY = re.compile(
     r"(mime_type|model|id|name|type|role|finish_reasons?|tokens?|count|index|system|"
@@ -570,7 +584,8 @@ def content_keys(span: Span) -> list[str]:
     for prefix, attributes in sources:
         for key, value in attributes.items():
             if (
-                value not in (None, "", [], {})
+                not key.startswith(MEMTRACE_KEYS)  # the case's own attributes are read as the case
+                and value not in (None, "", [], {})
                 and not isinstance(value, bool | int | float)
                 and _CONTENT_KEY.search(key)
                 and not _METADATA_KEY.search(key)

@@ -364,6 +364,7 @@ def counting_spans() -> list[dict[str, Any]]:
         span(1, "GET /notes", {"http.method": "GET"}),  # unknown kind, no content
         span(2, "remember", {"myapp.prompt_text": PROMPT, "myapp.reply": ANSWER}),  # unread
         span(3, "chat", {"gen_ai.operation.name": "chat", "gen_ai.prompt": PROMPT}),  # read
+        span(4, "handle question", CASE),  # known: a case span; its question is no lost content
     ]
 
 
@@ -375,11 +376,11 @@ def test_load_summary_counts_unread_content_and_unknown_kinds(tmp_path: Path) ->
     files = summary["files"]
     assert isinstance(files, list)
     file = files[0]
-    assert file["unread_content_keys"] == ["myapp.prompt_text"]
+    assert file["unread_content_keys"] == ["myapp.prompt_text", "myapp.reply"]
     assert file["unknown_kind_names"] == ["GET /notes", "remember"]
     result = CliRunner().invoke(load_command, [str(path), "--dry-run", "--json"])
     assert result.exit_code == 0 and json.loads(result.stdout)["unread_content_spans"] == 1
-    assert "1 spans carry content no convention read (attributes myapp.prompt_text)" in (
+    assert "1 span carries content no convention read (attributes myapp.prompt_text, " in (
         result.stderr
     )
 
