@@ -34,6 +34,12 @@ def test_a_captured_app_is_loaded_and_its_cases_attributed(
         assert loaded.exit_code == 0, loaded.output
         summary = json.loads(loaded.stdout)
         assert summary["failed_cases"] == 2 and summary["unread_content_spans"] == 0
+        (trace,) = db.run(
+            "MATCH (t:Trace {id: $id}) RETURN t.meta_unread_content_spans AS unread, "
+            "t.meta_unknown_kind_spans AS unknown",
+            id=trace_id,
+        )
+        assert (trace["unread"], trace["unknown"]) == (0, 0)  # every span of the app is known
         predictions = db.run(
             "MATCH (:Trace {id: $id})-[:HAS_CASE]->(c:Case)-[:PREDICTION]->(p:Variable) "
             "RETURN c.id AS case, p.value AS prediction ORDER BY case",
