@@ -262,7 +262,7 @@ class _Converter:
         op = _Op(span, kind, self.next_seq())
         self.ops.append(op)
         self.op_of[(span.trace_id, span.span_id)] = op
-        found = retrieved_documents(attributes)
+        found = retrieved_documents(span)
         written = written_documents(attributes.get("output.value"))
         if kind == "retrieval" and written is not None:
             # a search returning Mem0-shaped results reads those memories, it stores nothing

@@ -13,7 +13,6 @@ from memtrace.loaders.otlp_conventions import (
     GEN_AI_MEMORY_KINDS,
     as_text,
     convention_kind,
-    indexed,
 )
 from memtrace.loaders.otlp_json import Span
 from memtrace.taxonomy import Kind
@@ -47,11 +46,11 @@ def output_category(span: Span, kind: Kind) -> str:
     return "llm_response" if llm or kind in ("generation", "judge") else "output"
 
 
-def retrieved_documents(attributes: dict[str, Any]) -> list[tuple[str, str | None]]:
+def retrieved_documents(span: Span) -> list[tuple[str, str | None]]:
     """``retrieval.documents.N.document.{id,content}`` and ``reranker.input_documents`` with ids."""
     found: list[tuple[str, str | None]] = []
     for prefix in ("retrieval.documents", "reranker.input_documents"):
-        for doc in indexed(attributes, prefix):
+        for doc in span.indexed(prefix):
             doc_id = doc.get("document.id")
             if doc_id is not None:
                 found.append((str(doc_id), as_text(doc.get("document.content"))))

@@ -80,7 +80,6 @@ VERCEL_AI_KINDS: Final[dict[str, Kind]] = {
     "ai.embedMany": "embedding",
     "ai.toolCall": "other",
 }
-_INDEXED = re.compile(r"^(\d+)\.(.+)$")
 MEMTRACE_KEYS: Final = "memtrace."  # memtrace's own attributes (memtrace.case.*, ...)
 
 
@@ -104,18 +103,6 @@ class Convention:
 
 
 # -- shared shapes ------------------------------------------------------------------------------
-
-
-def indexed(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
-    """``prefix.N.rest = value`` attributes as a list of ``{rest: value}`` in N order."""
-    found: dict[int, dict[str, Any]] = {}
-    start = len(prefix) + 1
-    for key, value in attributes.items():
-        if key.startswith(prefix) and key[start - 1 : start] == ".":
-            match = _INDEXED.match(key[start:])
-            if match is not None:
-                found.setdefault(int(match.group(1)), {})[match.group(2)] = value
-    return [found[i] for i in sorted(found)]
 
 
 def as_text(value: Any) -> str | None:
@@ -221,12 +208,12 @@ def _openinference_message(message: dict[str, Any]) -> str | None:
 
 def _openinference_inputs(span: Span) -> Iterator[Io]:
     attributes = span.attributes
-    for i, message in enumerate(indexed(attributes, "llm.input_messages")):
+    for i, message in enumerate(span.indexed("llm.input_messages")):
         text = _openinference_message(message)
         if text is not None:
             role = message.get("message.role")
             yield Io(f"input_messages.{i}", str(role) if role else None, text)
-    for i, embedding in enumerate(indexed(attributes, "embedding.embeddings")):
+    for i, embedding in enumerate(span.indexed("embedding.embeddings")):
         text = embedding.get("embedding.text")
         if text is not None:
             yield Io(f"embedding.{i}", None, as_text(text) or "")
@@ -236,7 +223,7 @@ def _openinference_inputs(span: Span) -> Iterator[Io]:
 
 
 def _openinference_outputs(span: Span) -> Iterator[Io]:
-    for i, message in enumerate(indexed(span.attributes, "llm.output_messages")):
+    for i, message in enumerate(span.indexed("llm.output_messages")):
         text = _openinference_message(message)
         if text is not None:
             yield Io(f"output_messages.{i}", "assistant", text)
@@ -344,7 +331,7 @@ def _indexed_text(item: dict[str, Any]) -> str | None:
 
 
 def _indexed_inputs(span: Span) -> Iterator[Io]:
-    for i, prompt in enumerate(indexed(span.attributes, "gen_ai.prompt")):
+    for i, prompt in enumerate(span.indexed("gen_ai.prompt")):
         text = _indexed_text(prompt)
         if text is not None:
             role = prompt.get("role")
@@ -352,7 +339,7 @@ def _indexed_inputs(span: Span) -> Iterator[Io]:
 
 
 def _indexed_outputs(span: Span) -> Iterator[Io]:
-    for i, completion in enumerate(indexed(span.attributes, "gen_ai.completion")):
+    for i, completion in enumerate(span.indexed("gen_ai.completion")):
         text = _indexed_text(completion)
         if text is not None:
             yield Io(f"gen_ai.completion.{i}", "assistant", text)

@@ -23,6 +23,7 @@ from memtrace.taxonomy import SPAN_STATUSES, SpanStatus
 
 _HEX_TRACE = re.compile(r"^[0-9a-fA-F]{32}$")
 _HEX_SPAN = re.compile(r"^[0-9a-fA-F]{16}$")
+_INDEXED_KEY = re.compile(r"^(.+?)\.(\d+)\.(.+)$")  # prefix . N . rest (the first number)
 M = TypeVar("M", bound=BaseModel)
 
 # -- the OTLP JSON structure (unknown fields are ignored: OTLP grows) --------------------------
@@ -105,6 +106,20 @@ class Span:
     status_message: str = ""
     depth: int = 0
     keys: dict[str, int] = field(default_factory=dict)  # attribute key -> index in the file
+    _groups: dict[str, list[dict[str, Any]]] | None = field(default=None, repr=False)
+
+    def indexed(self, prefix: str) -> list[dict[str, Any]]:
+        """``prefix.N.rest = value`` attributes as a list of ``{rest: value}`` in N order. Every
+        prefix is grouped on the first call (conventions ask a span for several)."""
+        if self._groups is None:
+            groups: dict[str, dict[int, dict[str, Any]]] = {}
+            for key, value in self.attributes.items():
+                match = _INDEXED_KEY.match(key)
+                if match is not None:
+                    items = groups.setdefault(match[1], {})
+                    items.setdefault(int(match[2]), {})[match[3]] = value
+            self._groups = {p: [items[i] for i in sorted(items)] for p, items in groups.items()}
+        return self._groups.get(prefix, [])
 
     def attribute_location(self, key: str) -> str:
         """Where attribute ``key`` of this span is in the file, for errors."""
