@@ -90,13 +90,13 @@ def natural_bench(
     workers: int = 1,
     progress: Callable[[str], None] = lambda _: None,
 ) -> NaturalReport:
-    """Run the reference ``system`` on ``convs`` (no fault planted) and label its failures."""
+    """Run ``system`` on ``convs`` (no fault planted) and label its failures."""
     report = NaturalReport(system)
     out.mkdir(parents=True, exist_ok=True)
     for conv in convs:
         progress(f"running {system} on conversation {conv.number}")
         traced, path = run_conversation(
-            make_system(system, make_backend("offline", settings)),
+            make_system(system, make_backend("offline", settings), settings=settings),
             conv,
             out,
             prefix=prefix,

@@ -15,7 +15,7 @@ from memtrace.cli.output import make_console, strict_json
 from memtrace.cli.run import parse_subset, subset_options
 from memtrace.db import connect
 from memtrace.errors import MemtraceError
-from memtrace.replay.inputs import REPLAYABLE_SYSTEMS
+from memtrace.replay.inputs import ENDPOINT_REPLAYABLE, REPLAYABLE_SYSTEMS
 from memtrace.settings import Settings, load_settings
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.registry import BACKENDS, FAULT_TYPES
@@ -105,9 +105,10 @@ def make_command(
 @click.argument("traces", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--system",
-    type=click.Choice(REPLAYABLE_SYSTEMS),
+    type=click.Choice([*REPLAYABLE_SYSTEMS, *ENDPOINT_REPLAYABLE]),
     default=None,
-    help="The reference system to run [default: mem0, unless trace files are given].",
+    help="A reference system (offline), or mem0-lib (the real Mem0 on the configured endpoint) "
+    "[default: mem0, unless trace files are given].",
 )
 @click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False))
 @click.option("--trace-prefix", default="", help="Prefix for trace ids (keeps sets apart).")
