@@ -15,9 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from google.protobuf.json_format import MessageToDict
-from google.rpc.status_pb2 import Status
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -26,7 +23,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from memtrace.collect.decode import BadRequest, Decoded, Encoding, decode, decompress, encoding_of
+from memtrace.collect.decode import (
+    BadRequest,
+    Decoded,
+    Encoding,
+    ExportTraceServiceResponse,
+    MessageToDict,
+    Status,
+    decode,
+    decompress,
+    encoding_of,
+)
 from memtrace.collect.spool import Spool
 
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]

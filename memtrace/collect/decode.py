@@ -19,9 +19,23 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from google.protobuf.json_format import MessageToDict
-from google.protobuf.message import DecodeError
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from memtrace.errors import ConfigError
+
+try:
+    from google.protobuf.json_format import MessageToDict
+    from google.protobuf.message import DecodeError
+    from google.rpc.status_pb2 import Status
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+        ExportTraceServiceResponse,
+    )
+except ImportError as missing:  # pragma: no cover - depends on the installed extras
+    raise ConfigError(
+        f"memtrace collect needs the 'collect' extra ({missing.name} is missing): "
+        "pip install 'memtrace[collect]'"
+    ) from None
+
+__all__ = ["ExportTraceServiceResponse", "MessageToDict", "Status"]  # the answers (app.py)
 
 Encoding = Literal["protobuf", "json"]
 CONTENT_TYPES: dict[str, Encoding] = {
