@@ -91,7 +91,8 @@ def protobuf_request() -> bytes:
             )
         ]
     )
-    return message.SerializeToString()
+    encoded: bytes = message.SerializeToString()
+    return encoded
 
 
 # -- decoding -----------------------------------------------------------------------------------
