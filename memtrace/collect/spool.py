@@ -133,6 +133,8 @@ class Spool:
             trace = self._pending.get(trace_id)
             if trace is None:
                 trace = self._pending[trace_id] = PendingTrace(trace_id, now, now)
+                # late spans of a loaded trace: its root came before, only the quiet period counts
+                trace.has_root = (self.loaded / f"{trace_id}.json").exists()
             trace.parts.append(part)
             trace.spans += part[3]
             trace.has_root = trace.has_root or root
