@@ -8,8 +8,12 @@ Each question is one trace: a ``answer_question`` root span carrying the case
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
+from typing import Any
 
+from google.protobuf.json_format import MessageToDict
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
@@ -76,3 +80,15 @@ def traced_spans(count: int, tag: str = "") -> tuple[list[ReadableSpan], list[st
     trace_ids = answer_questions(provider, count, tag)
     provider.shutdown()
     return collecting.spans, trace_ids
+
+
+def as_otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
+    """The spans as one OTLP JSON request (hex ids), through the SDK's own protobuf encoder."""
+    document: dict[str, Any] = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
+    for resource in document["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    return document

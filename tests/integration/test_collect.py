@@ -18,11 +18,11 @@ import httpx
 import pytest
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
-from otlp_qa_app import traced_spans
+from otlp_qa_app import as_otlp_json, traced_spans
 from test_managed_server import free_port
 
-from memtrace.admin import delete_trace
 from memtrace.attribution.judges import OfflineJudge
 from memtrace.attribution.pipeline import Options
 from memtrace.collect.ingest import IngestOptions
@@ -54,18 +54,25 @@ def graph_counts(db: Database, trace_ids: list[str]) -> dict[str, dict[str, int]
     return {row["id"]: row for row in rows}
 
 
+def delete_traces(db: Database, trace_ids: list[str]) -> None:
+    """Every node of these traces, in one query per 20 traces (faster than one by one)."""
+    for start in range(0, len(trace_ids), 20):
+        ids = [f"otlp-{trace_id}" for trace_id in trace_ids[start : start + 20]]
+        db.run("MATCH (n) WHERE n.trace_id IN $ids DETACH DELETE n", ids=ids)
+        db.run("MATCH (t:Trace) WHERE t.id IN $ids DETACH DELETE t", ids=ids)
+        leases = trace_ids[start : start + 20]
+        db.run("MATCH (l:CollectorLease) WHERE l.trace_id IN $ids DELETE l", ids=leases)
+
+
 @pytest.fixture
 def cleanup(db: Database) -> Iterator[list[str]]:
     trace_ids: list[str] = []
     yield trace_ids
-    for trace_id in trace_ids:
-        delete_trace(db, f"otlp-{trace_id}")
+    delete_traces(db, trace_ids)
 
 
-def receiver(spool: Path, **ingest: float) -> Receiver:
-    options = ReceiverOptions(
-        port=0, spool_dir=spool, ingest=IngestOptions(**{"quiet_seconds": 0.3, **ingest})
-    )
+def receiver(spool: Path) -> Receiver:
+    options = ReceiverOptions(port=0, spool_dir=spool, ingest=IngestOptions(quiet_seconds=0.3))
     return Receiver(load_settings(), options, print)
 
 
@@ -82,12 +89,19 @@ def test_the_sdk_exporter_sends_and_the_traces_load_with_their_cases(
         assert exporter.export(spans[:7]) == SpanExportResult.SUCCESS
         assert exporter.export(spans[7:]) == SpanExportResult.SUCCESS
         # the same spans again as JSON, as a retrying client would: they are loaded once
-        body = json.dumps(_as_json(spans[:4])).encode()
-        answer = httpx.post(f"{url}/v1/traces", content=gzip.compress(body), headers={
-            "Content-Type": "application/json", "Content-Encoding": "gzip"})  # fmt: skip
+        body = json.dumps(as_otlp_json(spans[:4])).encode()
+        answer = httpx.post(
+            f"{url}/v1/traces",
+            content=gzip.compress(body),
+            headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+        )
         assert answer.status_code == 200, answer.text
-        wait_until(lambda: collector.spool.pending()["traces"] == 0
-                   and collector.status()["loaded_traces"] >= 6)  # fmt: skip
+        wait_until(
+            lambda: (
+                collector.spool.pending()["traces"] == 0
+                and collector.status()["loaded_traces"] >= 6
+            )
+        )
     counts = graph_counts(db, trace_ids)
     assert all(row["traces"] == 1 and row["duplicates"] == 0 for row in counts.values()), counts
     assert all(row["ops"] == 3 for row in counts.values()), counts
@@ -122,26 +136,17 @@ def test_a_late_span_reloads_its_trace_with_the_spans_before_it(
     assert (row["traces"], row["ops"], row["duplicates"]) == (1, 3, 0)
 
 
-def _as_json(spans: list[object]) -> dict[str, object]:
-    """The spans as OTLP JSON (hex ids), via the SDK's own protobuf encoder."""
-    from google.protobuf.json_format import MessageToDict
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
-    document = MessageToDict(encode_spans(spans), use_integers_for_enums=True)  # type: ignore[arg-type]
-    for resource in document["resourceSpans"]:
-        for scope in resource["scopeSpans"]:
-            for span in scope["spans"]:
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        import base64
-
-                        span[key] = base64.b64decode(span[key]).hex()
-    return document  # type: ignore[no-any-return]
-
-
 def _start(spool: Path, port: int) -> subprocess.Popen[bytes]:
-    command = [MEMTRACE, "collect", "--port", str(port),
-               "--spool", str(spool), "--quiet-period", "0.5"]  # fmt: skip
+    command = [
+        MEMTRACE,
+        "collect",
+        "--port",
+        str(port),
+        "--spool",
+        str(spool),
+        "--quiet-period",
+        "0.5",
+    ]
     process = subprocess.Popen(command, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while True:
@@ -158,13 +163,13 @@ def _start(spool: Path, port: int) -> subprocess.Popen[bytes]:
 def test_sigkill_during_ingestion_loses_no_acknowledged_span_and_duplicates_none(
     db: Database, tmp_path: Path, cleanup: list[str]
 ) -> None:
-    spans, trace_ids = traced_spans(120, tag="kill")
+    spans, trace_ids = traced_spans(24, tag="kill")
     cleanup.extend(trace_ids)
     spool, port = tmp_path / "spool", free_port()
     endpoint = f"http://127.0.0.1:{port}/v1/traces"
-    batches = [spans[i : i + 25] for i in range(0, len(spans), 25)]
-    acknowledged: list[object] = []
-    unanswered: list[list[object]] = []
+    batches = [spans[i : i + 6] for i in range(0, len(spans), 6)]
+    acknowledged: list[ReadableSpan] = []
+    unanswered: list[list[ReadableSpan]] = []
     process = _start(spool, port)
     try:
         exporter = OTLPSpanExporter(endpoint=endpoint, timeout=2)
@@ -188,10 +193,10 @@ def test_sigkill_during_ingestion_loses_no_acknowledged_span_and_duplicates_none
             status = httpx.get(f"http://127.0.0.1:{port}/status").json()
             return bool(status["pending"]["traces"] == 0)
 
-        wait_until(idle, 120)
+        wait_until(idle, 600)
     finally:
         process.send_signal(signal.SIGINT)
-        process.wait(timeout=30)
+        process.wait(timeout=120)
     counts = graph_counts(db, trace_ids)
     loaded = {
         (trace_id, span_id["id"])
@@ -201,9 +206,14 @@ def test_sigkill_during_ingestion_loses_no_acknowledged_span_and_duplicates_none
         )
     }
     sent = {
-        (format(span.context.trace_id, "032x"), format(span.context.span_id, "016x"))  # type: ignore[attr-defined]
-        for span in acknowledged
+        (format(context.trace_id, "032x"), format(context.span_id, "016x"))
+        for context in (span.get_span_context() for span in acknowledged)
+        if context is not None
     }
     assert sent <= loaded  # every acknowledged span is in the graph
     assert all(row["traces"] == 1 and row["duplicates"] == 0 for row in counts.values()), counts
     assert sum(row["ops"] for row in counts.values()) == len(spans)  # each span exactly once
+    print(
+        f"crash: {len(sent)} spans acknowledged, {len(loaded)} loaded, "
+        f"{sum(row['duplicates'] for row in counts.values())} duplicates"
+    )

@@ -115,12 +115,16 @@ def test_protobuf_is_grouped_by_trace_as_otlp_json_with_hex_ids() -> None:
 
 def test_json_keeps_each_trace_under_its_own_resource_and_scope() -> None:
     body = request(span(TRACE_A, "00000000000000a1"), span(TRACE_B, "00000000000000b1"))
-    body["resourceSpans"].append(request(span(TRACE_A, "00000000000000a2", "00000000000000a1"),
-                                         service="other")["resourceSpans"][0])  # fmt: skip
+    body["resourceSpans"].append(
+        request(span(TRACE_A, "00000000000000a2", "00000000000000a1"), service="other")[
+            "resourceSpans"
+        ][0]
+    )
     decoded = decode(json.dumps(body).encode(), "json")
     a = next(group for group in decoded.groups if group.trace_id == TRACE_A)
-    services = [r["resource"]["attributes"][0]["value"]["stringValue"]
-                for r in a.document["resourceSpans"]]  # fmt: skip
+    services = [
+        r["resource"]["attributes"][0]["value"]["stringValue"] for r in a.document["resourceSpans"]
+    ]
     assert services == ["qa-app", "other"]
     assert a.spans == 2
 
@@ -255,8 +259,12 @@ def test_assembly_keeps_each_span_once_and_late_spans_join_what_was_loaded(
     late = spool.assemble(TRACE_A)
     assert late.spans == 3  # the late span is loaded with the two before it
     document = json.loads(late.path.read_text())
-    ids = [s["spanId"] for r in document["resourceSpans"] for sc in r["scopeSpans"]
-           for s in sc["spans"]]  # fmt: skip
+    ids = [
+        s["spanId"]
+        for r in document["resourceSpans"]
+        for sc in r["scopeSpans"]
+        for s in sc["spans"]
+    ]
     assert sorted(ids) == ["00000000000000a1", "00000000000000a2", "00000000000000a3"]
 
 
@@ -267,8 +275,7 @@ def test_a_restart_recovers_exactly_what_was_not_loaded(tmp_path: Path) -> None:
     spool.mark_loaded(spool.assemble(TRACE_A))
     (tmp_path / "batches" / "half-written.jsonl.tmp").write_text("{")  # never acknowledged
     again = Spool(tmp_path, 10**6, Clock())  # a new process over the same directory
-    assert again.pending() == {"traces": 1, "spans": 1, "batches": 1,
-                               "bytes": again.pending_bytes}  # fmt: skip
+    assert again.pending() == {"traces": 1, "spans": 1, "batches": 1, "bytes": again.pending_bytes}
     assert again.due(0, 300, 10) == [TRACE_B]
     again.mark_loaded(again.assemble(TRACE_B))
     assert Spool(tmp_path, 10**6, Clock()).pending()["traces"] == 0
@@ -355,8 +362,9 @@ def test_a_malformed_body_gets_an_error_and_nothing_is_written(
 def test_over_its_bound_the_spool_answers_503_with_retry_after(tmp_path: Path) -> None:
     spool = Spool(tmp_path, 10)
     accept_json(spool, request(span(TRACE_A, "00000000000000a1")))  # more than 10 bytes
-    answer = client(spool).post("/v1/traces", content=protobuf_request(),
-                                headers={"Content-Type": "application/x-protobuf"})  # fmt: skip
+    answer = client(spool).post(
+        "/v1/traces", content=protobuf_request(), headers={"Content-Type": "application/x-protobuf"}
+    )
     assert answer.status_code == 503
     assert answer.headers["retry-after"] == "5"
     assert "retry later" in Status.FromString(answer.content).message
