@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import statistics
 import subprocess
@@ -191,6 +192,7 @@ def main() -> None:
     parser.add_argument("--soak-seconds", type=float, default=0)
     parser.add_argument("--soak-interval", type=float, default=1.0)
     args = parser.parse_args()
+    logging.getLogger("neo4j").setLevel(logging.ERROR)  # notifications are not results
     results: dict[str, Any] = {"uptime_before": uptime(), "pid": os.getpid(), "rounds": []}
     with tempfile.TemporaryDirectory() as temporary:
         root = Path(temporary)

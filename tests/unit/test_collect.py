@@ -402,3 +402,42 @@ def test_status_codes_in_json_answers_are_the_grpc_ones(tmp_path: Path) -> None:
         "/v1/traces", content=b"{", headers={"Content-Type": "application/json"}
     )
     assert MessageToDict(Status(code=3, message="x"))["code"] == answer.json()["code"] == 3
+
+
+# -- the documentation's examples ---------------------------------------------------------------
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "collect.md"
+
+
+def doc_blocks(language: str) -> list[str]:
+    text = DOC.read_text(encoding="utf-8")
+    return [block.split("```", 1)[0] for block in text.split(f"```{language}\n")[1:]]
+
+
+def test_the_documented_commands_parse() -> None:
+    from memtrace.cli.collect import collect_command
+
+    commands = [
+        line.split("#")[0].split()[1:]
+        for block in doc_blocks("bash")
+        for line in block.splitlines()
+        if line.startswith("memtrace collect")
+    ]
+    assert len(commands) == 2
+    for args in commands:
+        collect_command.make_context("collect", args[1:])  # raises on an unknown option
+
+
+def test_the_documented_collector_config_targets_the_receiver() -> None:
+    import yaml
+
+    from memtrace.collect.receiver import DEFAULT_PORT, TOKEN_ENV
+
+    (config,) = [yaml.safe_load(block) for block in doc_blocks("yaml")]
+    exporter = config["exporters"]["otlphttp/memtrace"]
+    assert exporter["endpoint"] == f"http://127.0.0.1:{DEFAULT_PORT}"
+    assert exporter["headers"]["Authorization"] == f"Bearer ${{env:{TOKEN_ENV}}}"
+    pipeline = config["service"]["pipelines"]["traces"]
+    assert pipeline["exporters"] == ["otlphttp/memtrace"]
+    assert set(pipeline["receivers"]) <= set(config["receivers"])
+    assert config["service"]["extensions"] == [exporter["sending_queue"]["storage"]]
