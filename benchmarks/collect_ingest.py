@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
@@ -167,6 +168,8 @@ def soak(env: dict[str, str], folder: Path, seconds: float, interval: float) -> 
                 samples.append((round(time.monotonic() - started, 1), rss_kib(process.pid)))
                 next_sample += 5
             time.sleep(interval)
+        time.sleep(10)  # let the last traces pass the quiet period and load
+        status = httpx.get(f"http://127.0.0.1:{port}/status", timeout=60).json()
         rss = [kib for _, kib in samples]
         third = max(1, len(rss) // 3)
         return {
@@ -176,6 +179,7 @@ def soak(env: dict[str, str], folder: Path, seconds: float, interval: float) -> 
             "rss_mib_first_third_mean": round(statistics.mean(rss[:third]) / 1024, 1),
             "rss_mib_last_third_mean": round(statistics.mean(rss[-third:]) / 1024, 1),
             "rss_mib_max": round(max(rss) / 1024, 1),
+            "receiver_status": status,  # its latencies: last span received -> loaded
             "samples": samples,
         }
     finally:
