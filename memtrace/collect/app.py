@@ -98,7 +98,16 @@ def create_app(
             decoded = await run_in_threadpool(decode, data, encoding)
         except BadRequest as exc:
             return _error(encoding, 400, INVALID_ARGUMENT, str(exc))
-        await run_in_threadpool(spool.accept, decoded.groups)
+        try:
+            await run_in_threadpool(spool.accept, decoded.groups)
+        except OSError as exc:  # a full or read-only disk: nothing was acknowledged, retry
+            return _error(
+                encoding,
+                503,
+                UNAVAILABLE,
+                f"cannot write the spool: {exc.strerror or exc}",
+                {"Retry-After": str(limits.retry_after_seconds)},
+            )
         return _success(encoding, decoded)
 
     async def status_page(request: Request) -> Response:

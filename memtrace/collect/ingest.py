@@ -118,7 +118,9 @@ class Ingester:
                     while not stop.is_set():
                         if self.step(db) == 0:
                             stop.wait(self.options.idle_seconds)
-            except MemtraceError as exc:
+            except (MemtraceError, OSError, ValueError) as exc:
+                # the loader thread must not die quietly: whatever stopped this step (Neo4j
+                # away, a spool file unreadable), say so and try again; the spans stay spooled
                 self.counters.load_errors += 1
                 self.log(
                     f"loading paused: {exc}; the spans stay in the spool, retrying in "

@@ -441,3 +441,17 @@ def test_the_documented_collector_config_targets_the_receiver() -> None:
     assert pipeline["exporters"] == ["otlphttp/memtrace"]
     assert set(pipeline["receivers"]) <= set(config["receivers"])
     assert config["service"]["extensions"] == [exporter["sending_queue"]["storage"]]
+
+
+def test_a_spool_that_cannot_be_written_answers_503_and_acknowledges_nothing(
+    tmp_path: Path,
+) -> None:
+    spool = Spool(tmp_path / "spool", 10**6)
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    spool.batches = blocked  # every write under it fails, as on a full or read-only disk
+    answer = client(spool).post("/v1/traces", json=request(span(TRACE_A, "00000000000000a1")))
+    assert answer.status_code == 503
+    assert "cannot write the spool" in answer.json()["message"]
+    assert answer.headers["retry-after"] == "5"
+    assert spool.pending()["spans"] == 0
