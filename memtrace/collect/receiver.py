@@ -26,7 +26,7 @@ from memtrace.collect.ingest import AfterLoad, Ingester, IngestOptions, Log
 from memtrace.collect.spool import Spool
 from memtrace.db import Database, connect
 from memtrace.errors import ConfigError, MemtraceError
-from memtrace.review.serve import is_loopback, prepare
+from memtrace.review.serve import is_loopback, prepare, serving_in_thread
 from memtrace.settings import Settings
 
 DEFAULT_PORT = 4318  # OTLP/HTTP's registered port
@@ -111,17 +111,11 @@ class Receiver:
     @contextmanager
     def serving_in_thread(self) -> Iterator[str]:
         """Receive and load in background threads (tests, benchmarks); yields the base URL."""
-        running = prepare(self.app, self.options.host, self.options.port)
-        thread = threading.Thread(target=running.serve, daemon=True)
-        with self.loading():
-            thread.start()
-            try:
-                host, port = running.sock.getsockname()[:2]
-                yield f"http://{host}:{port}"
-            finally:
-                running.server.should_exit = True
-                thread.join(timeout=10)
-                running.sock.close()
+        with (
+            self.loading(),
+            serving_in_thread(self.app, self.options.host, self.options.port) as url,
+        ):
+            yield url
 
 
 def _percentiles(values: list[float]) -> dict[str, float] | None:
