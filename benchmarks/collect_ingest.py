@@ -15,7 +15,8 @@ On a private managed Neo4j (its own home and ports, stopped afterwards):
 3. soak (--soak-seconds > 0): `memtrace collect` as a child process fed one trace every
    --soak-interval seconds; its RSS sampled every 5 s (bounded loop, loopback only).
 
-Prints JSON with the machine load (uptime) before and after.
+Rounds alternate which of 1 and 2 runs first (the second finds a warmer server); the ratio is
+receiver / file loader per round, and its median. Prints JSON with the machine load (uptime).
 """
 
 from __future__ import annotations
@@ -206,14 +207,22 @@ def main() -> None:
                 init_schema(db)
                 for number in range(args.rounds):
                     spans, _ = traced_spans(args.traces, tag=f"r{number}-")
-                    files = file_loader(db, spans, root / f"files{number}")
-                    delete_everything(db)
-                    init_schema(db)
-                    live = receiver_run(
-                        server.settings, db, spans, root / f"live{number}", args.batch, args.quiet
-                    )
-                    delete_everything(db)
-                    init_schema(db)
+
+                    def by_file(n: int = number, s: list[Any] = spans) -> dict[str, Any]:
+                        return file_loader(db, s, root / f"files{n}")
+
+                    def live_run(n: int = number, s: list[Any] = spans) -> dict[str, Any]:
+                        folder = root / f"live{n}"
+                        return receiver_run(server.settings, db, s, folder, args.batch, args.quiet)
+
+                    # alternate which goes first: the second of a pair finds a warmer server
+                    order = [by_file, live_run] if number % 2 == 0 else [live_run, by_file]
+                    measured = []
+                    for step in order:
+                        measured.append(step())
+                        delete_everything(db)
+                        init_schema(db)
+                    files, live = measured if number % 2 == 0 else measured[::-1]
                     ratio = live["spans_per_second"] / files["spans_per_second"]
                     results["rounds"].append(
                         {
@@ -221,6 +230,7 @@ def main() -> None:
                             "file_loader": files,
                             "receiver": live,
                             "ratio": round(ratio, 3),
+                            "first": "file_loader" if number % 2 == 0 else "receiver",
                             "uptime": uptime(),
                         }
                     )
@@ -230,6 +240,8 @@ def main() -> None:
         finally:
             manager.stop(server.layout)
     results["uptime_after"] = uptime()
+    ratios = [r["ratio"] for r in results["rounds"]]
+    results["ratio_median"] = round(statistics.median(ratios), 3) if ratios else None
     print(json.dumps(results, indent=2))
 
 
