@@ -16,6 +16,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
+from memtrace.admin import init_schema
 from memtrace.collect.spool import Assembled, Spool
 from memtrace.collect.store import CollectStore
 from memtrace.db import Database
@@ -115,6 +116,9 @@ class Ingester:
         while not stop.is_set():
             try:
                 with connect() as db:
+                    # the lease constraint first: without it two receivers starting on an empty
+                    # database could each create a lease node for one trace
+                    init_schema(db)
                     while not stop.is_set():
                         if self.step(db) == 0:
                             stop.wait(self.options.idle_seconds)
