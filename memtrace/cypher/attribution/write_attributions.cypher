@@ -7,6 +7,7 @@ MATCH (c:Case {trace_id: row.trace_id, id: row.case_id})
 // the same case then take turns, the second replacing the first's attribution, never adding one.
 SET c._writing = true
 REMOVE c._writing
+WITH c, row
 CALL (c) {
   MATCH (c)-[:HAS_ATTRIBUTION]->(old:Attribution {run_id: $run_id})
   DETACH DELETE old
