@@ -39,7 +39,7 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
     options = ServerOptions(
         bolt_port=free_port(), http_port=free_port(), auth=True, memory=SMALL_MEMORY
     )
-    manager.start(layout, options)
+    manager.start(layout, options, timeout=300)  # a shared, busy machine starts it slowly
     try:
         uri = f"neo4j://127.0.0.1:{options.bolt_port}"
         neo4j = Neo4jSettings(uri=uri, password=layout.read_password(), managed=False)
