@@ -100,8 +100,8 @@ class Ingester:
                 continue
             by_path = {result.path: result.trace_id for result in summary.files}
             now = time.monotonic()
+            self.spool.mark_loaded(remaining)
             for item in remaining:
-                self.spool.mark_loaded(item)
                 self.counters.loaded_traces += 1
                 self.counters.loaded_spans += item.spans
                 self.counters.latencies.append(now - item.last_seen)

@@ -173,48 +173,67 @@ class Spool:
                 documents.append(json.loads(handle.read(length))["request"])
         merged, spans = _merge(documents)
         path = self.ready / f"{trace_id}.json"
-        _write_durably(path, json.dumps(merged, separators=(",", ":")).encode())
+        # its content durable now (it becomes loaded/<trace>.json, the base of any late load);
+        # the directory entries are made durable once per group, in mark_loaded
+        with path.open("wb") as handle:
+            handle.write(json.dumps(merged, separators=(",", ":")).encode())
+            handle.flush()
+            os.fsync(handle.fileno())
         return Assembled(trace_id, path, parts, spans, last_seen)
 
-    def mark_loaded(self, done: Assembled) -> None:
-        """The trace is in the graph: keep its file in ``loaded/``, journal its batches."""
-        os.replace(done.path, self.loaded / done.path.name)
+    def mark_loaded(self, group: list[Assembled]) -> None:
+        """These traces are in the graph: keep their files in ``loaded/``, journal their
+        batches (one directory sync and one journal sync for the whole group)."""
+        for done in group:
+            os.replace(done.path, self.loaded / done.path.name)
         _fsync_dir(self.loaded)
-        self._consume(done)
+        self._consume(group)
 
     def mark_rejected(self, done: Assembled, reason: str) -> None:
         """The loader refused the trace: keep it and the reason in ``rejected/``."""
         _write_durably(self.rejected / f"{done.trace_id}.txt", reason.encode() + b"\n")
         os.replace(done.path, self.rejected / done.path.name)
         _fsync_dir(self.rejected)
-        self._consume(done)
+        self._consume([done])
 
-    def _consume(self, done: Assembled) -> None:
-        names = sorted({part[0] for part in done.parts})
+    def _consume(self, group: list[Assembled]) -> None:
+        lines = [
+            f"{done.trace_id}\t{','.join(sorted({part[0] for part in done.parts}))}\n"
+            for done in group
+        ]
         with self.journal.open("ab") as handle:
-            handle.write(f"{done.trace_id}\t{','.join(names)}\n".encode())
+            handle.write("".join(lines).encode())
             handle.flush()
             os.fsync(handle.fileno())
         emptied: list[str] = []
         with self._lock:
-            trace = self._pending.get(done.trace_id)
-            if trace is not None:
-                trace.parts = [part for part in trace.parts if part not in done.parts]
-                if not trace.parts:
-                    del self._pending[done.trace_id]
-                else:  # spans arrived while it loaded: it stays pending, with only those
-                    trace.spans = sum(part[3] for part in trace.parts)
-            still = {part[0] for part in trace.parts} if trace is not None else set()
-            for name in names:
-                refs = self._batch_refs.get(name, set())
-                if name not in still:
-                    refs.discard(done.trace_id)
-                if not refs:
-                    self._batch_refs.pop(name, None)
-                    self._batch_sizes.pop(name, None)
-                    emptied.append(name)
+            for done in group:
+                emptied += self._forget(done)
         for name in emptied:
             (self.batches / name).unlink(missing_ok=True)
+
+    def _forget(self, done: Assembled) -> list[str]:
+        """Drop a consumed trace's parts from the index (the caller holds the lock); return the
+        batches no trace needs any more."""
+        names = sorted({part[0] for part in done.parts})
+        emptied: list[str] = []
+        trace = self._pending.get(done.trace_id)
+        if trace is not None:
+            trace.parts = [part for part in trace.parts if part not in done.parts]
+            if not trace.parts:
+                del self._pending[done.trace_id]
+            else:  # spans arrived while it loaded: it stays pending, with only those
+                trace.spans = sum(part[3] for part in trace.parts)
+        still = {part[0] for part in trace.parts} if trace is not None else set()
+        for name in names:
+            refs = self._batch_refs.get(name, set())
+            if name not in still:
+                refs.discard(done.trace_id)
+            if not refs:
+                self._batch_refs.pop(name, None)
+                self._batch_sizes.pop(name, None)
+                emptied.append(name)
+        return emptied
 
     # -- recovery ---------------------------------------------------------------------------
 

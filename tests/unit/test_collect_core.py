@@ -252,7 +252,7 @@ def test_assembly_keeps_each_span_once_and_late_spans_join_what_was_loaded(
     accept_json(spool, request(root, span(TRACE_A, "00000000000000a2", "00000000000000a1")))
     first = spool.assemble(TRACE_A)
     assert first.spans == 2
-    spool.mark_loaded(first)
+    spool.mark_loaded([first])
     assert spool.pending()["traces"] == 0
     assert list((tmp_path / "batches").iterdir()) == []  # consumed batches are deleted
     accept_json(spool, request(span(TRACE_A, "00000000000000a3", "00000000000000a1")))
@@ -272,12 +272,12 @@ def test_a_restart_recovers_exactly_what_was_not_loaded(tmp_path: Path) -> None:
     spool = Spool(tmp_path, 10**6, Clock())
     both = request(span(TRACE_A, "00000000000000a1"), span(TRACE_B, "00000000000000b1"))
     accept_json(spool, both)
-    spool.mark_loaded(spool.assemble(TRACE_A))
+    spool.mark_loaded([spool.assemble(TRACE_A)])
     (tmp_path / "batches" / "half-written.jsonl.tmp").write_text("{")  # never acknowledged
     again = Spool(tmp_path, 10**6, Clock())  # a new process over the same directory
     assert again.pending() == {"traces": 1, "spans": 1, "batches": 1, "bytes": again.pending_bytes}
     assert again.due(0, 300, 10) == [TRACE_B]
-    again.mark_loaded(again.assemble(TRACE_B))
+    again.mark_loaded([again.assemble(TRACE_B)])
     assert Spool(tmp_path, 10**6, Clock()).pending()["traces"] == 0
     assert sorted(p.name for p in (tmp_path / "loaded").iterdir()) == [
         f"{TRACE_A}.json",
@@ -290,7 +290,7 @@ def test_spans_arriving_during_a_load_stay_pending(tmp_path: Path) -> None:
     accept_json(spool, request(span(TRACE_A, "00000000000000a1")))
     assembled = spool.assemble(TRACE_A)
     accept_json(spool, request(span(TRACE_A, "00000000000000a2", "00000000000000a1")))
-    spool.mark_loaded(assembled)
+    spool.mark_loaded([assembled])
     assert spool.pending()["spans"] == 1
     assert spool.assemble(TRACE_A).spans == 2
 
