@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -91,6 +93,26 @@ def render_summary(summary: LoadSummary) -> Table:
         f"{summary.seconds:.2f}",
     )
     return table
+
+
+LEVEL_STYLE = {"error": "bold red", "warning": "yellow"}
+
+
+def print_findings(summary: LoadSummary, console: Console) -> None:
+    """Each trace's findings: level, what it costs, the fix, a few ids. Nothing when clean."""
+    for result in summary.files:
+        if not result.findings:
+            continue
+        console.print(f"[bold]{escape(result.trace_id)}[/] ({escape(result.path)})")
+        for finding in result.findings:
+            style = LEVEL_STYLE[finding.level]
+            examples = f" (e.g. {', '.join(finding.examples)})" if finding.examples else ""
+            console.print(
+                f"  [{style}]{finding.level}[/] {finding.code}: {escape(finding.problem)}"
+                f"{escape(examples)}\n    fix: {escape(finding.fix)}",
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 def locomo_labels(path: Path) -> Labels:
@@ -202,3 +224,4 @@ def load_command(
         click.echo(strict_json(summary.as_dict()))
     else:
         make_console().print(render_summary(summary))
+    print_findings(summary, console)  # stderr: what will degrade attribution, with its fix

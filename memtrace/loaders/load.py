@@ -15,6 +15,7 @@ from typing import Literal, Protocol
 from memtrace.admin import delete_reload_copies, init_schema
 from memtrace.db import Database
 from memtrace.errors import InputError, MemtraceError, TransactionTooLargeError
+from memtrace.loaders.checks import Finding, TraceChecker
 from memtrace.loaders.index import TraceIndex, build_index
 from memtrace.loaders.models import AnyRecord
 from memtrace.loaders.native import read_native
@@ -103,6 +104,7 @@ class FileResult:
     nodes_written: int = 0
     relationships_written: int = 0
     seconds: float = 0.0
+    findings: list[Finding] = field(default_factory=list)  # what will degrade attribution
 
     @property
     def elements_written(self) -> int:
@@ -135,6 +137,7 @@ class LoadSummary:
 
     def as_dict(self) -> dict[str, object]:
         keys = ("operations", "variables", "edges", "cases", "failed_cases", "labels")
+        findings = [finding for result in self.files for finding in result.findings]
         bulk: dict[str, object] = {}
         if self.mode == "bulk":
             bulk = {
@@ -154,6 +157,10 @@ class LoadSummary:
             if self.seconds > 0 and not self.dry_run
             else None,
             **bulk,
+            "problems": {
+                level: sum(finding.level == level for finding in findings)
+                for level in ("error", "warning")
+            },
             "files": [
                 {
                     "path": r.path,
@@ -161,6 +168,7 @@ class LoadSummary:
                     "trace_id": r.trace_id,
                     **{key: getattr(r, key) for key in keys},
                     "seconds": round(r.seconds, 3),
+                    "findings": [finding.as_dict() for finding in r.findings],
                 }
                 for r in self.files
             ],
@@ -377,6 +385,7 @@ class PlannedTrace:
     format: Format
     index: TraceIndex
     trace_id: str
+    findings: list[Finding] = field(default_factory=list)
 
 
 @contextmanager
@@ -396,8 +405,10 @@ def validated(
         for file in files:
             detection = Detection(options.format, "--format") if options.format else detect(file)
             fmt = detection.format
+            checker = TraceChecker()  # sees the records of the validation pass
             try:
-                index = build_index(str(file), record_source(file, fmt, options.labels)())
+                records = checker.watch(record_source(file, fmt, options.labels)())
+                index = build_index(str(file), records)
             except InputError as exc:
                 raise _explained(exc, detection) from None
             trace_id = options.trace_id or index.trace.id
@@ -409,7 +420,7 @@ def validated(
                     f"{' or '.join(map(repr, RESERVED_PREFIXES))} are reserved for the copies a "
                     "re-load writes; give the trace another id (--trace-id)",
                 )
-            planned.append(PlannedTrace(file, fmt, index, trace_id))
+            planned.append(PlannedTrace(file, fmt, index, trace_id, checker.findings()))
         plans, stages = _one_plan_per_trace(planned)
         if options.labels is not None and all(plan.format != "otlp" for plan in plans):
             raise InputError(
@@ -529,6 +540,7 @@ def file_result(plan: PlannedTrace) -> FileResult:
         cases=counts.cases,
         failed_cases=counts.failed_cases,
         labels=counts.labels,
+        findings=plan.findings,
     )
 
 
