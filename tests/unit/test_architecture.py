@@ -153,6 +153,12 @@ def violations(imports: list[Import], allowed: dict[str, set[str]]) -> list[str]
         if top != "memtrace":
             continue
         target = package_of(item.target)
+        if (
+            item.module in PURE_LOADERS
+            and target not in COMMON
+            and not item.target.startswith(PURE_LOADER_IMPORTS)
+        ):
+            found.append(f"{where}: the trace checks import only the record models and kinds")
         if "memtrace" in (source, target) or target == source:  # the root holds __version__
             continue
         if source not in allowed:
@@ -165,12 +171,6 @@ def violations(imports: list[Import], allowed: dict[str, set[str]]) -> list[str]
             found.append(f"{where}: queries run from one store per package")
         if item.module in PURE_ATTRIBUTION and item.target.startswith(IO_MODULES):
             found.append(f"{where}: judges, walks and scoring import no I/O")
-        if (
-            item.module in PURE_LOADERS
-            and target not in COMMON
-            and not item.target.startswith(PURE_LOADER_IMPORTS)
-        ):
-            found.append(f"{where}: the trace checks import only the record models and kinds")
     return found
 
 
