@@ -14,6 +14,18 @@ from diary_system import Mistakes, run_diary
 from memtrace.admin import delete_trace
 from memtrace.cli import cli
 from memtrace.db import Database
+from memtrace.tracing import (
+    SimClock,
+    Var,
+    case,
+    edge,
+    edges,
+    mutation,
+    operation,
+    read,
+    trace,
+    variable,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -66,3 +78,66 @@ def test_some_cases_unscored_are_counted_named_and_in_the_json(traces: str, tmp_
         ("q-town", True),
     ]
     assert records[1]["error_attribution_result"] is None
+
+
+NOTES = [
+    "My dog is called Biscuit.",
+    "I work as a nurse in Leeds.",
+    "My neighbour's dog is called Rex.",
+]
+
+
+def run_notes(path: Path, trace_id: str, *, keep_category: bool) -> None:
+    """Notes keyed by their subject: a later note on the same subject overwrites the earlier
+    one (the fault: the neighbour's dog replaces Ana's). ``keep_category=False`` writes the new
+    version as `variable(name, value)` without a category, as the SDK's mutation() used to."""
+    store: dict[str, Var] = {}
+    texts: dict[str, str] = {}
+    with trace(path, trace_id, clock=SimClock("2024-02-01")):
+        for n, text in enumerate(NOTES, 1):
+            message = variable(f"msg-{n}", text, category="message")
+            with operation("notes.extract"):
+                read(message)
+                facts = variable(f"facts-{n}", [text], category="facts", sources=(message,))
+            key = "dog" if "dog" in text else text.split()[-1]
+            texts[key] = text
+            with operation("notes.update"):
+                read(facts)
+                if key not in store:
+                    store[key] = variable(f"note-{key}", text, category="note", sources=(facts,))
+                elif keep_category:
+                    store[key] = mutation(store[key], text)
+                    edge(facts, store[key])
+                else:
+                    new = variable(store[key].name, text)
+                    edges((store[key], facts), new)
+                    store[key] = new
+        question = variable("q-1", "What is Ana's dog called?", category="query")
+        with operation("notes.search"):
+            read(question, *store.values())
+            hit = store["dog"]
+            context = variable("ctx-1", [texts["dog"]], category="context", sources=[hit])
+        with operation("notes.answer"):
+            read(question, context)
+            answer = variable("pred-1", "Rex", category="prediction", sources=(context,))
+        case(id="q-1", query=question.id, prediction=answer.id, golden_answers=["Biscuit"],
+             judge_score=0, evidence=["msg-1@1"])  # fmt: skip
+
+
+def test_an_overwrite_traced_with_mutation_is_blamed_on_the_update(
+    traces: str, tmp_path: Path
+) -> None:
+    verdicts = {}
+    for keep in (True, False):
+        trace_id = traces + ("-some" if keep else "-none")  # cleaned by the fixture
+        path = tmp_path / f"{trace_id}.jsonl"
+        run_notes(path, trace_id, keep_category=keep)
+        assert invoke("load", str(path)).exit_code == 0
+        args = ["attribute", "--trace", trace_id, "--judge", "offline", "--no-write", "--json"]
+        [record] = json.loads(invoke(*args).stdout)
+        verdicts[keep] = record["error_attribution_result"]
+    assert verdicts[True]["error_type"] == "UpdateError"
+    assert "note-dog@1 was rewritten as note-dog@2" in verdicts[True]["reason"]
+    # what the category loss cost, and what `memtrace check` says about it
+    assert verdicts[False]["error_type"] == "ExtractionError"
+    assert verdicts[False]["op_id"] == verdicts[True]["op_id"]  # the same op, the wrong type
