@@ -182,6 +182,10 @@ def check_records(records: Iterable[AnyRecord]) -> list[Finding]:
 # -- the checks: each reads the facts and returns its findings ------------------------------------
 
 
+def _count(items: list[str], one: str, many: str) -> str:
+    return f"{len(items)} {one if len(items) == 1 else many}"
+
+
 def _examples(ids: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(ids)[:EXAMPLES])
 
@@ -249,9 +253,10 @@ def answer_reads_question(facts: TraceFacts) -> list[Finding]:
                 "no-answer-operation",
                 "error",
                 len(unanswered),
-                f"{len(unanswered)} cases have no answer operation: no operation of kind "
-                f"generation reads the question or writes the prediction{writers}. These cases "
-                "cannot be attributed ('no answer operation reads its question')",
+                f"{_count(unanswered, 'case has', 'cases have')} no answer operation: no "
+                "operation of kind generation reads the question or writes the prediction"
+                f"{writers}. These cases cannot be attributed ('no answer operation reads its "
+                "question')",
                 "read(question) inside the operation that writes the answer, and make it "
                 + ANSWER_RULE,
                 _examples(unanswered),
@@ -263,9 +268,10 @@ def answer_reads_question(facts: TraceFacts) -> list[Finding]:
                 "answer-does-not-read-question",
                 "warning",
                 len(by_prediction),
-                f"{len(by_prediction)} cases' answer operation does not read the question: it is "
-                "found only through the prediction it writes, which is ambiguous when cases share "
-                "a prediction variable (equal answers), and the question does not reach it",
+                f"{_count(by_prediction, 'case', 'cases')}: the answer operation does not read "
+                "the question: it is found only through the prediction it writes, which is "
+                "ambiguous when cases share a prediction variable (equal answers), and the "
+                "question does not reach it",
                 "read(question) inside the operation that writes the answer",
                 _examples(by_prediction),
             )
@@ -334,7 +340,8 @@ def memories_without_category(facts: TraceFacts) -> list[Finding]:
             "memory-without-category",
             "error",
             len(bare),
-            f"{len(bare)} variables are stored and then retrieved like memories but have no "
+            f"{_count(bare, 'variable is', 'variables are')} stored and then retrieved like "
+            "memories but without a "
             "category: attribution finds memories by category, so a fact they hold is not seen "
             "as stored and its loss is blamed on extraction",
             "variable(..., category='memory') on every memory (any name, the same for all)",
@@ -368,7 +375,8 @@ def lost_categories(facts: TraceFacts) -> list[Finding]:
                 "overwrite-lost-category",
                 "error" if is_memory else "warning",
                 len(ids),
-                f"{len(ids)} variables have a new version without the category an earlier "
+                f"{_count(ids, 'variable is a new version', 'variables are new versions')} "
+                "without the category an earlier "
                 f"version had ({categories}): {cost}",
                 "mutation(var, value) keeps the category; with variable(name, value) give "
                 "category= again",
