@@ -38,6 +38,7 @@ QUESTIONS = [
 @dataclass(frozen=True)
 class Mistakes:
     answer_reads_question: bool = True
+    lookup_reads_question: bool = True
     answer_name: str = "diary.answer"
     overwrite: str = "mutation"  # or "variable": a new version through variable() w/o category
     memory_category: str | None = "diary_entry"
@@ -70,7 +71,9 @@ def run_diary(path: Path, mistakes: Mistakes, trace_id: str = "diary") -> list[F
         for n, (case_id, question_text, gold) in enumerate(QUESTIONS):
             question = variable(case_id, question_text, category="query")
             with operation(mistakes.lookup_name):
-                read(question, *entries.values())
+                if mistakes.lookup_reads_question:
+                    read(question)
+                read(*entries.values())
                 hits = [e for e in entries.values() if gold.lower() in "".join(e.name)]
                 context = variable(f"context-{case_id}", [h.id for h in hits] or ["nothing"])
                 write(context)

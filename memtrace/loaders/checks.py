@@ -63,6 +63,7 @@ class _Case:
     scored: bool
     gold: bool
     evidence: bool
+    dangling: bool  # names evidence the trace does not hold (``missing_evidence``)
 
 
 Identity = tuple[str | None, str]  # class_name, name
@@ -147,6 +148,7 @@ class TraceChecker:
                     scored=record.is_failed is not None,
                     gold=any(answer.strip() for answer in record.golden_answers),
                     evidence=bool(record.evidence),
+                    dangling=bool(record.missing_evidence),
                 )
             )
 
@@ -279,6 +281,28 @@ def answer_reads_question(facts: TraceFacts) -> list[Finding]:
     return found
 
 
+def retrieval_reads_question(facts: TraceFacts) -> list[Finding]:
+    """A case's retrieval ops are those reading its question; else only the latest one the
+    answer op depends on (up to three steps back) is taken (``case_anchor.cypher``)."""
+    if "retrieval" not in facts.kinds:
+        return []  # no_memories says what that costs
+    unread = [case.id for case in facts.cases if case.query not in facts.served]
+    if not unread:
+        return []
+    return [
+        Finding(
+            "retrieval-does-not-read-question",
+            "warning",
+            len(unread),
+            f"{_count(unread, 'case', 'cases')}: no retrieval operation reads the question, so "
+            "the case's search is guessed (the latest one the answer depends on); a retrieval "
+            "miss may be blamed on another search, or on extraction",
+            "read(question) inside the operation that searches for it",
+            _examples(unread),
+        )
+    ]
+
+
 def cases_without_gold(facts: TraceFacts) -> list[Finding]:
     missing = [case.id for case in facts.cases if not case.gold]
     if not missing:
@@ -301,13 +325,19 @@ def cases_without_evidence(facts: TraceFacts) -> list[Finding]:
     missing = [case.id for case in facts.cases if not case.evidence]
     if not missing:
         return []
+    dangling = sum(case.dangling for case in facts.cases if not case.evidence)
+    named = (
+        f" ({dangling} of them name evidence the trace does not hold: missing_evidence)"
+        if dangling
+        else ""
+    )
     if facts.messages:
         return [
             Finding(
                 "no-evidence",
                 "warning",
                 len(missing),
-                f"{len(missing)} of {len(facts.cases)} cases have no evidence: their trails "
+                f"{len(missing)} of {len(facts.cases)} cases have no evidence{named}: their trails "
                 f"start from the {facts.messages} 'message' variables retrieved for question + "
                 "gold answer, which may pick the wrong message",
                 "case(evidence=[ids of the message variables that hold the answer])",
@@ -319,7 +349,8 @@ def cases_without_evidence(facts: TraceFacts) -> list[Finding]:
             "no-evidence",
             "error",
             len(missing),
-            f"{len(missing)} of {len(facts.cases)} cases have no evidence and the trace has no "
+            f"{len(missing)} of {len(facts.cases)} cases have no evidence{named} and the trace "
+            "has no "
             "variable of category 'message' to retrieve it from: no trail can start, so every "
             "failure is blamed on the answer",
             "case(evidence=[ids of the message variables that hold the answer]), and "
@@ -417,6 +448,7 @@ CHECKS: Final[tuple[Callable[[TraceFacts], list[Finding]], ...]] = (
     no_cases,
     unscored_cases,
     answer_reads_question,
+    retrieval_reads_question,
     cases_without_gold,
     cases_without_evidence,
     memories_without_category,

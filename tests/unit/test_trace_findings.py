@@ -34,6 +34,7 @@ def test_a_well_traced_system_has_no_findings(tmp_path: Path) -> None:
 VARIANTS = {
     "no-answer-operation": (Mistakes(answer_reads_question=False, answer_name="bot.say"), "error"),
     "answer-does-not-read-question": (Mistakes(answer_reads_question=False), "warning"),
+    "retrieval-does-not-read-question": (Mistakes(lookup_reads_question=False), "warning"),
     "overwrite-lost-category": (Mistakes(overwrite="variable"), "error"),
     "memory-without-category": (Mistakes(memory_category=None), "error"),
     "no-memories": (Mistakes(lookup_name="diary.find"), "warning"),
