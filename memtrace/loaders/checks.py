@@ -112,6 +112,7 @@ class TraceChecker:
     def __init__(self) -> None:
         self.facts = TraceFacts()
         self._names: dict[str, str] = {}  # one string object per op name
+        self._kinds: dict[tuple[str, str | None], Kind] = {}  # ops repeat a few names
 
     def watch(self, records: Iterable[tuple[str, AnyRecord]]) -> Iterator[tuple[str, AnyRecord]]:
         """``records`` unchanged, each observed on the way."""
@@ -124,7 +125,7 @@ class TraceChecker:
         if isinstance(record, VariableRecord):
             self._variable(record)
         elif isinstance(record, OperationRecord):
-            kind = record.kind or derive_kind(record.name, record.category)
+            kind = record.kind or self._kind(record.name, record.category)
             facts.kinds[kind] = facts.kinds.get(kind, 0) + 1
             name = self._names.setdefault(record.name, record.name)
             for var_id in record.writes:
@@ -151,6 +152,12 @@ class TraceChecker:
                     dangling=bool(record.missing_evidence),
                 )
             )
+
+    def _kind(self, name: str, category: str | None) -> Kind:
+        kind = self._kinds.get((name, category))
+        if kind is None:
+            kind = self._kinds[name, category] = derive_kind(name, category)
+        return kind
 
     def _variable(self, record: VariableRecord) -> None:
         facts = self.facts
