@@ -2,7 +2,7 @@
 
     memtrace run mem0 --data ../shared/data/locomo/locomo10.json --conversations 1,2,3,4 \
         --out /tmp/checks --deterministic
-    .venv/bin/python benchmarks/trace_checks.py /tmp/checks --repeat 5
+    .venv/bin/python benchmarks/checks_overhead.py /tmp/checks --repeat 5
 
 The validation pass (`build_index` over the parsed records) runs with and without a
 `TraceChecker` watching the records, interleaved ``--repeat`` times so that the machine's load
