@@ -6,11 +6,14 @@ from pathlib import Path
 
 import click
 
+from memtrace.cli.errors import json_errors
 from memtrace.cli.load import locomo_labels, print_findings
 from memtrace.cli.options import choice
 from memtrace.cli.output import make_console, strict_json
 from memtrace.errors import MemtraceError
-from memtrace.loaders.load import FORMATS, LoadOptions, LoadSummary, load_paths
+from memtrace.loaders.formats import FORMAT_NAMES
+from memtrace.loaders.load import LoadOptions, LoadSummary, load_paths
+from memtrace.systems.registry import SYSTEM_SPELLINGS
 
 
 def error_count(summary: LoadSummary) -> int:
@@ -20,7 +23,10 @@ def error_count(summary: LoadSummary) -> int:
 @click.command("check")
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
-    "--format", "fmt", type=click.Choice(FORMATS), help="Input format (default: detected per file)."
+    "--format",
+    "fmt",
+    type=click.Choice(FORMAT_NAMES),
+    help="Input format (default: detected per file).",
 )
 @click.option(
     "--labels",
@@ -33,12 +39,14 @@ def check_command(
 ) -> None:
     """Validate traces (nothing is written) and list what will degrade attribution, each with
     its fix. Exits 1 when a trace has a problem at error level."""
-    options = LoadOptions(
-        format=choice(fmt, FORMATS) if fmt is not None else None,
-        dry_run=True,
-        labels=locomo_labels(labels) if labels is not None else None,
-    )
-    summary = load_paths(None, list(paths), options)
+    with json_errors(as_json):  # a file that is no valid trace: its error as JSON too
+        options = LoadOptions(
+            format=choice(fmt, FORMAT_NAMES) if fmt is not None else None,
+            dry_run=True,
+            labels=locomo_labels(labels) if labels is not None else None,
+            system_spellings=SYSTEM_SPELLINGS,
+        )
+        summary = load_paths(None, list(paths), options)
     if as_json:
         report = summary.as_dict()
         click.echo(
