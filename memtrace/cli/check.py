@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from memtrace.cli.errors import json_errors
-from memtrace.cli.load import locomo_labels, print_findings
+from memtrace.cli.load import format_option, labels_option, locomo_labels, print_findings
 from memtrace.cli.options import choice
 from memtrace.cli.output import make_console, strict_json
 from memtrace.errors import MemtraceError
@@ -22,17 +22,8 @@ def error_count(summary: LoadSummary) -> int:
 
 @click.command("check")
 @click.argument("paths", nargs=-1, required=True)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMAT_NAMES),
-    help="Input format (default: detected per file).",
-)
-@click.option(
-    "--labels",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    help="OTLP files: LoCoMo-format questions to join as cases (as `memtrace load --labels`).",
-)
+@format_option
+@labels_option
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON on stdout.")
 def check_command(
     paths: tuple[str, ...], fmt: str | None, labels: Path | None, as_json: bool

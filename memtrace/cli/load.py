@@ -117,6 +117,19 @@ def print_findings(summary: LoadSummary, console: Console) -> None:
             )
 
 
+format_option = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMAT_NAMES),
+    help="Input format (default: detected per file).",
+)
+labels_option = click.option(
+    "--labels",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="OTLP files: LoCoMo-format questions to join as cases (by session.id and question).",
+)
+
+
 def locomo_labels(path: Path) -> Labels:
     """The questions of a LoCoMo-format file, as the OTLP importer joins them."""
     questions = []
@@ -149,17 +162,8 @@ def locomo_labels(path: Path) -> Labels:
 @click.option("--trace-id", help="Override the trace id (only with a single file).")
 @click.option("--system", help="Override the memory system name (e.g. mem0).")
 @click.option("--dataset", help="Override the dataset name (e.g. locomo).")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMAT_NAMES),
-    help="Input format (default: detected per file).",
-)
-@click.option(
-    "--labels",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    help="OTLP files: LoCoMo-format questions to join as cases (by session.id and question).",
-)
+@format_option
+@labels_option
 @click.option("--dry-run", is_flag=True, help="Validate only; write nothing.")
 @click.option(
     "--bulk",
