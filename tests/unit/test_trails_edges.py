@@ -87,6 +87,7 @@ def test_the_stale_memory_case_is_found() -> None:
     assert JobCase(trail=lost).stale() == [("m2", "old@1", "extract-2")]
 
 
+BOTH = f"{OLD_TEXT} I started working at a workshop last week."
 UPDATE = OpRef("decide-2", 12, "update", "memory_system.update_memory_decision")
 DELETE = OpRef("delete-1", 8, "deletion", "memory_system.delete_memory")
 
@@ -131,8 +132,9 @@ DELETE = OpRef("delete-1", 8, "deletion", "memory_system.delete_memory")
             id="not-about-what-is-asked",
         ),
         pytest.param(JobCase(anchor=replace(JOB, golden_answers=("cashier",))), id="holds-gold"),
-        pytest.param(
-            JobCase(old=stored("old@1", 4, f"{OLD_TEXT} {NEWER_TEXT}")), id="holds-the-evidence"
+        pytest.param(  # 5 of the key sentence's 6 content words, not the gold answer
+            JobCase(old=stored("old@1", 4, BOTH), context=(BOTH, NEW_TEXT)),
+            id="holds-the-evidence",
         ),
         pytest.param(JobCase(context=(NEW_TEXT,)), id="not-in-the-context"),
     ],
