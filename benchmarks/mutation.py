@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -109,6 +110,10 @@ class Summary:
         return sorted(name for name, status in self.statuses.items() if status in UNDETECTED)
 
     @property
+    def unchecked(self) -> int:
+        return sum(status == "not checked" for status in self.statuses.values())
+
+    @property
     def score(self) -> float | None:
         return round(self.detected / self.checked, 4) if self.checked else None
 
@@ -127,6 +132,7 @@ class Summary:
             "score": self.score,
             "statuses": dict(Counter(self.statuses.values())),
             "by_module": self.by_module(),
+            "not_checked": self.unchecked,
             "undetected": self.undetected,
         }
 
@@ -138,6 +144,7 @@ def main() -> int:
     parser.add_argument("--tests", nargs="+", help="test files or directories to run")
     parser.add_argument("--workdir", type=Path, help="keep the copy here (resumes a run)")
     parser.add_argument("--max-children", type=int, default=2)
+    parser.add_argument("--timeout", type=float, help="stop after this many seconds")
     parser.add_argument("--nice", type=int, default=10, help="priority increment (os.nice)")
     parser.add_argument("--json", type=Path, help="write the summary here")
     parser.add_argument("--min-score", type=float, help="exit 1 below this share detected")
@@ -153,17 +160,27 @@ def main() -> int:
     copy = prepare(workdir, modules, tests)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the copy, not the repo
     started = time.monotonic()
-    run = subprocess.run(
-        [mutmut, "run", "--max-children", str(args.max_children)],
-        cwd=copy,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    log = workdir / "mutmut.log"
+    with log.open("w", encoding="utf-8") as out:
+        # a session of its own: on --timeout the run and every worker it forked stop together
+        run = subprocess.Popen(
+            [mutmut, "run", "--max-children", str(args.max_children)],
+            cwd=copy,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            returncode: int | None = run.wait(timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(run.pid, signal.SIGTERM)
+            run.wait()
+            returncode = None  # stopped: what was checked is summarized, the rest is not
     seconds = time.monotonic() - started
-    if run.returncode != 0:
-        print(run.stdout[-3000:], run.stderr[-3000:], sep="\n", file=sys.stderr)
-        print(f"mutmut run failed (exit {run.returncode}) in {copy}", file=sys.stderr)
+    if returncode:
+        print(log.read_text(encoding="utf-8", errors="replace")[-3000:], file=sys.stderr)
+        print(f"mutmut run failed (exit {returncode}); its output: {log}", file=sys.stderr)
         return 1
     found = Summary(results(copy, mutmut))
     for module, counts in found.by_module().items():
@@ -172,7 +189,8 @@ def main() -> int:
     load = os.getloadavg()
     print(
         f"score {found.score} ({found.detected}/{found.checked} detected, "
-        f"{len(found.statuses)} mutants) in {seconds:.0f} s, load {load[0]:.1f}"
+        f"{len(found.statuses)} mutants, {found.unchecked} not checked) in {seconds:.0f} s, "
+        f"load {load[0]:.1f}" + (" (stopped by --timeout)" if returncode is None else "")
     )
     if args.json:
         record = {
@@ -180,6 +198,7 @@ def main() -> int:
             "modules": list(modules),
             "tests": list(tests),
             "seconds": round(seconds),
+            "stopped_by_timeout": returncode is None,
             "load": load,
         }
         args.json.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")

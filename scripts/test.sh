@@ -49,6 +49,13 @@ if [ "${CI:-}" = true ]; then
   fi
 fi
 
+# A sample of the mutation tests (docs/testing.md): the executed label and the walks mutated,
+# against the unit tests that pin their decisions. The whole run is a benchmark, outside CI.
+# (Before pytest, so that pytest's summary closes the output.)
+if [ "${CI:-}" = true ]; then
+  "$BIN/python" benchmarks/mutation.py --sample --min-score 0.85
+fi
+
 # Integration tests must run, not skip, here: a missing server is a failure. The mem0ai 2.x
 # tests run in the second virtualenv, where mem0ai 2.x is (one environment holds one major).
 MEMTRACE_REQUIRE_NEO4J=1 "$BIN/pytest" --ignore=tests/integration/test_mem0_lib_v2.py "$@"
