@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -46,6 +46,7 @@ class Scripted:
     calls: list[frozenset[str]] = field(default_factory=list)
 
     def replay(self, case_id: str, repaired: Sequence[str] = ()) -> Ran:
+        assert case_id == "case"
         key = frozenset(repaired)
         self.calls.append(key)
         done = tuple(
@@ -347,7 +348,38 @@ def test_the_replay_judge_blames_nothing_when_repairs_interact() -> None:
 
 def test_the_replay_judge_decides_whole_cases_only() -> None:
     judge = ReplayJudge(OneTrace(Scripted(rescued=set())))
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(NotImplementedError, match="decides whole cases"):
         judge.check(case_view(), CANDIDATES[0])
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(NotImplementedError, match="decides whole cases"):
         judge.intact_after(case_view(), CANDIDATES[0])
+
+
+def test_every_rewriter_is_a_suspect_and_an_unchanged_one_takes_its_kind() -> None:
+    # two ops off every trail; the rewrite's repair reports nothing, yet it is decisive
+    replayer = Scripted(
+        rescued=sets(["extract", "rewrite", "delete", "search"], ["rewrite", "delete", "search"]),
+        unchanged={"rewrite"},
+    )
+    view = case_view(
+        holder("mem@1", 4, next_id="mem@2", next_seq=5, next_creator=REWRITE),
+        holder("mem@2", 5, OTHER),
+        holder("mem@3", 4, deleted_by=DELETE),
+    )
+    found = decide(replayer, view)
+    outcomes = json.loads(found.outcomes or "")
+    assert [c["op_id"] for c in outcomes["candidates"]] == [
+        "extract",
+        "rewrite",
+        "delete",
+        "search",
+    ]
+    assert found.candidate == Candidate(REWRITE, "rewrote a holder")
+    assert found.error_type == "UpdateError"  # the kind of the rewrite (an update)
+
+
+def test_a_case_without_an_answer_op_blames_nothing_when_no_repair_rescues_it() -> None:
+    graph = replace(case_view(*REWRITTEN).graph, anchor=replace(ANCHOR, answer=None))
+    view = CaseView(graph, case_view().trails)
+    found = ReplayJudge(OneTrace(Scripted(rescued=set()))).decide("linear", view, CANDIDATES[:2])
+    assert (found.candidate, found.error_type) == (None, None)
+    assert "no answer operation to blame" in found.reason

@@ -206,6 +206,17 @@ def test_of_two_equally_likely_key_sentences_the_one_that_got_further_is_followe
         assert (found.key_sentence, found.stage) == (cat, "stored")
 
 
+def test_a_rewrite_that_kept_the_sentence_is_no_loss_the_later_deletion_is() -> None:
+    merge, drop = OpRef("merge", 5, "update", "merge"), OpRef("drop", 7, "deletion", "drop")
+    memories = (
+        Memory("mem@1", 4, f"Ann: {SENTENCE}", READ, "mem@2", 5, merge, None),
+        Memory("mem@2", 5, f"Ann: {SENTENCE}\nAnn: likes tea.", merge, None, None, None, drop),
+    )
+    (trail,) = trace_all(kitten_case(*memories))
+    assert trail.stop is not None
+    assert (trail.stage, trail.stop.id, trail.error_type) == ("lost", "drop", "DeletionError")
+
+
 # -- candidates: which ops become suspects -------------------------------------------------------
 
 EMBED = OpRef("embed", 3, "embedding", "embed")
@@ -319,11 +330,13 @@ def test_with_nothing_found_the_answer_op_is_blamed_with_no_confidence(
     found = walk(ScriptedJudge(), walk_view(), cands())
     assert blamed(found) == ("answer", "ResponseError", 0.0)
     assert found.reason.startswith(why) and "answer op is blamed" in found.reason
+    assert found.checked and found.usage.calls == len(found.checked)  # what the walk spent
     # the answer candidate is found by id, wherever it stands
     found = walk(ScriptedJudge(), walk_view(), [Candidate(ANSWER_OP, "r"), *cands(False)])
     assert blamed(found) == ("answer", "ResponseError", 0.0)
     nothing = walk(ScriptedJudge(), walk_view(), cands(with_answer=False))
     assert blamed(nothing) == (None, None, 0.0) and nothing.reason.startswith(why)
+    assert nothing.checked and nothing.usage.calls == len(nothing.checked)
     other_answer = walk(ScriptedJudge(), walk_view(OpRef("elsewhere", 8)), cands())
     assert blamed(other_answer) == (None, None, 0.0)
 
@@ -340,10 +353,13 @@ def test_a_failing_judge_reports_what_the_walk_spent_and_checked(walk: Walk) -> 
 
 
 def test_a_deciding_judge_decides_the_whole_case() -> None:
+    view = walk_view()
+
     class Decider(ScriptedJudge):
-        def decide(self, strategy: str, view: CaseView, found: Sequence[Candidate]) -> Found:
+        def decide(self, strategy: str, seen: CaseView, found: Sequence[Candidate]) -> Found:
+            assert seen is view
             return Found(found[1], "DeletionError", strategy, 1.0)
 
-    found = search("binary", Decider(), walk_view(), cands())
+    found = search("binary", Decider(), view, cands())
     assert blamed(found) == ("op1", "DeletionError", 1.0) and found.reason == "binary"
     assert blamed(search("linear", ScriptedJudge(), walk_view(), cands()))[0] == "answer"
