@@ -9,7 +9,8 @@ surviving mutant is acceptable. The goal is >= 85% on these modules.
 Runs in a copy of the working tree (mutmut writes a ``mutants/`` directory beside the code), at
 low priority (``os.nice``). The whole run takes hours on two shared cores; ``--sample`` is CI's:
 two modules against the unit tests that pin their decisions, a couple of minutes, failing under
-``--min-score``. A run stopped half-way resumes where it was with the same ``--workdir``.
+``--min-score``. A run stopped half-way (``--timeout``) resumes where it was with the same
+``--workdir``; ``--retest`` runs that workdir's surviving mutants again (after new tests).
 
     .venv/bin/python benchmarks/mutation.py --workdir /tmp/mutation        # the whole thing
     .venv/bin/python benchmarks/mutation.py --sample --min-score 0.85      # CI's sample
@@ -144,6 +145,9 @@ def main() -> int:
     parser.add_argument("--tests", nargs="+", help="test files or directories to run")
     parser.add_argument("--workdir", type=Path, help="keep the copy here (resumes a run)")
     parser.add_argument("--max-children", type=int, default=2)
+    parser.add_argument(
+        "--retest", action="store_true", help="run the undetected mutants of --workdir again"
+    )
     parser.add_argument("--timeout", type=float, help="stop after this many seconds")
     parser.add_argument("--nice", type=int, default=10, help="priority increment (os.nice)")
     parser.add_argument("--json", type=Path, help="write the summary here")
@@ -163,8 +167,9 @@ def main() -> int:
     log = workdir / "mutmut.log"
     with log.open("w", encoding="utf-8") as out:
         # a session of its own: on --timeout the run and every worker it forked stop together
+        again = Summary(results(copy, mutmut)).undetected if args.retest else []
         run = subprocess.Popen(
-            [mutmut, "run", "--max-children", str(args.max_children)],
+            [mutmut, "run", "--max-children", str(args.max_children), *again],
             cwd=copy,
             env=env,
             stdout=out,

@@ -20,6 +20,7 @@ from memtrace.attribution.model import Anchor, Candidate, CaseGraph, Evidence, M
 from memtrace.attribution.replay_judge import ReplayJudge, _rewriters
 from memtrace.attribution.walk import Found
 from memtrace.taxonomy import ErrorType
+from memtrace.usage import Usage
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,7 @@ def test_every_repair_together_failing_is_a_response_error_at_the_answer() -> No
     found = label_of(replayer, [("a", "extraction"), ("b", "retrieval")])
     assert (found.status, found.op_id, found.error_type) == ("response", "ans", "ResponseError")
     assert [o.downstream for o in found.outcomes] == [False, False]
+    assert "with all 2 non-answer candidates" in found.reason and "still wrong" in found.reason
 
 
 def test_no_candidate_but_the_answer_is_a_response_error_without_replays() -> None:
@@ -317,8 +319,10 @@ def test_the_replay_judge_blames_a_rewriter_off_every_trail() -> None:
     assert found.candidate == Candidate(REWRITE, "rewrote a holder")
     assert found.error_type == "UpdateError" and found.confidence == 1.0
     assert found.checked == ["extract", "search", "answer"]  # the Cypher candidates
-    assert "replay (decisive)" in found.reason
-    outcomes = json.loads(found.outcomes or "")
+    assert "replay (decisive)" in found.reason and found.usage == Usage()  # no model call
+    assert found.outcomes is not None
+    outcomes = json.loads(found.outcomes)
+    assert found.outcomes == json.dumps(outcomes, separators=(",", ":"))  # compact JSON
     assert [c["op_id"] for c in outcomes["candidates"]] == ["extract", "rewrite", "search"]
     assert found.replays == outcomes["replays"] == len(set(replayer.calls))
     assert all("answer" not in call for call in replayer.calls)  # the answer runs for real

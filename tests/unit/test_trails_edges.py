@@ -350,6 +350,7 @@ def test_a_failing_judge_reports_what_the_walk_spent_and_checked(walk: Walk) -> 
         walk(judge, walk_view(), cands())
     assert caught.value.usage is not None and caught.value.usage.calls >= 2
     assert caught.value.checked[-1] == judge.fail_on and len(caught.value.checked) >= 2
+    assert str(caught.value) == "endpoint down"
 
 
 def test_a_deciding_judge_decides_the_whole_case() -> None:
