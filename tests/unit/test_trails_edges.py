@@ -72,13 +72,15 @@ class JobCase:
     context: tuple[str, ...] = (OLD_TEXT, NEW_TEXT)
     trail: Trail = KEY
 
-    def stale(self) -> list[tuple[str, str, str]]:
+    def graph(self) -> CaseGraph:
         memories = (self.old, stored("new@1", 13, NEW_TEXT))
         ctx = tuple((f"ctx{i}", value) for i, value in enumerate(self.context))
-        graph = CaseGraph(self.anchor, (Evidence("m2", NEWER_TEXT, seq=10),), self.flow,
-                          memories, ctx)  # fmt: skip
+        return CaseGraph(self.anchor, (Evidence("m2", NEWER_TEXT, seq=10),), self.flow,
+                         memories, ctx)  # fmt: skip
+
+    def stale(self) -> list[tuple[str, str, str]]:
         return [(s.trail.message_id, s.memory.id, s.superseding.id)
-                for s in stale_memories(graph, [self.trail])]  # fmt: skip
+                for s in stale_memories(self.graph(), [self.trail])]  # fmt: skip
 
 
 def test_the_stale_memory_case_is_found() -> None:
@@ -217,6 +219,56 @@ def test_a_rewrite_that_kept_the_sentence_is_no_loss_the_later_deletion_is() -> 
     assert (trail.stage, trail.stop.id, trail.error_type) == ("lost", "drop", "DeletionError")
 
 
+# -- where a never-stored sentence left the flow (no extraction op lost it) -----------------------
+
+COPY = OpRef("copy", 2, "other", "")
+SPLIT = OpRef("split", 3, "other", "split_turns")
+HELD_FACT = f"Ann: {SENTENCE}"
+
+
+def lost_at(*steps: FlowStep) -> tuple[str | None, str]:
+    graph = CaseGraph(KITTEN, (Evidence("m1", SENTENCE, seq=1),), steps, (),
+                      (("ctx", "Ann: likes tea."),))  # fmt: skip
+    (trail,) = trace_all(graph)
+    assert (trail.stage, trail.error_type) == ("lost", "ExtractionError")
+    return (trail.stop.id if trail.stop else None), trail.detail
+
+
+def test_a_sentence_no_extraction_lost_stops_at_the_op_that_wrote_nothing_holding_it() -> None:
+    # steps listed out of order: the flow is read in execution order
+    steps = (
+        FlowStep("m1", 2, SPLIT, "x1", "x2", "Ann: likes tea."),
+        FlowStep("m1", 1, COPY, "m1", "x1", HELD_FACT),
+    )
+    assert lost_at(*steps) == ("split", "split_turns received it but wrote no output holding it")
+    # an op without a name is named by its kind
+    assert lost_at(FlowStep("m1", 1, COPY, "m1", "x1", "Ann: hi."))[1].startswith("other received")
+
+
+def test_a_sentence_passed_on_to_the_end_but_never_stored_stops_at_the_first_op() -> None:
+    steps = (
+        FlowStep("m1", 1, COPY, "m1", "x1", HELD_FACT),
+        FlowStep("m1", 2, SPLIT, "x1", "x2", HELD_FACT),
+        FlowStep("m1", 3, OpRef("late", 4, "other", ""), "y", "z", "Ann: likes tea."),
+    )
+    assert lost_at(*steps) == ("copy", "no memory ever held it")
+    assert lost_at() == (None, "no operation read the message")
+
+
+def test_a_retrieval_step_that_dropped_it_is_named_by_its_kind_without_a_name() -> None:
+    rerank = OpRef("rerank", 21, "retrieval", "")
+    anchor = replace(KITTEN, retrievals=(KITTEN.retrievals[1], rerank))
+    steps = (
+        FlowStep("m1", 1, READ, "m1", "facts", HELD_FACT),
+        FlowStep("m1", 2, KITTEN.retrievals[1], "mem@1", "r1", f"[{HELD_FACT}]"),
+        FlowStep("m1", 3, rerank, "r1", "ctx", "[Ann: likes tea.]"),
+    )
+    graph = replace(kitten_case(kept("mem@1", 4), anchor=anchor), flow=steps)
+    (trail,) = trace_all(graph)
+    assert trail.stop == rerank
+    assert trail.detail == "retrieval received r1 holding it but passed no result holding it on"
+
+
 # -- candidates: which ops become suspects -------------------------------------------------------
 
 EMBED = OpRef("embed", 3, "embedding", "embed")
@@ -245,6 +297,14 @@ def test_candidates_are_the_extraction_readers_deleters_retrievals_answer_and_tr
         ("drop", "deletes", ()),
         ("search-1", "retrieval", ()),
         ("search-2", "retrieval", ()),
+        ("answer", "answer", ()),
+    ]
+
+
+def test_the_op_that_left_a_stale_memory_is_a_candidate_with_its_message() -> None:
+    assert suspects(JobCase().graph(), [KEY]) == [
+        ("extract-2", "stale memory", ("m2",)),
+        ("search", "retrieval", ()),
         ("answer", "answer", ()),
     ]
 
