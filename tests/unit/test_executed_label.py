@@ -86,6 +86,11 @@ def test_the_error_type_is_what_the_repair_restored_not_the_op_kind() -> None:
     )
     found = label_of(replayer, [("a", "extraction"), ("b", "retrieval")])
     assert (found.status, found.op_id, found.error_type) == ("decisive", "b", "UpdateError")
+    assert found.case_id == "case"
+    assert found.reason == (
+        "replayed with b and its ideal downstream repaired, the answer is correct; "
+        "without b's repair it is not (restored for b)"
+    )
     by_op = {o.op_id: o for o in found.outcomes}
     assert (by_op["a"].error_type, by_op["b"].error_type) == ("ExtractionError", "UpdateError")
     assert [o.decisive for o in found.outcomes] == [False, True]
@@ -97,6 +102,7 @@ def test_a_decisive_repair_that_reported_nothing_takes_the_type_of_the_op_kind()
     found = label_of(replayer, [("a", "deletion"), ("b", "retrieval")])
     assert (found.status, found.op_id, found.error_type) == ("decisive", "a", "DeletionError")
     assert found.outcomes[0].changed == "" and found.outcomes[0].error_type is None
+    assert found.reason.endswith("without a's repair it is not (repaired)")
 
 
 def test_only_the_transition_is_decisive_and_each_fix_alone_is_replayed() -> None:
@@ -121,6 +127,7 @@ def test_a_repair_that_changed_nothing_is_not_replayed_alone() -> None:
     assert frozenset("b") not in replayer.calls
     assert {frozenset("a"), frozenset("c")} <= set(replayer.calls)
     assert [o.alone for o in found.outcomes] == [True, False, False]
+    assert [o.decisive for o in found.outcomes] == [True, False, False]
     assert found.replays == 4  # abc, bc, a, c
 
 
@@ -146,6 +153,9 @@ def test_no_candidate_but_the_answer_is_a_response_error_without_replays() -> No
     found = label_of(replayer, [("ans", "generation")])
     assert (found.status, found.op_id, found.error_type) == ("response", "ans", "ResponseError")
     assert found.replays == 0 and replayer.calls == [] and found.outcomes == ()
+    assert (
+        found.reason == "no non-answer candidate: the answer op is the failed case's only suspect"
+    )
 
 
 def test_no_answer_op_and_no_rescue_blames_nothing() -> None:
