@@ -378,6 +378,10 @@ def test_binary_blames_the_first_op_after_which_evidence_is_broken() -> None:
     found = binary(judge, walk_view(), cands())
     assert blamed(found) == ("op2", "UpdateError", 0.5)  # the check's type, not the kind's
     assert found.checked == ["op1", "op2", "op2"]  # two intact_after, then the check
+    assert found.reason == "x" and found.usage == Usage(calls=3, tokens_in=10)
+    # broken only after the last candidate: it is checked too
+    last = binary(ScriptedJudge(broken_from=9), walk_view(), cands())
+    assert blamed(last) == ("answer", "ResponseError", 0.9) and last.reason == "fine"
     judge = ScriptedJudge(broken_from=0)
     assert blamed(binary(judge, walk_view(), cands())) == ("op0", "ExtractionError", 0.9)
 
