@@ -176,12 +176,17 @@ def test_the_store_is_looked_at_when_the_first_retrieval_runs() -> None:
     (late,) = trace_all(kitten_case(kept("mem@1", 22)))
     assert (late.stage, late.error_type) == ("lost", "ExtractionError")
     (early,) = trace_all(kitten_case(kept("mem@1", 19)))
+    assert early.holders == ("mem@1",)
+    assert [word.lower() for word in early.answer_words] == ["pixel"]  # the gold answer's word
     assert (early.stage, early.stop, early.error_type) == ("stored", KITTEN.retrievals[1],
                                                            "RetrievalError")  # fmt: skip
     # deleted between the two searches: still live at the first
     (deleted,) = trace_all(kitten_case(kept("mem@1", 4, OpRef("del", 22, "deletion"))))
     assert deleted.stage == "stored"
     (gone,) = trace_all(kitten_case(kept("mem@1", 4, OpRef("del", 18, "deletion"))))
+    assert gone.holders == ("mem@1",)
+    (said,) = trace_all(replace(kitten_case(), context=(("ctx", f"Ann: {SENTENCE}"),)))
+    assert (said.stage, said.stop, said.detail) == ("context", None, "reached the answer's context")
     assert gone.stop is not None
     assert (gone.stage, gone.stop.id, gone.error_type) == ("lost", "del", "DeletionError")
 
@@ -243,6 +248,18 @@ def test_a_sentence_no_extraction_lost_stops_at_the_op_that_wrote_nothing_holdin
     assert lost_at(*steps) == ("split", "split_turns received it but wrote no output holding it")
     # an op without a name is named by its kind
     assert lost_at(FlowStep("m1", 1, COPY, "m1", "x1", "Ann: hi."))[1].startswith("other received")
+
+
+def test_an_extraction_that_dropped_it_is_the_stop_even_when_later_ops_drop_it_too() -> None:
+    assert lost_at(FlowStep("m1", 1, READ, "m1", "facts", "[]")) == (
+        "extract", "the extraction output does not contain it"
+    )  # fmt: skip
+    # the extraction kept it, a later op did not: that op, not the extraction
+    steps = (
+        FlowStep("m1", 1, READ, "m1", "facts", HELD_FACT),
+        FlowStep("m1", 2, SPLIT, "facts", "x2", "Ann: likes tea."),
+    )
+    assert lost_at(*steps)[0] == "split"
 
 
 def test_a_sentence_passed_on_to_the_end_but_never_stored_stops_at_the_first_op() -> None:
