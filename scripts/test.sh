@@ -53,7 +53,7 @@ fi
 # against the unit tests that pin their decisions. The whole run is a benchmark, outside CI.
 # (Before pytest, so that pytest's summary closes the output.)
 if [ "${CI:-}" = true ]; then
-  "$BIN/python" benchmarks/mutation.py --sample --min-score 0.85
+  "$BIN/python" benchmarks/mutation.py --sample --min-score 0.85 --timeout 240
 fi
 
 # Integration tests must run, not skip, here: a missing server is a failure. The mem0ai 2.x

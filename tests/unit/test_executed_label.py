@@ -146,6 +146,7 @@ def test_every_repair_together_failing_is_a_response_error_at_the_answer() -> No
     assert (found.status, found.op_id, found.error_type) == ("response", "ans", "ResponseError")
     assert [o.downstream for o in found.outcomes] == [False, False]
     assert "with all 2 non-answer candidates" in found.reason and "still wrong" in found.reason
+    assert (found.case_id, found.replays) == ("case", 3)  # ab, b, a
 
 
 def test_no_candidate_but_the_answer_is_a_response_error_without_replays() -> None:
@@ -169,6 +170,8 @@ def test_interacting_repairs_are_no_single_decisive_op() -> None:
     assert (found.status, found.op_id, found.error_type) == ("no_single", None, None)
     assert [o.decisive for o in found.outcomes] == [False, True, False]
     assert [o.downstream for o in found.outcomes] == [False, True, False]
+    assert (found.case_id, found.replays) == ("case", len(set(replayer.calls)))
+    assert "the repairs interact" in found.reason
 
 
 def test_the_ideal_downstream_repairs_the_later_construction_ops_too() -> None:

@@ -90,6 +90,16 @@ def test_the_stale_memory_case_is_found() -> None:
 
 
 BOTH = f"{OLD_TEXT} I started working at a workshop last week."
+
+
+def test_each_trail_is_looked_at_and_two_question_words_make_a_topic() -> None:
+    graph = JobCase().graph()
+    others = [replace(KEY, role="answer part"), replace(KEY, stage="stored", stop=SEARCH)]
+    assert [s.memory.id for s in stale_memories(graph, [*others, KEY])] == ["old@1"]
+    two = JobCase(anchor=replace(JOB, question="What job did Chloe take?"))  # chloe, job
+    assert two.stale() == [("m2", "old@1", "extract-2")]
+
+
 UPDATE = OpRef("decide-2", 12, "update", "memory_system.update_memory_decision")
 DELETE = OpRef("delete-1", 8, "deletion", "memory_system.delete_memory")
 
@@ -189,6 +199,11 @@ def test_the_store_is_looked_at_when_the_first_retrieval_runs() -> None:
     assert (said.stage, said.stop, said.detail) == ("context", None, "reached the answer's context")
     assert gone.stop is not None
     assert (gone.stage, gone.stop.id, gone.error_type) == ("lost", "del", "DeletionError")
+
+
+def test_a_stored_sentence_with_no_retrieval_op_stops_nowhere() -> None:
+    (trail,) = trace_all(kitten_case(kept("mem@1", 4), anchor=replace(KITTEN, retrievals=())))
+    assert (trail.stage, trail.stop, trail.error_type) == ("stored", None, "RetrievalError")
 
 
 def test_how_far_a_trail_got_ranks_context_then_store_then_the_latest_loss() -> None:
