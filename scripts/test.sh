@@ -24,8 +24,8 @@ stop_server() {
 trap stop_server EXIT
 
 # Under CI=true every optional part must be there, checked by version (tests/ci_skips.py also
-# fails the run on any skip): mem0ai 1.0.x, sentence-transformers and the OTel SDK here, mem0ai 2.x
-# in the second virtualenv (`make venv-mem0v2`).
+# fails the run on any skip): mem0ai 1.0.x, sentence-transformers, the OTel extras and smartcomment
+# here, mem0ai 2.x in the second virtualenv (`make venv-mem0v2`).
 MEM0V2=.venv-mem0v2/bin
 version_of() {  # version_of PYTHON DIST: the installed version, empty when missing
   "$1" -c 'import importlib.metadata as m, sys
@@ -35,8 +35,10 @@ except m.PackageNotFoundError: pass' "$2"
 if [ "${CI:-}" = true ]; then
   missing=""
   case "$(version_of "$BIN/python" mem0ai)" in 1.0.*) ;; *) missing+=" mem0ai-1.0.x(.venv)" ;; esac
-  [ -n "$(version_of "$BIN/python" sentence-transformers)" ] || missing+=" sentence-transformers"
-  [ -n "$(version_of "$BIN/python" opentelemetry-sdk)" ] || missing+=" opentelemetry-sdk"
+  for dist in sentence-transformers opentelemetry-sdk opentelemetry-instrumentation-openai \
+    smartcomment; do
+    [ -n "$(version_of "$BIN/python" "$dist")" ] || missing+=" $dist"
+  done
   if [ -x "$MEM0V2/python" ]; then
     case "$(version_of "$MEM0V2/python" mem0ai)" in 2.*) ;; *) missing+=" mem0ai-2.x($MEM0V2)" ;; esac
     [ -n "$(version_of "$MEM0V2/python" opentelemetry-sdk)" ] || missing+=" opentelemetry-sdk($MEM0V2)"
@@ -58,7 +60,9 @@ fi
 
 # Integration tests must run, not skip, here: a missing server is a failure. The mem0ai 2.x
 # tests run in the second virtualenv, where mem0ai 2.x is (one environment holds one major).
-MEMTRACE_REQUIRE_NEO4J=1 "$BIN/pytest" --ignore=tests/integration/test_mem0_lib_v2.py "$@"
+MEMTRACE_REQUIRE_NEO4J=1 "$BIN/pytest" --ignore=tests/integration/test_mem0_lib_v2.py \
+  --ignore=tests/integration/test_mem0_lib_v2_replay.py "$@"
 if [ -x "$MEM0V2/pytest" ]; then
-  MEMTRACE_REQUIRE_NEO4J=1 "$MEM0V2/pytest" tests/integration/test_mem0_lib_v2.py
+  MEMTRACE_REQUIRE_NEO4J=1 "$MEM0V2/pytest" tests/integration/test_mem0_lib_v2.py \
+    tests/integration/test_mem0_lib_v2_replay.py
 fi

@@ -26,12 +26,12 @@ from memtrace.loaders.bulk_files import (
     FileGroup,
     UnrepresentableValue,
 )
+from memtrace.loaders.formats import record_source
 from memtrace.loaders.load import (
     LoadOptions,
     LoadSummary,
     PlannedTrace,
     file_result,
-    record_source,
     validated,
 )
 from memtrace.loaders.rows import (
@@ -99,7 +99,9 @@ def _write_trace(
     """Write one trace's nodes and relationships; return the next free node id."""
     index = plan.index
     overrides = {"system": options.system, "dataset": options.dataset}
-    props = trace_properties(index.trace, plan.format, str(plan.file.resolve()), overrides)
+    props = trace_properties(
+        index.trace, plan.format, str(plan.file.resolve()), overrides, options.system_spellings
+    )
     files.node(
         "Trace",
         offset,

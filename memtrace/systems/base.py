@@ -11,7 +11,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from memtrace.prompts import Prompt
 from memtrace.settings import Settings
@@ -24,15 +24,15 @@ from memtrace.systems.core import (
     Item,
     Loss,
     QuestionResult,
-    Repair,
     Repaired,
+    RepairPlan,
     source_key,
 )
 from memtrace.systems.evidence import evidence
 from memtrace.systems.judge import parse_label
 from memtrace.systems.locomo import Conversation, Question, Turn
 from memtrace.systems.params import Params, parameter, use
-from memtrace.systems.prompts import DEFAULTS, JUDGE, QUESTION_ANSWERING
+from memtrace.systems.prompts import DEFAULTS, JUDGE, QUESTION_ANSWERING, TUNABLE_PROMPTS
 from memtrace.systems.rankers import BM25Ranker, Ranker
 from memtrace.systems.text import sentences
 from memtrace.taxonomy import ErrorType
@@ -108,11 +108,26 @@ def op_id() -> str:
 
 
 class System(ABC):
-    name: str
+    """A memory system memtrace runs. What the rest of memtrace needs to know about it is
+    declared here, on the class, and the registries derive from it (``systems/registry.py``):
+    its ``name``, how other tools spell it, the fault types ``bench make`` may plant in it, the
+    operation that answers, whether it needs an endpoint and how it replays."""
+
+    name: ClassVar[str]
+    # other tools' spellings of this system (MemBase: "NaiveRAG"), matched ignoring case
+    aliases: ClassVar[tuple[str, ...]] = ()
+    # the fault types its pipeline can have (``bench make``); () when faults cannot be planted
+    fault_types: ClassVar[tuple[ErrorType, ...]] = ()
+    # the operation that answers a question: never repaired (its oracle is the gold answer)
+    answer_op: ClassVar[str] = "question-answering"
+    # runs only with an OpenAI-compatible endpoint (no offline backend of its own)
+    needs_endpoint: ClassVar[bool] = False
     # The Params fields the system reads (answering and judging read these two): an unguided
     # optimizer moves those of them that have a range. A test checks them against a traced run.
     parameters: ClassVar[tuple[str, ...]] = ("answer_items", "judge_f1_threshold")
     answer_prompt = QUESTION_ANSWERING  # the prompt of the question-answering op
+    # the prompts an optimizer may rewrite (an unguided one rewrites all of them)
+    tunable_prompts: ClassVar[tuple[str, ...]] = TUNABLE_PROMPTS
     # A replay starts a repaired run at the session of its first repaired step from a deep copy
     # of the memory before that session; a system whose memory lives outside Python objects
     # (Mem0's vector store) is rebuilt from the first session instead.
@@ -128,7 +143,7 @@ class System(ABC):
         faults: Sequence[Fault] = (),
         ranker: Ranker | None = None,
         settings: Settings | None = None,
-        repair: Repair | None = None,
+        repair: RepairPlan | None = None,
         recorded: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.backend = backend
@@ -148,6 +163,12 @@ class System(ABC):
         # per trace (and again when changed), then only marked read
         self._prompt_vars: dict[Prompt, Registered] = {}
         self._retriever_var = parameter("retriever")
+
+    @classmethod
+    def native_configs(cls, prompts: Mapping[str, Prompt], params: Params) -> dict[str, Any]:
+        """A configuration in the system's own terms, for an application to use: file name ->
+        JSON data (none for the reference systems: memtrace's TOML is their configuration)."""
+        return {}
 
     def prompt(self, name: str) -> str:
         """The prompt text, registered as a variable and read by the current operation. A new
@@ -190,7 +211,7 @@ class System(ABC):
 
     @property
     def precise_search(self) -> bool:
-        """A repaired search keeps only what holds the evidence (``Repair.precise``)."""
+        """A repaired search keeps only what holds the evidence (``RepairPlan.precise``)."""
         return self.repair is not None and self.repair.precise
 
     def retrieval_fault(
@@ -349,7 +370,7 @@ class System(ABC):
     def answer(
         self, query: Var, case_id: str, question: Question, context: list[Item], context_var: Var
     ) -> tuple[str, Var, str]:
-        with operation("question-answering", category="evaluation", kind="generation"):
+        with operation(self.answer_op, category="evaluation", kind="generation"):
             self.step(f"answer:{case_id}")  # never repaired: the answer always runs for real
             read(query, context_var)
             prompt = self.prompt(self.answer_prompt)

@@ -11,14 +11,15 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from memtrace.errors import OutOfBudget
 from memtrace.optimize import OptimizeOptions, loop, route
 from memtrace.optimize.feedback import BudgetedReplayer
 from memtrace.optimize.loop import Trial
 from memtrace.optimize.routing import Routing
-from memtrace.optimize.scoring import Budget, Evaluator, OutOfBudget, Score
+from memtrace.optimize.scoring import Budget, Evaluator, Score
 from memtrace.patterns import CLASS_COLUMNS
 from memtrace.patterns.classes import class_key
-from memtrace.patterns.headroom import Outcome, Repair, explain, what_if
+from memtrace.patterns.headroom import BlamedOp, ReplayedAnswer, explain, what_if
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.offline import OfflineBackend
@@ -44,12 +45,12 @@ class RuleReplayer:
     def baseline(self, trace_id: str) -> Mapping[str, bool]:
         return self.passed
 
-    def cost(self, trace_id: str, repairs: Sequence[Repair]) -> int:
+    def cost(self, trace_id: str, repairs: Sequence[BlamedOp]) -> int:
         return 1
 
     def replay(
-        self, trace_id: str, repairs: Sequence[Repair], cases: Collection[str] | None = None
-    ) -> Mapping[str, Outcome]:
+        self, trace_id: str, repairs: Sequence[BlamedOp], cases: Collection[str] | None = None
+    ) -> Mapping[str, ReplayedAnswer]:
         repaired = frozenset(r.op_id for r in repairs)
         self.replays.append((trace_id, repaired, frozenset(cases) if cases else None))
         out = {}
@@ -60,7 +61,7 @@ class RuleReplayer:
                 ok = before and self.breaks[case_id] not in repaired
             else:
                 ok = before or self.needs.get(case_id, {"never"}) <= repaired
-            out[case_id] = Outcome(ok, None if ok else self.lost_at.get(case_id))
+            out[case_id] = ReplayedAnswer(ok, None if ok else self.lost_at.get(case_id))
         return out
 
 
@@ -182,9 +183,7 @@ def test_an_unreplayable_trace_is_said_not_guessed() -> None:
     replayer.refuse = "imported OTLP traces cannot be replayed"
     result = what_if(CLASSES, BLAMED, replayer)
     assert not result.classes["replayable"].any()
-    assert set(result.classes["why"]) == {
-        "cannot be replayed: imported OTLP traces cannot be replayed"
-    }
+    assert set(result.classes["why"]) == {f"cannot be replayed (trace {T})"}
     assert result.replays == 0 and replayer.replays == []
     assert result.not_replayable == {T: "imported OTLP traces cannot be replayed"}
     routing = route(CLASSES, "parameters", headroom=result.classes)
@@ -202,15 +201,10 @@ def test_explain_names_what_still_misses_the_cases() -> None:
     )
 
 
-class NoRuns(Evaluator):
-    def __init__(self, budget: Budget) -> None:
-        self.budget = budget
-
-
 def test_replays_count_against_the_budget_before_they_run() -> None:
     budget = Budget(limit=10, spent=4)
     inner = toy()
-    replayer = BudgetedReplayer(inner, NoRuns(budget))
+    replayer = BudgetedReplayer(inner, budget)
     result = what_if(CLASSES, BLAMED, replayer, fix_alone=False, joint_top=2)
     assert result.replays == 3  # one per class, one joint
     assert (budget.spent, budget.replays, budget.runs_made) == (7, 3, 3)
@@ -234,7 +228,7 @@ class ReplayingFeedback:
 
     def headroom(self, config: SystemConfig, classes: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
         if config.key() not in self.measured:
-            budgeted = BudgetedReplayer(self.replayer, self.evaluator)
+            budgeted = BudgetedReplayer(self.replayer, self.evaluator.budget)
             result = what_if(classes, BLAMED, budgeted, fix_alone=False, joint_top=0, only=keys)
             self.measured[config.key()] = result.classes
         return self.measured[config.key()]
@@ -278,7 +272,12 @@ def test_the_loop_pays_replays_from_the_budget_and_searches_only_what_has_headro
     options = OptimizeOptions("mem0", "unit", rounds=2, trials=1, budget=12, route_by="headroom")
     searched = Searched()
     result = loop.optimize(
-        options, evaluator, searched, tmp_path, feedback=ReplayingFeedback(evaluator, replayer)
+        options,
+        evaluator,
+        searched,
+        tmp_path,
+        budget=evaluator.budget,
+        feedback=ReplayingFeedback(evaluator, replayer),
     )
     # initial 1 + 2 runs; round 1 replays the two classes with a target (1 run each); round 2
     # keeps the incumbent, whose what-if is not paid for again
@@ -292,7 +291,7 @@ def test_the_loop_pays_replays_from_the_budget_and_searches_only_what_has_headro
     # when no class has headroom the loop stops and says why, per class
     replayer.needs["q5"] = replayer.needs["q6"] = {"never"}
     stopped = loop.optimize(
-        options, evaluator, searched, tmp_path / "again",
+        options, evaluator, searched, tmp_path / "again", budget=evaluator.budget,
         feedback=ReplayingFeedback(evaluator, replayer),
     )  # fmt: skip
     assert stopped.stopped.startswith("no failure class with headroom: ")

@@ -14,12 +14,12 @@ from pydantic import BaseModel
 
 import memtrace.loaders
 from memtrace.errors import InputError
+from memtrace.loaders.formats import detect
 from memtrace.loaders.index import build_index
 from memtrace.loaders.kinds import derive_kind
 from memtrace.loaders.load import (
     LoadInterrupted,
     LoadOptions,
-    detect_format,
     expand_paths,
     load_paths,
     stages_line,
@@ -39,6 +39,7 @@ from memtrace.loaders.models import (
 from memtrace.loaders.native import read_native
 from memtrace.loaders.rows import node_rows, relationship_rows, trace_properties
 from memtrace.loaders.smartcomment import python_text, read_smartcomment
+from memtrace.systems.registry import SYSTEM_SPELLINGS
 from memtrace.taxonomy import (
     is_reserved_trace_id,
     retired_trace_id,
@@ -237,8 +238,8 @@ def test_rows_skip_repeated_records_and_mark_deletes() -> None:
 
 
 def test_detect_and_expand(tmp_path: Path) -> None:
-    assert detect_format(SMALL) == "native"
-    assert detect_format(DATA / "malformed" / "smartcomment_truncated.json") == "smartcomment"
+    assert detect(SMALL).format == "native"
+    assert detect(DATA / "malformed" / "smartcomment_truncated.json").format == "smartcomment"
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "a.jsonl").write_text("{}")
     (tmp_path / "b.json").write_text("{}")
@@ -318,7 +319,7 @@ def test_membase_user_folders_load_each_graph_once_from_its_last_stage(tmp_path:
     )
     trace = read_smartcomment(users[0] / STAGES[2])[0][1]
     assert isinstance(trace, TraceRecord)
-    props = trace_properties(trace, "smartcomment", "f", {})
+    props = trace_properties(trace, "smartcomment", "f", {}, SYSTEM_SPELLINGS)
     assert (trace.system, trace.dataset) == ("Mem0", "LoCoMo")  # as MemBase writes them
     assert (props["system"], props["dataset"]) == ("mem0", "locomo")  # the registry's names
 
@@ -357,9 +358,12 @@ def test_membase_stages_that_conflict_are_refused_naming_the_first_difference(
 )  # fmt: skip
 def test_system_names_map_to_the_registry_names(written: str | None, stored: str | None) -> None:
     trace = TraceRecord(type="trace", format_version=1, id="t", system=written, dataset="LoCoMo")
-    props = trace_properties(trace, "native", "f", {})
+    props = trace_properties(trace, "native", "f", {}, SYSTEM_SPELLINGS)
     assert (props.get("system"), props["dataset"]) == (stored, "locomo")
-    assert trace_properties(trace, "native", "f", {"system": "MEM0"})["system"] == "mem0"
+    overridden = trace_properties(trace, "native", "f", {"system": "MEM0"}, SYSTEM_SPELLINGS)
+    assert overridden["system"] == "mem0"
+    # without the registry's spellings the loader stores what the trace wrote
+    assert trace_properties(trace, "native", "f", {}, {}).get("system") == written
 
 
 def test_json_schema_matches_the_models() -> None:
