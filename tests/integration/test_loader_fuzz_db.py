@@ -8,15 +8,14 @@ Each example loads into Neo4j, so the number of examples is small (FUZZ_DB_EXAMP
 
 from __future__ import annotations
 
-import os
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from reload_checks import copies_left, duplicates, graph_of
-from trace_fuzz import FuzzTrace, mutated_traces, valid_traces
+from trace_fuzz import FuzzTrace, fuzz_settings, mutated_traces, valid_traces
 
 from memtrace.admin import delete_trace
 from memtrace.db import Database
@@ -25,16 +24,7 @@ from memtrace.loaders.load import LoadOptions, load_paths
 
 pytestmark = pytest.mark.integration
 SMALL = Path(__file__).resolve().parent.parent / "data" / "native" / "small.jsonl"
-EXAMPLES = int(os.environ.get("FUZZ_DB_EXAMPLES", "6"))
-FUZZ_DB = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
+FUZZ_DB = fuzz_settings("FUZZ_DB_EXAMPLES", 6)
 
 
 def in_graph(db: Database, trace_id: str) -> dict[str, int]:
