@@ -11,6 +11,15 @@ from memtrace.taxonomy import ErrorType, FailureMode
 
 
 @dataclass(frozen=True)
+class CaseScores:
+    """One trace's cases and those without a score (attribution takes only failed cases)."""
+
+    trace_id: str
+    cases: int
+    unscored: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class OpRef:
     id: str
     seq: int

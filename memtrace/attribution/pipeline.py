@@ -23,7 +23,15 @@ from memtrace.attribution.evidence import (
     retrieved_evidence,
 )
 from memtrace.attribution.judges import CaseView, Judge
-from memtrace.attribution.model import Anchor, Candidate, CaseGraph, Evidence, Trail, Verdict
+from memtrace.attribution.model import (
+    Anchor,
+    Candidate,
+    CaseGraph,
+    CaseScores,
+    Evidence,
+    Trail,
+    Verdict,
+)
 from memtrace.attribution.store import AttributionStore
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import Strategy, search
@@ -232,6 +240,51 @@ def run_attribution(
     if write and pending:
         store.write_attributions(resolved, pending)
     return resolved, verdicts
+
+
+NAMED_UNSCORED = 5  # case ids a line names
+
+
+@dataclass(frozen=True)
+class Unscored:
+    """Cases without a score (no judge_score, no failed flag) among those a run could take:
+    attribution takes only failed cases, so these are neither attributed nor passed."""
+
+    scores: tuple[CaseScores, ...]
+
+    @property
+    def cases(self) -> int:
+        return sum(trace.cases for trace in self.scores)
+
+    @property
+    def ids(self) -> list[tuple[str, str]]:
+        return [(trace.trace_id, case) for trace in self.scores for case in trace.unscored]
+
+    @property
+    def nothing_scored(self) -> bool:
+        """Cases exist and not one has a score: there is nothing attribution could do."""
+        return self.cases > 0 and len(self.ids) == self.cases
+
+    def line(self) -> str | None:
+        """One line counting and naming them (None when every case has a score)."""
+        ids = self.ids
+        if not ids:
+            return None
+        named = ", ".join(case for _, case in ids[:NAMED_UNSCORED])
+        more = f" and {len(ids) - NAMED_UNSCORED} more" if len(ids) > NAMED_UNSCORED else ""
+        whole = [t.trace_id for t in self.scores if t.cases and len(t.unscored) == t.cases]
+        traces = f"; every case of {', '.join(whole)}" if whole and not self.nothing_scored else ""
+        return (
+            f"{len(ids)} of {self.cases} cases have no score (no judge_score or failed), so they "
+            f"were neither attributed nor counted as passed: {named}{more}{traces}. Record "
+            "judge_score= (0 = wrong) or failed= on each case; `memtrace check TRACE_FILE` "
+            "lists them"
+        )
+
+
+def unscored_cases(store: AttributionStore, trace_id: str | None) -> Unscored:
+    """The cases of ``trace_id`` (or of every complete trace) that have no score."""
+    return Unscored(tuple(store.case_scores(trace_id)))
 
 
 def require_complete_trace(store: AttributionStore, trace_id: str) -> None:

@@ -22,6 +22,7 @@ from memtrace.attribution.pipeline import (
     failure_summary,
     resolve_case,
     run_attribution,
+    unscored_cases,
 )
 from memtrace.attribution.records import memtrace_record
 from memtrace.attribution.registry import JUDGES, embedder, make_judge
@@ -161,8 +162,9 @@ def attribute_command(
     ):
         chosen = make_judge(judge, settings, LoadedTraces(db, settings, replayer))
         task = bar.add_task(f"attributing ({chosen.name})", total=None)
+        store = AttributionStore(db)
         resolved, verdicts = run_attribution(
-            AttributionStore(db),
+            store,
             chosen,
             options,
             cases=cases,
@@ -174,16 +176,25 @@ def attribute_command(
             workers=workers,
             resume=resume,
         )
+        # named cases are attributed whatever their score; otherwise say what was never taken
+        unscored = unscored_cases(store, trace_id) if cases is None else None
     if as_json:
-        click.echo(strict_json([memtrace_record(v) for v in verdicts]))
-    elif not verdicts and resume:
-        console.print(f"run {resolved}: every case is already attributed, nothing to resume")
+        records = [memtrace_record(v) for v in verdicts]
+        records += [_unscored_record(*case) for case in (unscored.ids if unscored else [])]
+        click.echo(strict_json(records))
+    where = f"trace {trace_id!r}" if trace_id else "the complete traces"
+    if unscored is not None and unscored.nothing_scored:  # unknown is not passed
+        raise MemtraceError(f"nothing to attribute in {where}: {unscored.line()}")
+    if unscored is not None and (line := unscored.line()):
+        err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
+    if not as_json and not verdicts:  # no failed case: nothing to do is not a failure
+        console.print(
+            f"run {resolved}: every case is already attributed, nothing to resume"
+            if resume
+            else f"no failed cases in {where}: nothing to attribute"
+        )
         return
-    elif not verdicts:  # a complete trace without failed cases: nothing to do is not a failure
-        where = f"trace {trace_id!r}" if trace_id else "the complete traces"
-        console.print(f"no failed cases in {where}: nothing to attribute")
-        return
-    else:
+    if not as_json:
         console.print(_summary(resolved, verdicts))
     failures = failure_summary(verdicts)
     if failures and all(v.error for v in verdicts):
@@ -194,6 +205,17 @@ def attribute_command(
         console.print(
             f"written as run [bold]{resolved}[/]; score it with `memtrace eval --run-id {resolved}`"
         )
+
+
+def _unscored_record(trace_id: str, case_id: str) -> dict[str, Any]:
+    """A case attribution did not take because it has no score (in ``attribute --json``)."""
+    return {
+        "trace_id": trace_id,
+        "case_id": case_id,
+        "error_attribution_result": None,
+        "unscored": True,
+        "reason": "no judge_score or failed flag: neither attributed nor counted as passed",
+    }
 
 
 @click.command("eval")
