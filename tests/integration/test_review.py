@@ -353,8 +353,10 @@ def test_two_reviewers_are_both_kept_and_the_latest_review_counts(
     # eval: one row per human label, so q3 counts once per reviewer
     rows = evaluation_rows(AttributionStore(db), seeded.run1, seeded.mem0, "human")
     assert sorted(rows["label_op"]) == ["qa3", "up1"]
-    every = evaluation_rows(AttributionStore(db), seeded.run1, seeded.mem0, None)
-    assert len(every[every["case_id"] == "q3"]) == 3  # the seed's label and both reviewers'
+    # without --labels: the one source labelling most cases (the seed's annotations: q1, q3)
+    default = evaluation_rows(AttributionStore(db), seeded.run1, seeded.mem0, None)
+    assert default.attrs["label_source"] == "annotation"
+    assert sorted(default["case_id"]) == ["q1", "q3"]
     figures = agreement_figures(db, seeded.mem0)
     pair = figures.reviewers.iloc[0]
     assert (pair["reviewer_a"], pair["reviewer_b"], pair["shared_cases"]) == ("alice", "bob", 1)
