@@ -259,7 +259,8 @@ def patterns_command(
             frame = patterns.with_headroom(classes, patterns.headroom(db, run_id))
             _emit_what_if(frame, stored, run_id, fmt, stored_at=str(stored.get("computed_at")))
             if not classes.empty and not frame["replayable"].fillna(False).astype(bool).any():
-                reasons = "; ".join(stored.get("not_replayable") or [])
+                refused = stored.get("not_replayable")
+                reasons = "; ".join(map(str, refused if isinstance(refused, list) else []))
                 raise NotReplayableError(f"no class of run {run_id!r} could be replayed: {reasons}")
             return
         if what_if:
