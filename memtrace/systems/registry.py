@@ -36,7 +36,7 @@ REFERENCE_SYSTEMS: dict[str, SystemFactory] = {
 }
 SYSTEMS: dict[str, SystemFactory] = {
     **REFERENCE_SYSTEMS,
-    "mem0-lib": Mem0LibSystem,  # the real Mem0 library (extra memtrace[mem0]; an endpoint)
+    "mem0-lib": Mem0LibSystem,  # the real Mem0 library (extra memtrace-graph[mem0]; an endpoint)
 }
 
 

@@ -21,7 +21,7 @@ try:
 except importlib.metadata.PackageNotFoundError:
     MEM0_VERSION = ""
 if not MEM0_VERSION.startswith("1.0."):
-    pytest.skip("needs mem0ai 1.0.x (memtrace[mem0-v1])", allow_module_level=True)
+    pytest.skip("needs mem0ai 1.0.x (memtrace-graph[mem0-v1])", allow_module_level=True)
 
 from fake_openai import FakeOpenAI, Mem0Replies, Reply, fake_openai_fixture  # noqa: F401
 

@@ -23,7 +23,7 @@ try:
 except importlib.metadata.PackageNotFoundError:
     MEM0_VERSION = ""
 if not MEM0_VERSION.startswith("2."):
-    pytest.skip("needs mem0ai 2.x (memtrace[mem0])", allow_module_level=True)
+    pytest.skip("needs mem0ai 2.x (memtrace-graph[mem0])", allow_module_level=True)
 
 from fake_openai import FakeOpenAI, Mem0V2Replies, fake_openai_fixture  # noqa: F401
 
