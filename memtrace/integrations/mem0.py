@@ -13,8 +13,8 @@ instance's shape (a clear error for anything else):
 
 - mem0ai 1.0.x (``mem0_v1.py``, extra ``memtrace-graph[mem0-v1]``): fact extraction, then an
   ADD / UPDATE / DELETE / NONE decision;
-- mem0ai 2.x (``mem0_v2.py``, extra ``memtrace-graph[mem0]``): additive extraction (one LLM call that
-  only adds), MD5 de-duplication, hybrid search (semantic, keyword, entity).
+- mem0ai 2.x (``mem0_v2.py``, extra ``memtrace-graph[mem0]``): additive extraction (one LLM
+  call that only adds), MD5 de-duplication, hybrid search (semantic, keyword, entity).
 
 For replays (``systems/mem0_lib.py``), 1.0.x's extraction and decision ops record their LLM
 call (metadata ``llm_request``: ``request_digest`` of it, ``llm_reply``), ``written`` names the
