@@ -270,12 +270,20 @@ def test_enter_writes_only_what_was_meant_at_1280x900(db: Database, seeded: Seed
             assert _decisions(db, seeded) == []
             page.keyboard.press("Enter")
             page.wait_for_url("**/case?*case=q3*")
+            page.keyboard.press("c")  # q3 confirmed: its class (up1's) is done
+            page.wait_for_url("**/case?*case=q4*")
             page.goto(f"{base}/")
+            page.locator("a.queue-link", has_text="update_memory_decision").click()
+            assert "is reviewed" in page.locator("p.message").inner_text()
+            page.keyboard.press("q")  # q works on the queue-done page too
+            page.wait_for_url(f"{base}/")
+            assert page.locator("#queue-all").inner_text() == "every case"
+            assert page.locator("tr.queue-row").first.inner_text().split()[-2:] == ["6", "2"]
             page.keyboard.press("1")  # the key the start page shows
             page.wait_for_url("**/case?*")
         finally:
             browser.close()
-    assert _decisions(db, seeded) == [("q2", "correct")]
+    assert _decisions(db, seeded) == [("q2", "correct"), ("q3", "confirm")]
     assert _labels(db, seeded, "q2") == [
         {"source": "human", "reviewer": "carol", "op": "qa2", "type": "RetrievalError"}
     ]
