@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from urllib.parse import quote
 
 import pandas as pd
 
 from memtrace.patterns import with_headroom
 from memtrace.patterns.classes import class_key
+from memtrace.patterns.export import for_people
 from memtrace.patterns.reader import pattern_query
 from memtrace.report.charts import Chart
 from memtrace.report.data import ReportData
@@ -84,20 +84,6 @@ def excerpt(value: object, limit: int = EXCERPT) -> str:
     text = "" if value is None else str(value)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def for_people(stamp: object) -> str:
-    """A stored timestamp (ISO text, or nanoseconds since the epoch) as date, minutes, UTC."""
-    if isinstance(stamp, int | float) and stamp == stamp:
-        moment = datetime.fromtimestamp(stamp / 1e9 if stamp > 1e12 else stamp, UTC)
-    else:
-        try:
-            moment = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
-        except ValueError:
-            return str(stamp)
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _fmt(value: object) -> str:
@@ -265,14 +251,17 @@ def readable(value: object) -> str:
     JSON list's items joined; anything else as it is."""
     text = "" if value is None else str(value)
     try:
-        parsed = json.loads(text)
+        return _spelled(json.loads(text))
     except ValueError:
         return text
-    if isinstance(parsed, dict):
-        return "; ".join(f"{k}: {v}" for k, v in parsed.items())
-    if isinstance(parsed, list):
-        return "; ".join(readable(json.dumps(item)) for item in parsed) or "(empty list)"
-    return text
+
+
+def _spelled(value: object) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {_spelled(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return "; ".join(_spelled(item) for item in value) or "(empty list)"
+    return str(value)
 
 
 def _case_items(case: Mapping[Hashable, object]) -> list[tuple[str, str | list[str]]]:

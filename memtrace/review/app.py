@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
@@ -30,6 +29,7 @@ from starlette.templating import Jinja2Templates
 
 from memtrace.browser import BrowserTarget, launch_url
 from memtrace.errors import MemtraceError, ReviewError
+from memtrace.patterns.export import for_people
 from memtrace.review.model import DECISIONS, Queue, ReviewInput
 from memtrace.review.picture import variable_label
 from memtrace.review.queues import next_case
@@ -113,7 +113,7 @@ def create_app(
         directory=str(_PACKAGE / "templates"),
         context_processors=[lambda request: {"saved": review.last_saved()}],
     )
-    templates.env.filters["when"] = _for_people
+    templates.env.filters["when"] = for_people
     templates.env.globals |= {
         "token": token,
         "run_id": review.run_id,
@@ -255,14 +255,3 @@ def create_app(
 
 def _error(status: int, message: str) -> Response:
     return JSONResponse({"error": message}, status_code=status)
-
-
-def _for_people(stamp: str | None) -> str:
-    """A stored ISO timestamp as a reader wants it: date, minutes, UTC."""
-    if not stamp:
-        return "—"
-    try:
-        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return stamp
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
