@@ -385,6 +385,10 @@ def _headroom(data: ReportData) -> Section:
     )
     joint = run.get("joint_keys") or []
     assert isinstance(joint, list)
+    named = {  # a class key holds its inputs too: a reader knows a class by op and type
+        str(row["key"]): f"{row['system']} {row['op_name']} - {row['error_type']}"
+        for row in data.headroom.to_dict(orient="records")
+    }
     total = run.get("total_cases")
     delta = run.get("joint_accuracy_delta")
     section.blocks.append(
@@ -393,12 +397,12 @@ def _headroom(data: ReportData) -> Section:
                 (
                     f"top {len(joint)} classes repaired together",
                     f"{run.get('joint_rescued')} rescued, {run.get('joint_broken')} broken, "
-                    f"net {run.get('joint_net')} "
+                    f"net {run.get('joint_net'):+} "
                     f"({delta:+.1%} of {total} cases)"
                     if joint and isinstance(delta, float)
                     else "-",
                 ),
-                ("classes together", "; ".join(map(str, joint)) or "-"),
+                ("classes together", "; ".join(named.get(str(k), str(k)) for k in joint) or "-"),
                 ("system runs replayed", str(run.get("replays"))),
                 ("measured", for_people(run.get("computed_at"))),
             ]

@@ -25,7 +25,7 @@ CHART_DIR = "charts"
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; color: #222;
-       line-height: 1.45; padding: 0 1rem; overflow-wrap: anywhere; }
+       line-height: 1.45; padding: 0 1rem; overflow-wrap: break-word; }
 #start-here { background: #fff8e6; border: 1px solid #f0d28a; border-radius: 6px;
               padding: .2rem 1rem .6rem; }
 #start-here h2 { margin-top: .6rem; border: none; }
@@ -36,6 +36,7 @@ th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertic
 th { background: #f4f4f4; }
 dl.facts { display: grid; grid-template-columns: max-content auto; gap: .2rem 1rem; }
 dl.facts dt { font-weight: 600; }
+dl.facts dd { margin: 0; min-width: 0; overflow-wrap: anywhere; }
 pre { background: #f6f8fa; padding: .6rem; white-space: pre-wrap; font-size: .8rem; }
 figure { margin: 1rem 0; } figcaption { font-weight: 600; }
 img { max-width: 100%; }
