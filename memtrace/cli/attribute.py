@@ -28,10 +28,11 @@ from memtrace.attribution.records import memtrace_record
 from memtrace.attribution.registry import JUDGES, embedder, make_judge
 from memtrace.attribution.store import AttributionStore, explain_cypher
 from memtrace.attribution.walk import STRATEGY_NAMES
-from memtrace.cli.options import choice, llm_options, neo4j_options
+from memtrace.cli.options import choice, llm_options, neo4j_options, replayer_option
 from memtrace.cli.output import frame_table, make_console, strict_json
 from memtrace.db import connect
 from memtrace.errors import MemtraceError
+from memtrace.replay.graph import LoadedTraces
 from memtrace.settings import Settings
 from memtrace.taxonomy import LABEL_SOURCES
 
@@ -113,6 +114,7 @@ def _summary(run_id: str, verdicts: list[Verdict], wall_seconds: float) -> Table
     "--run-id", help="Results replace this run's earlier ones [default: judge-evidence-strategy]."
 )
 @click.option("--workers", type=int, default=8, show_default=True, help="Cases in parallel.")
+@replayer_option
 @click.option("--no-write", is_flag=True, help="Do not write :Attribution nodes.")
 @click.option(
     "--resume",
@@ -135,6 +137,7 @@ def attribute_command(
     retrieval_query: str,
     run_id: str | None,
     workers: int,
+    replayer: str | None,
     no_write: bool,
     resume: bool,
     as_json: bool,
@@ -145,7 +148,6 @@ def attribute_command(
     if case_ids and trace_id is None:
         raise click.UsageError("--case needs --trace")
     options = _options(evidence, strategy, retriever, retrieval_query, settings)
-    chosen = make_judge(judge, settings)
     cases = [(trace_id, case_id) for case_id in case_ids] if trace_id and case_ids else None
     with (
         connect(settings) as db,
@@ -159,6 +161,7 @@ def attribute_command(
             transient=True,  # the summary's caption says how long it took
         ) as bar,
     ):
+        chosen = make_judge(judge, settings, LoadedTraces(db, settings, replayer))
         started = time.perf_counter()
         task = bar.add_task(f"attributing ({chosen.name})", total=None)
         resolved, verdicts = run_attribution(
@@ -322,6 +325,7 @@ def _replay_tree(outcomes: dict[str, Any]) -> Tree:
 @evidence_option
 @retriever_option
 @retrieval_query_option
+@replayer_option
 @click.option("--json", "as_json", is_flag=True)
 @neo4j_options
 @llm_options
@@ -333,12 +337,13 @@ def explain_command(
     evidence: str,
     retriever: str,
     retrieval_query: str,
+    replayer: str | None,
     as_json: bool,
 ) -> None:
     """Show a case's evidence trails, candidates and verdict, plus the Cypher to view it."""
     options = _options(evidence, "linear", retriever, retrieval_query, settings)
-    chosen = make_judge(judge, settings)
     with connect(settings) as db:
+        chosen = make_judge(judge, settings, LoadedTraces(db, settings, replayer))
         store = AttributionStore(db)
         resolved = resolve_case(store, case_id, trace_id)
         analysis = analyse_case(store, chosen, resolved, case_id, options)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import pandas as pd
@@ -13,7 +13,7 @@ from rich.console import Group
 from rich.progress import BarColumn, Progress, TextColumn
 
 from memtrace import patterns
-from memtrace.cli.options import neo4j_options
+from memtrace.cli.options import neo4j_options, replayer_option
 from memtrace.cli.output import Column, fit_table, make_console
 from memtrace.db import Database, connect
 from memtrace.errors import NotReplayableError
@@ -210,6 +210,7 @@ def _emit(frame: pd.DataFrame, fmt: str, columns: tuple[str, ...], title: str) -
     show_default=True,
     help="With --what-if: also repair the top N classes together.",
 )
+@replayer_option
 @click.option(
     "--format",
     "fmt",
@@ -229,6 +230,7 @@ def patterns_command(
     what_if: bool,
     rerun: bool,
     joint: int,
+    replayer: str | None,
     fmt: str,
 ) -> None:
     """Failure classes of an attribution run: which operation, error type and inputs fail most.
@@ -257,14 +259,14 @@ def patterns_command(
         if stored is not None and system is None:
             classes = patterns.failure_classes(db, run_id)
             frame = patterns.with_headroom(classes, patterns.headroom(db, run_id))
-            _emit_what_if(frame, stored, run_id, fmt, stored_at=str(stored.get("computed_at")))
             if not classes.empty and not frame["replayable"].fillna(False).astype(bool).any():
                 refused = stored.get("not_replayable")
-                reasons = "; ".join(map(str, refused if isinstance(refused, list) else []))
-                raise NotReplayableError(f"no class of run {run_id!r} could be replayed: {reasons}")
+                lines = map(str, refused if isinstance(refused, list) else ["no reason stored"])
+                _nothing_replayed(run_id, (line.split(": ", 1)[-1] for line in lines))
+            _emit_what_if(frame, stored, run_id, fmt, stored_at=str(stored.get("computed_at")))
             return
         if what_if:
-            _what_if(settings, db, run_id, system, joint, fmt)
+            _what_if(settings, db, run_id, system, joint, fmt, replayer)
             return
         chosen = VIEWS[view]
         frame = chosen.compute(db, run_id, filters)
@@ -280,9 +282,16 @@ def patterns_command(
 
 
 def _what_if(
-    settings: Settings, db: Database, run_id: str, system: str | None, joint: int, fmt: str
+    settings: Settings,
+    db: Database,
+    run_id: str,
+    system: str | None,
+    joint: int,
+    fmt: str,
+    replayer: str | None,
 ) -> None:
-    from memtrace.optimize.what_if import graph_replayer  # the engine: only when asked
+    from memtrace.replay.graph import LoadedTraces  # the engine: only when asked
+    from memtrace.replay.what_if import WhatIfReplayer
 
     classes = patterns.failure_classes(db, run_id, system=system)
     with Progress(
@@ -295,14 +304,21 @@ def _what_if(
             progress.update(task, advance=1, description=key)
 
         result = patterns.what_if(
-            db, run_id, graph_replayer(db, settings), system=system, joint_top=joint,
+            db, run_id, WhatIfReplayer(LoadedTraces(db, settings, replayer).for_trace),
+            system=system, joint_top=joint,
             progress=measured,
         )  # fmt: skip
+    if not classes.empty and not result.classes["replayable"].astype(bool).any():
+        _nothing_replayed(run_id, result.not_replayable.values())
     frame = patterns.with_headroom(classes, result.classes)
     _emit_what_if(frame, result.run_properties(), run_id, fmt)
-    if not classes.empty and not result.classes["replayable"].astype(bool).any():
-        reasons = "; ".join(sorted(set(result.not_replayable.values())))
-        raise NotReplayableError(f"no class of run {run_id!r} could be replayed: {reasons}")
+
+
+def _nothing_replayed(run_id: str, why: Iterable[str]) -> NoReturn:
+    # one line, once: the table would only repeat the reason for every class and trace
+    reasons = sorted(set(why))
+    more = f" (and {len(reasons) - 1} other reasons)" if len(reasons) > 1 else ""
+    raise NotReplayableError(f"no class of run {run_id!r} could be replayed: {reasons[0]}{more}")
 
 
 def _emit_what_if(

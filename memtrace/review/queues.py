@@ -66,7 +66,7 @@ def next_case(
 ) -> tuple[str, str] | None:
     """The case to show after ``after``: the next one of ``queue`` (in the order of ``cases``)
     the reviewer has not decided, wrapping around; None when every case of it is decided.
-    ``after`` may have left the queue (a decided case leaves 'not yet reviewed')."""
+    ``after`` itself is skipped (decided or skipped, it was just shown)."""
     by_ref = {case.ref: case for case in cases}
     order = {case.ref: n for n, case in enumerate(cases)}
     position = order.get(after, -1)
