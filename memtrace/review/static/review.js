@@ -91,7 +91,9 @@
     const fold = li.querySelector("details.io-fold");
     if (fold) fold.open = true;
     li.scrollIntoView({ block: "nearest" });
-    typeSelect.value = li.dataset.type;  // the kind's usual error type; a digit changes it
+    // the verdict's own type on its op, else the kind's usual error type; a digit changes it
+    const verdictOp = li.dataset.op === form.dataset.verdictOp && form.dataset.verdictType;
+    typeSelect.value = verdictOp ? form.dataset.verdictType : li.dataset.type;
     say("");
   }
 
