@@ -91,6 +91,11 @@ def stage_of(kind: str) -> str:
     return "update" if kind == "deletion" else kind
 
 
+# An imported span's status (OpenTelemetry's status codes; OTLP writes them as 0 / 1 / 2 or as
+# STATUS_CODE_UNSET / _OK / _ERROR): operations keep it as metadata otel_status.
+SpanStatus = Literal["UNSET", "OK", "ERROR"]
+SPAN_STATUSES: Final[tuple[SpanStatus, ...]] = get_args(SpanStatus)
+
 # Native trace format: what the tracer writes, and every version the loader reads.
 FORMAT_VERSION: Final = 2  # 2: an operation's edges inline in its record
 FORMAT_VERSIONS: Final = (1, 2)

@@ -29,7 +29,8 @@ MEMTRACE_REQUIRE_NEO4J=1 "$BIN/pytest" "$@"
 # missing one is a failure, not a skip.
 MEM0V2=.venv-mem0v2/bin
 if [ -x "$MEM0V2/pytest" ]; then
-  MEMTRACE_REQUIRE_NEO4J=1 "$MEM0V2/pytest" tests/integration/test_mem0_lib_v2.py
+  MEMTRACE_REQUIRE_NEO4J=1 "$MEM0V2/pytest" tests/integration/test_mem0_lib_v2.py \
+    tests/integration/test_mem0_lib_v2_replay.py
 elif [ "${CI:-}" = true ]; then
   echo "no $MEM0V2/pytest: run 'make venv-mem0v2' (the mem0ai 2.x tests)" >&2
   exit 1

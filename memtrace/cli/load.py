@@ -16,18 +16,19 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from memtrace.cli.errors import reporting_errors
+from memtrace.cli.errors import json_errors, reporting_errors
 from memtrace.cli.options import choice, neo4j_options
 from memtrace.cli.output import make_console, strict_json
 from memtrace.db import connect
 from memtrace.loaders.bulk import BulkTarget, bulk_load
+from memtrace.loaders.formats import FORMAT_NAMES
 from memtrace.loaders.load import (
     DEFAULT_BATCH_SIZE,
-    FORMATS,
     LoadOptions,
     LoadSummary,
     load_paths,
     stages_line,
+    unread_lines,
 )
 from memtrace.loaders.otlp import LabeledQuestion, Labels
 from memtrace.server.layout import ServerLayout
@@ -129,7 +130,7 @@ def locomo_labels(path: Path) -> Labels:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(FORMATS),
+    type=click.Choice(FORMAT_NAMES),
     help="Input format (default: detected per file).",
 )
 @click.option(
@@ -164,43 +165,44 @@ def load_command(
     Every file is validated completely before anything is written; re-loading a trace replaces
     it (identical counts); an interrupted load is cleaned up by the next load of that trace.
     """
-    options = LoadOptions(
-        batch_size=batch_size,
-        trace_id=trace_id,
-        system=system,
-        dataset=dataset,
-        format=choice(fmt, FORMATS) if fmt is not None else None,
-        dry_run=dry_run,
-        labels=locomo_labels(labels) if labels is not None else None,
-        system_spellings=SYSTEM_SPELLINGS,
-    )
-    if dry_run:
-        summary = load_paths(None, list(paths), options)
-    elif bulk:
-        target = BulkTarget(
-            connect=lambda: connect(settings),
-            database=settings.neo4j.database,
-            uri=settings.neo4j.uri,
-            layout=ServerLayout(settings.home) if settings.neo4j.managed else None,
+    with json_errors(as_json):
+        options = LoadOptions(
+            batch_size=batch_size,
+            trace_id=trace_id,
+            system=system,
+            dataset=dataset,
+            format=choice(fmt, FORMAT_NAMES) if fmt is not None else None,
+            dry_run=dry_run,
+            labels=locomo_labels(labels) if labels is not None else None,
+            system_spellings=SYSTEM_SPELLINGS,
         )
-        with console.status("Bulk load: validating, writing CSV files, importing..."):
-            summary = bulk_load(target, list(paths), options)
-    else:
-        bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            ElementsPerSecond(),
-            TimeElapsedColumn(),
-            console=console,
-            disable=as_json,
-        )
-        with connect(settings) as db, bar:
-            summary = load_paths(db, list(paths), options, RichProgress(bar))
-    line = stages_line(summary.stages)
-    if line is not None:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
-    if as_json:
-        click.echo(strict_json(summary.as_dict()))
-    else:
-        make_console().print(render_summary(summary))
+        if dry_run:
+            summary = load_paths(None, list(paths), options)
+        elif bulk:
+            target = BulkTarget(
+                connect=lambda: connect(settings),
+                database=settings.neo4j.database,
+                uri=settings.neo4j.uri,
+                layout=ServerLayout(settings.home) if settings.neo4j.managed else None,
+            )
+            with console.status("Bulk load: validating, writing CSV files, importing..."):
+                summary = bulk_load(target, list(paths), options)
+        else:
+            bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                ElementsPerSecond(),
+                TimeElapsedColumn(),
+                console=console,
+                disable=as_json,
+            )
+            with connect(settings) as db, bar:
+                summary = load_paths(db, list(paths), options, RichProgress(bar))
+        line = stages_line(summary.stages)
+        for said in ([line] if line is not None else []) + unread_lines(summary):
+            console.print(said, markup=False, highlight=False, soft_wrap=True)
+        if as_json:
+            click.echo(strict_json(summary.as_dict()))
+        else:
+            make_console().print(render_summary(summary))
