@@ -104,7 +104,8 @@ class CaseGraph:
 @dataclass(frozen=True)
 class OperationView:
     """One operation with its inputs and outputs as a judge sees it (``operation_views.cypher``);
-    inputs and outputs are ``{id, category, value}`` maps, values cut to a budget."""
+    inputs and outputs are ``{id, name, version, class_name, category, value}`` maps, values cut
+    to a budget."""
 
     id: str
     name: str | None

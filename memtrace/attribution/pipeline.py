@@ -37,7 +37,13 @@ from memtrace.attribution.store import AttributionStore
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import Strategy, search
 from memtrace.errors import JudgeError, LLMError, MemtraceError, Neo4jUnavailableError
-from memtrace.taxonomy import ANNOTATION_ONLY_TYPES, LabelSource, is_reserved_trace_id
+from memtrace.taxonomy import (
+    ANNOTATION_ONLY_TYPES,
+    LABEL_SOURCES,
+    STORED_SOURCES,
+    LabelSource,
+    is_reserved_trace_id,
+)
 from memtrace.usage import Usage
 
 
@@ -358,8 +364,10 @@ def evaluation_rows(
 ) -> pd.DataFrame:
     """Labels joined with a run's attributions, plus the whole-trace token estimate.
 
-    One row per label: a case with labels of several sources, or of several human reviewers
-    (each reviewer's latest review), is scored once against each. Labels of the annotation-only
+    Labels of one source: ``label_source``, else the source that labels most of the run's cases
+    (``rows.attrs["label_source"]`` says which), so that a case labelled by planted faults and a
+    replay is not counted twice. One row per label of it: a case several human reviewers labelled
+    (each reviewer's latest review) is scored once against each. Labels of the annotation-only
     types (AnnotationError, LLMAsAJudgeError: not a memory failure) are left out.
     """
     if run_id is None:
@@ -391,5 +399,22 @@ def evaluation_rows(
             f"run {run_id!r} attributed no case with a {labels}label{where}: nothing to score "
             f"against ({hint})"
         )
+    if label_source is None:
+        label_source = _main_source(rows)
+        rows = rows[rows["label_source"].isin(STORED_SOURCES[label_source])]
+        rows = rows.reset_index(drop=True)
     rows.attrs["run_id"] = run_id
+    rows.attrs["label_source"] = label_source
     return rows
+
+
+def _main_source(rows: pd.DataFrame) -> LabelSource:
+    """The label source that labels most of the run's cases (ties: ``LABEL_SOURCES`` order):
+    scoring against every source at once would count a case once per source."""
+    covered = {
+        source: len(
+            rows[rows["label_source"].isin(stored)].drop_duplicates(["trace_id", "case_id"])
+        )
+        for source, stored in STORED_SOURCES.items()
+    }
+    return max(LABEL_SOURCES, key=lambda source: (covered[source], -LABEL_SOURCES.index(source)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import click
@@ -80,7 +81,7 @@ def _options(
     )
 
 
-def _summary(run_id: str, verdicts: list[Verdict]) -> Table:
+def _summary(run_id: str, verdicts: list[Verdict], wall_seconds: float) -> Table:
     table = Table(title=f"attribution run {run_id}: {len(verdicts)} cases")
     for column in ("error type", "cases", "llm calls", "tokens in", "tokens out", "replays"):
         table.add_column(column, justify="right" if column != "error type" else "left")
@@ -97,8 +98,8 @@ def _summary(run_id: str, verdicts: list[Verdict]) -> Table:
             str(sum(v.tokens_out for v in items)),
             str(sum(v.replays for v in items)),
         )
-    seconds = sum(v.seconds for v in verdicts)
-    table.caption = f"{seconds:.2f} s of case work"
+    # one figure, the wall time: the cases' own seconds overlap (they run in parallel)
+    table.caption = f"took {wall_seconds:.1f} s"
     return table
 
 
@@ -176,9 +177,11 @@ def attribute_command(
             TimeElapsedColumn(),
             console=err,
             disable=as_json,
+            transient=True,  # the summary's caption says how long it took
         ) as bar,
     ):
         chosen = make_judge(judge, settings, LoadedTraces(db, settings, replayer))
+        started = time.perf_counter()
         task = bar.add_task(f"attributing ({chosen.name})", total=None)
         store = AttributionStore(db)
         resolved, verdicts = run_attribution(
@@ -195,6 +198,7 @@ def attribute_command(
             resume=resume,
             shard=shard,
         )
+        wall_seconds = time.perf_counter() - started
         # named cases are attributed whatever their score; otherwise say what was never taken
         unscored = unscored_cases(store, trace_id) if cases is None else None
     if as_json:
@@ -214,7 +218,7 @@ def attribute_command(
         )
         return
     if not as_json:
-        console.print(_summary(resolved, verdicts))
+        console.print(_summary(resolved, verdicts, wall_seconds))
     failures = failure_summary(verdicts)
     if failures and all(v.error for v in verdicts):
         raise MemtraceError(f"nothing attributed: {failures}")
@@ -245,8 +249,8 @@ def _unscored_record(trace_id: str, case_id: str) -> dict[str, Any]:
     "label_source",
     type=click.Choice(LABEL_SOURCES),
     default=None,
-    help="Score against the labels of one source only [default: every source; a case labelled "
-    "by several sources or reviewers counts once per label].",
+    help="Score against the labels of this source [default: the source that labels most of "
+    "the run's cases; the output names it].",
 )
 @click.option("--json", "as_json", is_flag=True)
 @neo4j_options
@@ -263,10 +267,11 @@ def eval_command(
         rows = evaluation_rows(AttributionStore(db), run_id, trace_id, source)
     scores = score(rows)
     resolved = rows.attrs["run_id"]
+    used = rows.attrs["label_source"]
     if as_json:
         payload = {
             "run_id": resolved,
-            "labels": source or "every source",
+            "labels": used,
             "summary": scores.summary.to_dict(orient="records"),
             "by_type": scores.by_type.to_dict(orient="records"),
             "confusion": scores.confusion.to_dict(orient="index"),
@@ -284,10 +289,16 @@ def eval_command(
         "seconds_per_case": "latency s",  # mean per case, cases run in parallel: not 1/throughput
     }
     summary = scores.summary.rename(columns=short)
-    labels = f"{source} labels" if source else "labels of every source"
-    console.print(frame_table(summary, f"run {resolved} vs {labels}: accuracy and cost per case"))
-    console.print(frame_table(scores.by_type, "by labeled error type"))
-    console.print(frame_table(scores.confusion.reset_index(), "confusion (label x predicted)"))
+    cases = len(rows.drop_duplicates(["trace_id", "case_id"]))
+    counted = f"{cases} cases" + (f", {len(rows)} labels" if len(rows) != cases else "")
+    chosen = "" if source else " (labelling most of its cases; --labels to choose)"
+    width = console.width
+    title = f"run {resolved} vs {used} labels{chosen}: {counted}; accuracy and cost per label"
+    console.print(frame_table(summary, title, width))
+    console.print(frame_table(scores.by_type, "by labeled error type", width))
+    console.print(
+        frame_table(scores.confusion.reset_index(), "confusion (label x predicted)", width)
+    )
 
 
 def _explain_tree(analysis: Analysis) -> Tree:

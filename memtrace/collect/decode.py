@@ -32,7 +32,7 @@ try:
 except ImportError as missing:  # pragma: no cover - depends on the installed extras
     raise ConfigError(
         f"memtrace collect needs the 'collect' extra ({missing.name} is missing): "
-        "pip install 'memtrace[collect]'"
+        "pip install 'memtrace-graph[collect]'"
     ) from None
 
 __all__ = ["ExportTraceServiceResponse", "MessageToDict", "Status"]  # the answers (app.py)
