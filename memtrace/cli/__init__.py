@@ -17,6 +17,7 @@ COMMANDS = {
     "neo4j": "memtrace.cli.neo4j:neo4j_group",
     "db": "memtrace.cli.db:db_group",
     "load": "memtrace.cli.load:load_command",
+    "check": "memtrace.cli.check:check_command",
     "run": "memtrace.cli.run:run_command",
     "bench": "memtrace.cli.bench:bench_group",
     "attribute": "memtrace.cli.attribute:attribute_command",
@@ -27,6 +28,7 @@ COMMANDS = {
     "report": "memtrace.cli.report:report_command",
     "browser": "memtrace.cli.browser:browser_command",
     "review": "memtrace.cli.review:review_group",
+    "collect": "memtrace.cli.collect:collect_command",
 }
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -95,6 +97,39 @@ def render_summary(summary: LoadSummary) -> Table:
     return table
 
 
+LEVEL_STYLE = {"error": "bold red", "warning": "yellow"}
+
+
+def print_findings(summary: LoadSummary, console: Console) -> None:
+    """Each trace's findings: level, what it costs, the fix, a few ids. Nothing when clean."""
+    for result in summary.files:
+        if not result.findings:
+            continue
+        console.print(f"[bold]{escape(result.trace_id)}[/] ({escape(result.path)})")
+        for finding in result.findings:
+            style = LEVEL_STYLE[finding.level]
+            examples = f" (e.g. {', '.join(finding.examples)})" if finding.examples else ""
+            console.print(
+                f"  [{style}]{finding.level}[/] {finding.code}: {escape(finding.problem)}"
+                f"{escape(examples)}\n    fix: {escape(finding.fix)}",
+                highlight=False,
+                soft_wrap=True,
+            )
+
+
+format_option = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMAT_NAMES),
+    help="Input format (default: detected per file).",
+)
+labels_option = click.option(
+    "--labels",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="OTLP files: LoCoMo-format questions to join as cases (by session.id and question).",
+)
+
+
 def locomo_labels(path: Path) -> Labels:
     """The questions of a LoCoMo-format file, as the OTLP importer joins them."""
     questions = []
@@ -127,17 +162,8 @@ def locomo_labels(path: Path) -> Labels:
 @click.option("--trace-id", help="Override the trace id (only with a single file).")
 @click.option("--system", help="Override the memory system name (e.g. mem0).")
 @click.option("--dataset", help="Override the dataset name (e.g. locomo).")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMAT_NAMES),
-    help="Input format (default: detected per file).",
-)
-@click.option(
-    "--labels",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    help="OTLP files: LoCoMo-format questions to join as cases (by session.id and question).",
-)
+@format_option
+@labels_option
 @click.option("--dry-run", is_flag=True, help="Validate only; write nothing.")
 @click.option(
     "--bulk",
@@ -206,3 +232,4 @@ def load_command(
             click.echo(strict_json(summary.as_dict()))
         else:
             make_console().print(render_summary(summary))
+        print_findings(summary, console)  # stderr: what will degrade attribution, with its fix

@@ -11,10 +11,10 @@
 Two pipelines are supported, told apart by the installed version and checked against the
 instance's shape (a clear error for anything else):
 
-- mem0ai 1.0.x (``mem0_v1.py``, extra ``memtrace[mem0-v1]``): fact extraction, then an
+- mem0ai 1.0.x (``mem0_v1.py``, extra ``memtrace-graph[mem0-v1]``): fact extraction, then an
   ADD / UPDATE / DELETE / NONE decision;
-- mem0ai 2.x (``mem0_v2.py``, extra ``memtrace[mem0]``): additive extraction (one LLM call that
-  only adds), MD5 de-duplication, hybrid search (semantic, keyword, entity).
+- mem0ai 2.x (``mem0_v2.py``, extra ``memtrace-graph[mem0]``): additive extraction (one LLM
+  call that only adds), MD5 de-duplication, hybrid search (semantic, keyword, entity).
 
 For replays (``systems/mem0_lib.py``), the ops that made a model call record it (metadata
 ``llm_request``: the pipeline's ``digest`` of it, ``llm_reply``); ``written`` names the ops the
@@ -55,8 +55,8 @@ def mem0_version() -> tuple[int, ...]:
         text = package_metadata.version("mem0ai")
     except package_metadata.PackageNotFoundError:
         raise Mem0InstrumentationError(
-            "mem0ai is not installed (pip install 'memtrace[mem0]' for 2.x, "
-            "'memtrace[mem0-v1]' for 1.0.x)"
+            "mem0ai is not installed (pip install 'memtrace-graph[mem0]' for 2.x, "
+            "'memtrace-graph[mem0-v1]' for 1.0.x)"
         ) from None
     return tuple(int(part) for part in text.split(".")[:3] if part.isdigit())
 

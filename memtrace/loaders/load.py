@@ -16,6 +16,7 @@ from typing import Literal, Protocol
 from memtrace.admin import delete_reload_copies, init_schema
 from memtrace.db import Database
 from memtrace.errors import InputError, MemtraceError, TransactionTooLargeError
+from memtrace.loaders.checks import Finding, TraceChecker
 from memtrace.loaders.formats import Detection, Format, detect, explained, record_source
 from memtrace.loaders.index import TraceIndex, build_index
 from memtrace.loaders.otlp import UNKNOWN_KIND_SPANS, UNREAD_CONTENT_SPANS, Labels
@@ -109,6 +110,7 @@ class FileResult:
     nodes_written: int = 0
     relationships_written: int = 0
     seconds: float = 0.0
+    findings: list[Finding] = field(default_factory=list)  # what will degrade attribution
 
     @property
     def elements_written(self) -> int:
@@ -150,6 +152,7 @@ class LoadSummary:
             "unread_content_spans",
             "unknown_kind_spans",
         )
+        findings = [finding for result in self.files for finding in result.findings]
         bulk: dict[str, object] = {}
         if self.mode == "bulk":
             bulk = {
@@ -169,6 +172,10 @@ class LoadSummary:
             if self.seconds > 0 and not self.dry_run
             else None,
             **bulk,
+            "problems": {
+                level: sum(finding.level == level for finding in findings)
+                for level in ("error", "warning")
+            },
             "files": [
                 {
                     "path": r.path,
@@ -178,6 +185,7 @@ class LoadSummary:
                     "unread_content_keys": r.unread_content_keys,
                     "unknown_kind_names": r.unknown_kind_names,
                     "seconds": round(r.seconds, 3),
+                    "findings": [finding.as_dict() for finding in r.findings],
                 }
                 for r in self.files
             ],
@@ -261,6 +269,7 @@ class PlannedTrace:
     format: Format
     index: TraceIndex
     trace_id: str
+    findings: list[Finding] = field(default_factory=list)
 
 
 @contextmanager
@@ -280,8 +289,10 @@ def validated(
         for file in files:
             detection = Detection(options.format, "--format") if options.format else detect(file)
             fmt = detection.format
+            checker = TraceChecker()  # sees the records of the validation pass
             try:
-                index = build_index(str(file), record_source(file, fmt, options.labels)())
+                records = checker.watch(record_source(file, fmt, options.labels)())
+                index = build_index(str(file), records)
             except InputError as exc:
                 raise explained(exc, detection) from None
             trace_id = options.trace_id or index.trace.id
@@ -293,7 +304,7 @@ def validated(
                     f"{' or '.join(map(repr, RESERVED_PREFIXES))} are reserved for the copies a "
                     "re-load writes; give the trace another id (--trace-id)",
                 )
-            planned.append(PlannedTrace(file, fmt, index, trace_id))
+            planned.append(PlannedTrace(file, fmt, index, trace_id, checker.findings()))
         plans, stages = _one_plan_per_trace(planned)
         if options.labels is not None and all(plan.format != "otlp" for plan in plans):
             raise InputError(
@@ -439,6 +450,7 @@ def file_result(plan: PlannedTrace) -> FileResult:
         cases=counts.cases,
         failed_cases=counts.failed_cases,
         labels=counts.labels,
+        findings=plan.findings,
         unread_content_spans=int(metadata.get(UNREAD_CONTENT_SPANS, 0)),
         unknown_kind_spans=int(metadata.get(UNKNOWN_KIND_SPANS, 0)),
         unread_content_keys=list(metadata.get("unread_content_keys", [])),

@@ -122,8 +122,8 @@ def import_mem0(home: Path) -> Any:
         import mem0.memory.telemetry
     except ImportError:
         raise ConfigError(
-            "mem0-lib needs the mem0 extra: pip install 'memtrace[mem0]' (mem0ai 2.x) or "
-            "'memtrace[mem0-v1]' (1.0.x)"
+            "mem0-lib needs the mem0 extra: pip install 'memtrace-graph[mem0]' (mem0ai 2.x) or "
+            "'memtrace-graph[mem0-v1]' (1.0.x)"
         ) from None
     # imported earlier with telemetry on: turn it off where it is read
     mem0.memory.telemetry.MEM0_TELEMETRY = False

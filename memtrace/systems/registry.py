@@ -37,7 +37,7 @@ SYSTEM_CLASSES: tuple[SystemFactory, ...] = (
     RagSystem,
     LongContextSystem,
     EverMemOSSystem,
-    Mem0LibSystem,  # the real Mem0 library (extra memtrace[mem0]; an endpoint)
+    Mem0LibSystem,  # the real Mem0 library (extra memtrace-graph[mem0]; an endpoint)
 )
 SYSTEMS: dict[str, SystemFactory] = {cls.name: cls for cls in SYSTEM_CLASSES}
 # our re-implementations: offline-capable, deterministic, faults can be planted in them

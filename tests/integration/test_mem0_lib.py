@@ -34,7 +34,7 @@ from memtrace.systems.mem0_lib import import_mem0, memory_config
 from memtrace.systems.params import Params
 from memtrace.tracing import trace, variable
 
-skip_unless_mem0("1.0.", "memtrace[mem0-v1]")
+skip_unless_mem0("1.0.", "memtrace-graph[mem0-v1]")
 pytestmark = pytest.mark.integration
 
 

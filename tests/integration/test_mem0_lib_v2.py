@@ -28,7 +28,7 @@ from memtrace.settings import load_settings
 from memtrace.systems.mem0_lib import import_mem0, memory_config
 from memtrace.tracing import trace, variable
 
-skip_unless_mem0("2.", "memtrace[mem0]")
+skip_unless_mem0("2.", "memtrace-graph[mem0]")
 pytestmark = pytest.mark.integration
 
 STALE = "Chloe: I started a new job as a cashier at the mall."

@@ -34,7 +34,7 @@ from memtrace.settings import load_settings
 from memtrace.systems.params import Params
 from memtrace.systems.prompts import DEFAULTS, MEM0_CUSTOM_INSTRUCTIONS, QUESTION_ANSWERING
 
-skip_unless_mem0("2.", "memtrace[mem0]")
+skip_unless_mem0("2.", "memtrace-graph[mem0]")
 pytestmark = pytest.mark.integration
 
 DEFAULT_INSTRUCTIONS = DEFAULTS[MEM0_CUSTOM_INSTRUCTIONS].text

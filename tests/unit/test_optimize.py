@@ -102,6 +102,43 @@ def test_routing_sends_each_class_to_what_its_blamed_operation_read() -> None:
     assert route(CLASSES.iloc[0:0], "parameters").targets() == ()
 
 
+def test_routing_by_headroom_shares_the_positive_headroom_and_says_why_not() -> None:
+    search, answer, update = [class_key(row) for row in CLASSES.to_dict("records")][:3]
+    headroom = pd.DataFrame(
+        [
+            {"key": search, "net": 3, "rescued": 4, "broken": 1, "why": "4 rescued, 1 broken"},
+            {"key": update, "net": 1, "rescued": 1, "broken": 0, "why": ""},
+            {"key": answer, "net": 0, "rescued": 0, "broken": 0, "why": "nothing changed"},
+        ]
+    )
+    routing = route(CLASSES, "parameters", headroom=headroom)
+    assert (routing.mode, routing.by) == ("parameters", "headroom")
+    assert [(c.op_name, c.headroom) for c in routing.classes[:3]] == [
+        ("memory_system.search_vector_store", 3),
+        ("memory_system.update_memory_decision", 1),
+        ("question-answering", 0),
+    ]
+    first, second, third = routing.classes[:3]
+    assert (routing.share(first), routing.share(second), routing.share(third)) == (0.75, 0.25, 0)
+    assert (first.headroom_why, second.headroom_why) == ("4 rescued, 1 broken", "")
+    unmeasured = {c.op_name: c for c in routing.classes if c.headroom is None}
+    assert set(unmeasured) == {"llm-judge", "memory_system.add_to_vector_store"}
+    assert unmeasured["llm-judge"].why_not == (
+        "no search range for judge_f1_threshold (the judge and the retriever stay fixed)"
+    )
+    why = {c.op_name: c.why_not for c in route(CLASSES, "prompts", headroom=headroom).classes}
+    assert why["memory_system.search_vector_store"] == (
+        "the blamed operation reads only parameters; run the parameter mode"
+    )
+    assert why["llm-judge"] == (
+        "locomo-judge-prompt may not be rewritten (the judge's prompt stays fixed)"
+    )
+    unknown = route(CLASSES, "parameters", headroom=headroom.iloc[0:0])
+    assert unknown.classes[0].why_not == "no trials: its headroom is unknown (not measured)"
+    by_cases = route(CLASSES, "parameters")
+    assert by_cases.share(by_cases.classes[0]) == 9 / 20  # by cases: the share of failures
+
+
 def test_a_stale_memory_class_goes_where_its_replay_shows() -> None:
     """Both memories reached the answer: when repairing the blamed extraction rescues none of
     the class's cases, the answer prompt decides; when it rescues some (the newer memory was
