@@ -4,12 +4,14 @@ Per conversation: run the system traced, load the trace, take each failed case's
 candidates and replay it with repairs (the replay judge); the executed label goes into the
 trace's case record as a label of source ``replay`` and the trace is loaded again, so
 ``memtrace eval --labels replay`` scores any judge against it. Cases with no single decisive op
-are kept (counted, no label).
+are kept (counted, no label). ``natural_labels`` does the same for traces already written, of
+a system of your own (its replayer: docs/replay.md), into copies of the files.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 import time
 from collections import Counter
@@ -24,8 +26,10 @@ from memtrace.attribution.store import AttributionStore
 from memtrace.bench.labels import label
 from memtrace.bench.make import MANIFEST, write_labels
 from memtrace.db import Database
+from memtrace.errors import ConfigError, NotReplayableError
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.replay.graph import TraceFiles
+from memtrace.replay.hook import read_records
 from memtrace.settings import Settings
 from memtrace.systems.locomo import Conversation
 from memtrace.systems.registry import make_backend, make_system
@@ -83,11 +87,12 @@ def natural_bench(
     *,
     prefix: str = "",
     settings: Settings | None = None,
+    workers: int = 1,
     progress: Callable[[str], None] = lambda _: None,
 ) -> NaturalReport:
+    """Run ``system`` on ``convs`` (no fault planted) and label its failures."""
     report = NaturalReport(system)
     out.mkdir(parents=True, exist_ok=True)
-    store = AttributionStore(db)
     for conv in convs:
         progress(f"running {system} on conversation {conv.number}")
         traced, path = run_conversation(
@@ -101,41 +106,97 @@ def natural_bench(
         assert path is not None
         report.conversations.append(conv.number)
         report.cases += len(traced.results)
-        load_paths(db, [str(path)], LoadOptions())
         progress(f"replaying the failed cases of conversation {conv.number}")
-        judge = ReplayJudge(TraceFiles({traced.trace_id: path}, settings))
-        started, cpu = time.perf_counter(), time.process_time()
-        _, verdicts = run_attribution(
-            store, judge, Options(), trace_id=traced.trace_id, write=False, workers=1
-        )
-        report.replay_seconds += time.perf_counter() - started
-        report.replay_cpu_seconds += time.process_time() - cpu
-        report.failed += len(verdicts)
-        labels = {}
-        for verdict in verdicts:
-            if verdict.error:
-                report.errors += 1
-                continue
-            outcome = json.loads(verdict.replay_outcomes or "{}")
-            if verdict.op_id is None or verdict.error_type is None:
-                report.no_single += 1
-            else:
-                report.labeled[verdict.error_type] += 1
-                labels[verdict.case_id] = label(
-                    verdict.error_type,
-                    verdict.op_id,
-                    verdict.reason,
-                    "replay",
-                    status=outcome.get("status"),
-                    replays=verdict.replays,
-                    decisive_alone=next(
-                        (c["alone"] for c in outcome["candidates"] if c["decisive"]), None
-                    ),
-                )
-            report.replays.append(verdict.replays)
-            report.candidates.append(len(outcome.get("candidates", [])) + 1)
-        write_labels(path, labels)
-        load_paths(db, [str(path)], LoadOptions())  # the re-load swaps the labelled copy in
-        report.files.append(path)
+        files = TraceFiles({traced.trace_id: path}, settings)
+        _label(db, path, traced.trace_id, files, report, workers)
     (out / MANIFEST).write_text(json.dumps(report.as_dict(), indent=2) + "\n", encoding="utf-8")
     return report
+
+
+def natural_labels(
+    db: Database,
+    paths: Sequence[Path],
+    out: Path,
+    *,
+    settings: Settings | None = None,
+    replayer: str | None = None,
+    workers: int = 1,
+    progress: Callable[[str], None] = lambda _: None,
+) -> NaturalReport:
+    """Label the failures of traces already written (a system of your own, replayed by its
+    replayer: ``replayer`` or the one registered for its name). Each file is copied into
+    ``out`` first: the labels go into the copy, never into the trace that was replayed."""
+    out.mkdir(parents=True, exist_ok=True)
+    heads = [_head(path) for path in paths]
+    report = NaturalReport(",".join(sorted({str(h.get("system")) for h in heads})))
+    for path, head in zip(paths, heads, strict=True):
+        copy = out / path.name
+        if copy.resolve() == path.resolve():
+            raise ConfigError(f"bench natural: --out must not hold the traces given ({path})")
+        shutil.copyfile(path, copy)
+        trace_id = str(head["id"])
+        report.cases += sum(1 for r in read_records(copy) if r.get("type") == "case")
+        progress(f"replaying the failed cases of {trace_id}")
+        files = TraceFiles({trace_id: copy}, settings, replayer)
+        _label(db, copy, trace_id, files, report, workers)
+    (out / MANIFEST).write_text(json.dumps(report.as_dict(), indent=2) + "\n", encoding="utf-8")
+    return report
+
+
+def _head(path: Path) -> dict[str, Any]:
+    records = read_records(path)
+    head = records[0] if records else {}
+    if head.get("type") != "trace" or not head.get("id"):
+        raise NotReplayableError(f"{path}: not a native memtrace trace (no trace record first)")
+    return head
+
+
+def _label(
+    db: Database,
+    path: Path,
+    trace_id: str,
+    replayers: TraceFiles,
+    report: NaturalReport,
+    workers: int = 1,
+) -> None:
+    """Load the trace, replay each failed case (the replay judge), write the executed labels
+    into the trace file and load it again (the re-load swaps the labelled copy in)."""
+    load_paths(db, [str(path)], LoadOptions())
+    started, cpu = time.perf_counter(), time.process_time()
+    _, verdicts = run_attribution(
+        AttributionStore(db),
+        ReplayJudge(replayers),
+        Options(),
+        trace_id=trace_id,
+        write=False,
+        workers=workers,
+    )
+    report.replay_seconds += time.perf_counter() - started
+    report.replay_cpu_seconds += time.process_time() - cpu
+    report.failed += len(verdicts)
+    labels = {}
+    for verdict in verdicts:
+        if verdict.error:
+            report.errors += 1
+            continue
+        outcome = json.loads(verdict.replay_outcomes or "{}")
+        if verdict.op_id is None or verdict.error_type is None:
+            report.no_single += 1
+        else:
+            report.labeled[verdict.error_type] += 1
+            labels[verdict.case_id] = label(
+                verdict.error_type,
+                verdict.op_id,
+                verdict.reason,
+                "replay",
+                status=outcome.get("status"),
+                replays=verdict.replays,
+                decisive_alone=next(
+                    (c["alone"] for c in outcome["candidates"] if c["decisive"]), None
+                ),
+            )
+        report.replays.append(verdict.replays)
+        report.candidates.append(len(outcome.get("candidates", [])) + 1)
+    write_labels(path, labels)
+    load_paths(db, [str(path)], LoadOptions())
+    report.files.append(path)

@@ -8,9 +8,9 @@ import click
 from rich.table import Table
 
 from memtrace.bench.make import FORMATS, BenchOptions, make_bench
-from memtrace.bench.natural import natural_bench
+from memtrace.bench.natural import natural_bench, natural_labels
 from memtrace.bench.plan import TYPES, system_types
-from memtrace.cli.options import choice, neo4j_options
+from memtrace.cli.options import choice, neo4j_options, replayer_option
 from memtrace.cli.output import make_console, strict_json
 from memtrace.cli.run import parse_subset, subset_options
 from memtrace.db import connect
@@ -102,15 +102,19 @@ def make_command(
 
 @subset_options
 @bench_group.command("natural")
+@click.argument("traces", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--system",
     type=click.Choice([*REPLAYABLE_SYSTEMS, *ENDPOINT_REPLAYABLE]),
-    default="mem0",
-    show_default=True,
-    help="A reference system (offline), or mem0-lib (the real Mem0 on the configured endpoint).",
+    default=None,
+    help="A reference system (offline), or mem0-lib (the real Mem0 on the configured endpoint) "
+    "[default: mem0, unless trace files are given].",
 )
 @click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False))
 @click.option("--trace-prefix", default="", help="Prefix for trace ids (keeps sets apart).")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Failed cases replayed in parallel.")  # fmt: skip
+@replayer_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @neo4j_options
 def natural_command(
@@ -119,23 +123,41 @@ def natural_command(
     conversations: str | None,
     sessions: str | None,
     questions: int | None,
-    system: str,
+    traces: tuple[Path, ...],
+    system: str | None,
     out: Path,
     trace_prefix: str,
+    workers: int,
+    replayer: str | None,
     as_json: bool,
 ) -> None:
-    """Run SYSTEM with no planted fault, load it and label every failed case by replay."""
-    convs = load_locomo(data or SAMPLE_PATH, parse_subset(conversations, sessions, questions))
+    """Run SYSTEM with no planted fault, load it and label every failed case by replay.
+
+    Given TRACES (native trace files of a system of your own, replayed by its replayer:
+    --replayer or the one its package registers; docs/replay.md), label their failed cases
+    instead, in copies written to --out."""
+    if traces and (system or data or conversations or sessions or questions or trace_prefix):
+        raise click.UsageError("trace files are labelled as they are: no --system or data options")
     console = make_console(stderr=True)
     with connect(settings) as db, console.status("natural failures") as status:
-        report = natural_bench(
-            db, system, convs, out, prefix=trace_prefix, settings=settings, progress=status.update
-        )
+        if traces:
+            report = natural_labels(
+                db, list(traces), out, settings=settings, replayer=replayer, workers=workers,
+                progress=status.update,
+            )  # fmt: skip
+        else:
+            convs = load_locomo(
+                data or SAMPLE_PATH, parse_subset(conversations, sessions, questions)
+            )
+            report = natural_bench(
+                db, system or "mem0", convs, out, prefix=trace_prefix, settings=settings,
+                workers=workers, progress=status.update,
+            )  # fmt: skip
     summary = report.as_dict()
     if as_json:
         click.echo(strict_json(summary))
         return
-    table = Table(title=f"natural failures of {system}, labelled by replay ({out})")
+    table = Table(title=f"natural failures of {report.system}, labelled by replay ({out})")
     table.add_column("error type")
     table.add_column("cases", justify="right")
     for kind, n in summary["by_type"].items():

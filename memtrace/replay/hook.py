@@ -128,13 +128,15 @@ class SystemReplayer:
         with self._lock:
             self.replays += 1
         try:
-            answer = _replayed(self.system.replay(case_id, frozenset(steps.values())))
+            raw = self.system.replay(case_id, frozenset(steps.values()))
         except MemtraceError:
             raise
         except Exception as exc:  # the user's code: this case's replay failed, say where
             name = type(self.system).__name__
             raise NotReplayableError(f"{name}.replay({case_id!r}) failed: {exc!r}") from exc
-        return CaseReplay(case_id, answer.passed, answer.prediction, self._changes(steps, answer))
+        answer = _replayed(raw)
+        changes = self._changes(steps, answer, isinstance(raw, Replayed))
+        return CaseReplay(case_id, answer.passed, answer.prediction, changes)
 
     def _steps(self, repaired: Collection[str]) -> dict[str, str]:
         unknown = [op for op in repaired if op not in self.steps]
@@ -142,17 +144,17 @@ class SystemReplayer:
             raise NotReplayableError(f"operation {unknown[0]!r} names no replay step")
         return {op: self.steps[op] for op in repaired}
 
-    def _changes(self, steps: Mapping[str, str], answer: Replayed) -> tuple[Repaired, ...]:
+    def _changes(
+        self, steps: Mapping[str, str], answer: Replayed, described: bool
+    ) -> tuple[Repaired, ...]:
+        """What each repair changed: as ``Replayed.changed`` says (a step it leaves out changed
+        nothing), or, for an answer that says nothing (a 2-tuple), only that it was repaired."""
         name = type(self.system).__name__
+        unsaid = "repaired by {}.replay, which did not say what it changed".format
         return tuple(
-            Repaired(
-                step,
-                op,
-                answer.changed.get(step)
-                or f"{step} repaired by {name}.replay, which did not say what it changed",
-                self._type(op),
-            )
+            Repaired(step, op, answer.changed.get(step) or unsaid(name), self._type(op))
             for op, step in steps.items()
+            if not described or answer.changed.get(step)
         )
 
     def _type(self, op: str) -> ErrorType:

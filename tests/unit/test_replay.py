@@ -316,6 +316,26 @@ def test_a_system_without_replay_steps_is_refused(tmp_path: Path) -> None:
         read_native(path)
 
 
+def sample_with_losses() -> tuple[Conversation, list[Fault]]:
+    """The packaged sample's first conversation, with evidence lost at extraction, at search and
+    at a window update for every other question: losses for repairs to restore."""
+    from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
+    from memtrace.systems.text import sentences
+
+    conv = load_locomo(SAMPLE_PATH)[0]
+    turns = conv.turns()
+    faults = []
+    for q in conv.questions[::2]:
+        dia = q.evidence[0]
+        keys = frozenset(f"{dia}#{i}" for i in range(len(sentences(turns[dia].text))))
+        case = f"locomo-qa-{conv.number}-{q.number}"
+        faults += [Fault(f"x{q.number}", "ExtractionError", case, dia, keys)]
+        faults += [Fault(f"r{q.number}", "RetrievalError", case, case, keys)]
+        later = conv.sessions[-1].turns[0].dia_id  # long-context trims the window there
+        faults += [Fault(f"u{q.number}", "UpdateError", case, later, keys)]
+    return conv, faults
+
+
 @pytest.mark.parametrize("system", list(REPLAYABLE_SYSTEMS))
 def test_a_replay_resumed_from_a_snapshot_equals_a_repaired_run_from_scratch(
     tmp_path: Path, system: str
@@ -325,20 +345,8 @@ def test_a_replay_resumed_from_a_snapshot_equals_a_repaired_run_from_scratch(
     import random
 
     from memtrace.systems.core import RepairPlan
-    from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
-    from memtrace.systems.text import sentences
 
-    conv = load_locomo(SAMPLE_PATH)[0]
-    turns = conv.turns()
-    faults = []  # evidence lost at extraction and at search, for repairs to restore
-    for q in conv.questions[::2]:
-        dia = q.evidence[0]
-        keys = frozenset(f"{dia}#{i}" for i in range(len(sentences(turns[dia].text))))
-        case = f"locomo-qa-{conv.number}-{q.number}"
-        faults += [Fault(f"x{q.number}", "ExtractionError", case, dia, keys)]
-        faults += [Fault(f"r{q.number}", "RetrievalError", case, case, keys)]
-        later = conv.sessions[-1].turns[0].dia_id  # long-context trims the window there
-        faults += [Fault(f"u{q.number}", "UpdateError", case, later, keys)]
+    conv, faults = sample_with_losses()
     replayer, _ = traced(tmp_path, system, conv, faults)
     original = make_system(system, make_backend("offline"), faults=faults).run(conv)
     ops = sorted(replayer.steps())
@@ -371,6 +379,36 @@ def test_a_replay_resumed_from_a_snapshot_equals_a_repaired_run_from_scratch(
         ]
         changed += bool(fast.repaired)
     assert changed  # some repairs restored something: the comparison is not of no-ops
+
+
+@pytest.mark.parametrize("system", ["mem0", "evermemos"])
+def test_replays_of_many_cases_on_threads_equal_the_same_replays_in_turn(
+    tmp_path: Path, system: str
+) -> None:
+    """No lock serializes replays (``attribute --workers``): several threads replaying cases of
+    one trace at once, building repaired memories and the step map on demand, answer exactly
+    what one replayer answers replaying them one after the other."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    conv, faults = sample_with_losses()
+    sequential, _ = traced(tmp_path / "a", system, conv, faults)
+    threaded, _ = traced(tmp_path / "b", system, conv, faults)
+    jobs = []
+    for case_id in sorted(sequential.inputs.cases):
+        dia_ids = {k.partition("#")[0] for k in sequential.evidence_sources(case_id)}
+        near = tuple(
+            sorted(
+                op for op, step in sequential.steps().items() if step.partition(":")[2] in dia_ids
+            )
+        )
+        search = tuple(op for op, step in sequential.steps().items() if step == f"search:{case_id}")
+        jobs += [(case_id, ()), (case_id, near[:2]), (case_id, (*near, *search))]
+    expected = [sequential.replay(case_id, ops) for case_id, ops in jobs]
+    with ThreadPoolExecutor(max_workers=4) as pool:  # the step map is built by the first
+        got = list(pool.map(lambda job: threaded.replay(*job), jobs))
+    assert got == expected
+    assert threaded.replays == sequential.replays == len(jobs)
+    assert any(r.repaired for r in got)  # repairs ran, not only the original answers
 
 
 # -- evermemos: boundary / MemCell, extraction and retrieval repairs ----------------------------

@@ -1,4 +1,5 @@
-"""The replay hook on a toy memory system of the test's own, traced with memtrace.tracing."""
+"""The replay hook on a toy memory system of the test's own, traced with memtrace.tracing, and
+the plugin point's specs and refusals."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from memtrace.attribution.counterfactual import Suspect, executed_label
-from memtrace.errors import NotReplayableError
-from memtrace.replay.hook import STEP, SystemReplayer
+from memtrace.errors import ConfigError, NotReplayableError
+from memtrace.replay import can_replay, replay_refusal
+from memtrace.replay.hook import STEP, Replayed, SystemReplayer
+from memtrace.replay.plugins import load_factory
 from memtrace.tracing import SimClock, case, operation, read, trace, variable
 
 MESSAGES = {
@@ -84,3 +87,53 @@ def test_a_trace_without_steps_is_not_replayable(tmp_path: Path) -> None:
         variable("v", 1)
     with pytest.raises(NotReplayableError, match="replay step"):
         SystemReplayer(path, ToySystem())
+
+
+def test_a_repair_says_what_it_changed_or_that_the_system_did_not_say(tmp_path: Path) -> None:
+    path = tmp_path / "toy.jsonl"
+    with trace(path, "toy-1", system="toy", clock=SimClock()):
+        ToySystem().run()
+    replayer = SystemReplayer(path, ToySystem())
+    op = next(op for op, step in replayer.steps.items() if step == "extract:m2")
+    (change,) = replayer.replay("q1", [op]).repaired
+    assert change.detail == "repaired by ToySystem.replay, which did not say what it changed"
+    assert change.error_type == "ExtractionError"  # what the op's category implies
+
+    class Saying(ToySystem):
+        def replay(self, case_id: str, steps: frozenset[str]) -> Replayed:  # type: ignore[override]
+            passed, answer = self.run(steps)
+            return Replayed(passed, answer, {"extract:m2": "kept the blue kite"} if steps else {})
+
+    retrieve = next(op for op, step in replayer.steps.items() if step == "retrieve:q1")
+    saying = SystemReplayer(path, Saying())
+    assert [c.detail for c in saying.replay("q1", [op]).repaired] == ["kept the blue kite"]
+    assert saying.replay("q1", [retrieve]).repaired == ()  # it changed nothing
+
+
+def test_a_failing_user_replay_is_one_error_line(tmp_path: Path) -> None:
+    path = tmp_path / "toy.jsonl"
+    with trace(path, "toy-1", system="toy", clock=SimClock()):
+        ToySystem().run()
+
+    class Broken(ToySystem):
+        def replay(self, case_id: str, steps: frozenset[str]) -> tuple[bool, str]:
+            raise KeyError(case_id)
+
+    with pytest.raises(NotReplayableError, match=r"Broken\.replay\('q1'\) failed: KeyError"):
+        SystemReplayer(path, Broken()).replay("q1")
+
+
+def test_replayer_specs_and_refusals_are_one_line_each() -> None:
+    with pytest.raises(ConfigError, match="expected module:attr"):
+        load_factory("no_colon_here")
+    with pytest.raises(ConfigError, match="cannot import 'no_such_module_xyz'"):
+        load_factory("no_such_module_xyz:make")
+    with pytest.raises(ConfigError, match="has no 'nothing'"):
+        load_factory("memtrace.replay.hook:nothing")
+    with pytest.raises(ConfigError, match="is not callable"):
+        load_factory("memtrace.replay.hook:STEP")
+    assert callable(load_factory("memtrace.replay.hook:read_records"))
+    assert can_replay("mem0") and can_replay("mine", replayer="pkg:make")
+    why = replay_refusal("mine")
+    assert why is not None and "--replayer module:attr" in why and "memtrace.replayers" in why
+    assert not can_replay("mem0", source="smartcomment")
