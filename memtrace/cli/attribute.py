@@ -13,6 +13,7 @@ from rich.tree import Tree
 
 from memtrace.attribution.evaluate import score
 from memtrace.attribution.evidence import EVIDENCE_MODES, RETRIEVAL_QUERIES, RETRIEVERS
+from memtrace.attribution.judges import Judge
 from memtrace.attribution.model import Verdict
 from memtrace.attribution.pipeline import (
     Analysis,
@@ -24,13 +25,20 @@ from memtrace.attribution.pipeline import (
     run_attribution,
 )
 from memtrace.attribution.records import memtrace_record
-from memtrace.attribution.registry import JUDGES, embedder, make_judge
+from memtrace.attribution.registry import (
+    AUTO,
+    JUDGE_CHOICES,
+    choose_judge,
+    embedder,
+    make_judge,
+)
 from memtrace.attribution.store import AttributionStore, explain_cypher
 from memtrace.attribution.walk import STRATEGY_NAMES
 from memtrace.cli.options import choice, llm_options, neo4j_options
 from memtrace.cli.output import frame_table, make_console, strict_json
-from memtrace.db import connect
+from memtrace.db import Database, connect
 from memtrace.errors import MemtraceError
+from memtrace.replay.graph import replay_refusal
 from memtrace.settings import Settings
 from memtrace.taxonomy import LABEL_SOURCES
 
@@ -39,10 +47,12 @@ err = make_console(stderr=True)
 
 judge_option = click.option(
     "--judge",
-    type=click.Choice(list(JUDGES)),
-    default=None,
-    help="Default: hybrid (offline proposes, the LLM checks) when an LLM endpoint is "
-    "configured, else offline.",
+    type=click.Choice(JUDGE_CHOICES),
+    default=AUTO,
+    show_default=True,
+    help="auto: replay (executed counterfactuals) where every trace of the run can be "
+    "replayed, else hybrid (offline proposes, the LLM checks) when an LLM endpoint is "
+    "configured, else offline. It says which it chose.",
 )
 evidence_option = click.option(
     "--evidence",
@@ -75,6 +85,18 @@ def _options(
         retrieval_query=choice(query, RETRIEVAL_QUERIES),
         embed=embedder(settings, chosen_retriever),
     )
+
+
+def _judge(
+    requested: str, settings: Settings, db: Database, trace_ids: list[str], quiet: bool
+) -> Judge:
+    """The judge of a run (``choose_judge``), announced on stderr unless it was asked for."""
+    choice = choose_judge(
+        requested, settings, trace_ids, lambda trace: replay_refusal(db, trace, settings)
+    )
+    if requested == AUTO and not quiet:
+        err.print(f"judge: {choice.name} ({escape(choice.why)})", highlight=False)
+    return make_judge(choice.name, settings)
 
 
 def _summary(run_id: str, verdicts: list[Verdict]) -> Table:
@@ -127,7 +149,7 @@ def attribute_command(
     trace_id: str | None,
     all_failed: bool,
     case_ids: tuple[str, ...],
-    judge: str | None,
+    judge: str,
     evidence: str,
     strategy: str,
     retriever: str,
@@ -144,33 +166,35 @@ def attribute_command(
     if case_ids and trace_id is None:
         raise click.UsageError("--case needs --trace")
     options = _options(evidence, strategy, retriever, retrieval_query, settings)
-    chosen = make_judge(judge, settings)
     cases = [(trace_id, case_id) for case_id in case_ids] if trace_id and case_ids else None
-    with (
-        connect(settings) as db,
-        Progress(
+    with connect(settings) as db:
+        store = AttributionStore(db)
+        traces: list[str] = []
+        if judge == AUTO:  # the traces the run covers
+            traces = [trace_id] if trace_id else sorted({t for t, _ in store.failed_cases(None)})
+        chosen = _judge(judge, settings, db, traces, as_json)
+        with Progress(
             "[progress.description]{task.description}",
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             console=err,
             disable=as_json,
-        ) as bar,
-    ):
-        task = bar.add_task(f"attributing ({chosen.name})", total=None)
-        resolved, verdicts = run_attribution(
-            AttributionStore(db),
-            chosen,
-            options,
-            cases=cases,
-            trace_id=trace_id,
-            run_id=run_id,
-            write=not no_write,
-            on_start=lambda total: bar.update(task, total=total),
-            on_done=lambda _: bar.advance(task),
-            workers=workers,
-            resume=resume,
-        )
+        ) as bar:
+            task = bar.add_task(f"attributing ({chosen.name})", total=None)
+            resolved, verdicts = run_attribution(
+                store,
+                chosen,
+                options,
+                cases=cases,
+                trace_id=trace_id,
+                run_id=run_id,
+                write=not no_write,
+                on_start=lambda total: bar.update(task, total=total),
+                on_done=lambda _: bar.advance(task),
+                workers=workers,
+                resume=resume,
+            )
     if as_json:
         click.echo(strict_json([memtrace_record(v) for v in verdicts]))
     elif not verdicts and resume:
@@ -318,7 +342,7 @@ def explain_command(
     settings: Settings,
     case_id: str,
     trace_id: str | None,
-    judge: str | None,
+    judge: str,
     evidence: str,
     retriever: str,
     retrieval_query: str,
@@ -326,10 +350,10 @@ def explain_command(
 ) -> None:
     """Show a case's evidence trails, candidates and verdict, plus the Cypher to view it."""
     options = _options(evidence, "linear", retriever, retrieval_query, settings)
-    chosen = make_judge(judge, settings)
     with connect(settings) as db:
         store = AttributionStore(db)
         resolved = resolve_case(store, case_id, trace_id)
+        chosen = _judge(judge, settings, db, [resolved], as_json)
         analysis = analyse_case(store, chosen, resolved, case_id, options)
     answer_seq = analysis.anchor.answer.seq if analysis.anchor.answer else 0
     cypher = explain_cypher(resolved, case_id, answer_seq)
