@@ -97,6 +97,24 @@ def content_words(text: str) -> frozenset[str]:
     return frozenset(stem(w) for w in _tokens(text) if w not in STOP_WORDS)
 
 
+@lru_cache(maxsize=262144)
+def ranking_words(text: str) -> frozenset[str]:
+    """Content words as a plain lexical ranker sees them: apostrophes joined ("Ana's" ->
+    "anas"), only "-ing", "-ed", "-es", "-s" stripped. ``answer_model`` predicts which context
+    items such a ranker puts first (what an extractive answer step quotes), a question apart
+    from whether a text states a sentence (``content_words``, which normalizes more)."""
+    words = _WORD.findall(text.lower().replace("'", "").replace("\u2019", ""))
+    return frozenset(_strip_suffix(w) for w in words if w not in STOP_WORDS)
+
+
+@lru_cache(maxsize=65536)
+def _strip_suffix(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
 def word_forms(text: str) -> dict[str, str]:
     """Each content word of ``text`` (as ``content_words`` has it) -> the word as written."""
     forms: dict[str, str] = {}

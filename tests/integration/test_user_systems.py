@@ -9,6 +9,7 @@ from types import ModuleType
 
 import pytest
 from click.testing import CliRunner
+from usersystems import episodes, notebook, triples
 
 from memtrace.admin import delete_trace
 from memtrace.attribution.pipeline import Options, analyse_case
@@ -18,7 +19,6 @@ from memtrace.cli import cli
 from memtrace.db import Database
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.settings import load_settings
-from tests.usersystems import episodes, notebook, triples
 
 pytestmark = pytest.mark.integration
 

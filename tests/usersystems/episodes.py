@@ -16,9 +16,20 @@ import json
 import re
 from pathlib import Path
 
-from memtrace.tracing import SimClock, Var, case, current_operation, edge, operation, read
-from memtrace.tracing import session, trace, variable, write
-from tests.usersystems import Run
+from memtrace.tracing import (
+    SimClock,
+    Var,
+    case,
+    current_operation,
+    edge,
+    operation,
+    read,
+    session,
+    trace,
+    variable,
+    write,
+)
+from usersystems import Run
 
 SESSIONS = {
     "morning": [
@@ -71,7 +82,29 @@ TRUTH = {
 }
 
 _TOKEN = re.compile(r"[A-Za-z]+")
-_FILLER = frozenset("a an the to at in on of and is did does do what where why how which who".split())
+_FILLER = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "to",
+        "at",
+        "in",
+        "on",
+        "of",
+        "and",
+        "is",
+        "did",
+        "does",
+        "do",
+        "what",
+        "where",
+        "why",
+        "how",
+        "which",
+        "who",
+    ]
+)
 
 steps: dict[str, str] = {}
 
@@ -118,7 +151,9 @@ async def index(name: str, number: int, episode: Var, text: str) -> tuple[str, V
         return block, memory
 
 
-async def recall(question_id: str, question: Var, text: str, store: dict[str, tuple[str, Var]]) -> tuple[str, Var]:
+async def recall(
+    question_id: str, question: Var, text: str, store: dict[str, tuple[str, Var]]
+) -> tuple[str, Var]:
     with operation("episodes.recall", category="retrieval"):
         _mark(f"recall:{question_id}")
         read(question, *(var for _, var in store.values()))
@@ -130,7 +165,9 @@ async def recall(question_id: str, question: Var, text: str, store: dict[str, tu
         return block, context
 
 
-async def respond(question_id: str, question: Var, text: str, block: str, context: Var) -> tuple[str, Var]:
+async def respond(
+    question_id: str, question: Var, text: str, block: str, context: Var
+) -> tuple[str, Var]:
     with operation("episodes.respond", category="generation"):
         _mark(f"respond:{question_id}")
         read(question, context)
@@ -147,8 +184,11 @@ async def ingest(name: str, number: int, store: dict[str, tuple[str, Var]]) -> N
     with session(name):
         said = SESSIONS[name]
         messages = [
-            variable(message_id, json.dumps({"role": "user", "name": speaker, "content": text}),
-                     category="message")  # fmt: skip
+            variable(
+                message_id,
+                json.dumps({"role": "user", "name": speaker, "content": text}),
+                category="message",
+            )
             for message_id, speaker, text in said
         ]
         text, episode = await summarize(name, messages, said)
@@ -167,8 +207,14 @@ async def _main(outcome: Run) -> None:
             passed = gold.lower() in answer.lower()
             if not passed:
                 outcome.failed.add(question_id)
-            case(id=question_id, query=question.id, prediction=prediction.id,
-                 golden_answers=[gold], judge_score=float(passed), evidence=[f"{evidence}@1"])  # fmt: skip
+            case(
+                id=question_id,
+                query=question.id,
+                prediction=prediction.id,
+                golden_answers=[gold],
+                judge_score=float(passed),
+                evidence=[f"{evidence}@1"],
+            )
 
 
 def run(path: Path, trace_id: str) -> Run:

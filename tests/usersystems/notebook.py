@@ -15,26 +15,68 @@ import json
 import re
 from pathlib import Path
 
-from memtrace.tracing import SimClock, case, current_operation, edge, mutation, operation, read
-from memtrace.tracing import session, trace, variable, write
-from tests.usersystems import Run
+from memtrace.tracing import (
+    SimClock,
+    Var,
+    case,
+    current_operation,
+    edge,
+    mutation,
+    operation,
+    read,
+    session,
+    trace,
+    variable,
+    write,
+)
+from usersystems import Run
 
 TOPICS = ("dog", "car", "sister", "job", "garden", "flat", "trip", "band", "cake", "bike")
 
 # (message id, speaker, time, text); two sessions
 CONVERSATION = [
     ("s1-1", "Ana", "2024-03-02T10:15:00", "My dog is called Biscuit. He is a beagle."),
-    ("s1-2", "Ben", "2024-03-02T10:16:00", "My sister Carla moved to Bergen, and she teaches chemistry there."),
+    (
+        "s1-2",
+        "Ben",
+        "2024-03-02T10:16:00",
+        "My sister Carla moved to Bergen, and she teaches chemistry there.",
+    ),
     ("s1-3", "Ana", "2024-03-02T10:17:00", "My car is a red Fiat from 2009."),
     ("s1-4", "Ben", "2024-03-02T10:18:00", "I started learning the cello in January."),
-    ("s1-5", "Ana", "2024-03-02T10:19:00", "My garden has three apple trees, and the pears grew well too."),
-    ("s1-6", "Ben", "2024-03-02T10:20:00", "My job is at the harbour office; I check cargo papers."),
+    (
+        "s1-5",
+        "Ana",
+        "2024-03-02T10:19:00",
+        "My garden has three apple trees, and the pears grew well too.",
+    ),
+    (
+        "s1-6",
+        "Ben",
+        "2024-03-02T10:20:00",
+        "My job is at the harbour office; I check cargo papers.",
+    ),
     ("s2-1", "Ana", "2024-04-11T18:02:00", "My car insurance went up again this spring."),
-    ("s2-2", "Ben", "2024-04-11T18:03:00", "Our band plays jazz standards at the Blue Door on Fridays."),
+    (
+        "s2-2",
+        "Ben",
+        "2024-04-11T18:03:00",
+        "Our band plays jazz standards at the Blue Door on Fridays.",
+    ),
     ("s2-3", "Ana", "2024-04-11T18:04:00", "I baked a lemon cake for Mia's birthday."),
     ("s2-4", "Ben", "2024-04-11T18:05:00", "We are planning a trip to Kyoto in October."),
-    ("s2-5", "Ana", "2024-04-11T18:06:00", "My flat is on the fourth floor, so the bike stays in the hall."),
-    ("s2-6", "Ben", "2024-04-11T18:07:00", "My trip budget is tight; Kyoto hostels are cheap though."),
+    (
+        "s2-5",
+        "Ana",
+        "2024-04-11T18:06:00",
+        "My flat is on the fourth floor, so the bike stays in the hall.",
+    ),
+    (
+        "s2-6",
+        "Ben",
+        "2024-04-11T18:07:00",
+        "My trip budget is tight; Kyoto hostels are cheap though.",
+    ),
 ]
 
 # (question id, question, gold answer, evidence message)
@@ -71,7 +113,31 @@ TRUTH = {
 }
 
 _WORDS = re.compile(r"[A-Za-z0-9']+")
-_SMALL = frozenset("a an the is are was of to in on at and or for what which who where does did do".split())
+_SMALL = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "was",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "and",
+        "or",
+        "for",
+        "what",
+        "which",
+        "who",
+        "where",
+        "does",
+        "did",
+        "do",
+    ]
+)
 
 
 def _words(text: str) -> set[str]:
@@ -92,7 +158,7 @@ def third_person(speaker: str, sentence: str) -> str:
 
 class Notebook:
     def __init__(self) -> None:
-        self.notes: dict[str, tuple[str, object]] = {}  # topic -> (text, traced variable)
+        self.notes: dict[str, tuple[str, Var]] = {}  # topic -> (text, traced variable)
         self.run = Run()
 
     def _step(self, name: str) -> None:
@@ -111,7 +177,9 @@ class Notebook:
                 if topic is not None:
                     notes.append((topic, third_person(speaker, sentence)))
             self._last_notes = variable(
-                f"notes:{message_id}", [n for _, n in notes], category="llm_response",
+                f"notes:{message_id}",
+                [n for _, n in notes],
+                category="llm_response",
                 sources=(message,),
             )
             return notes
@@ -124,14 +192,14 @@ class Notebook:
                 value = json.dumps({"key": topic, "memory": text})
                 if topic in self.notes:
                     old = self.notes[topic][1]
-                    new = mutation(old, value, category="memory")  # type: ignore[arg-type]
+                    new = mutation(old, value, category="memory")
                 else:
                     new = variable(f"note:{topic}", value, category="memory")
                     write(new)
                 edge(self._last_notes, new)
                 self.notes[topic] = (text, new)
 
-    def search(self, question_id: str, question: object, text: str) -> list[tuple[str, object]]:
+    def search(self, question_id: str, question: Var, text: str) -> list[tuple[str, Var]]:
         with operation("notebook.search_notes", category="retrieval"):
             self._step(f"search:{question_id}")
             read(question)
@@ -139,21 +207,21 @@ class Notebook:
             ranked = sorted(self.notes.values(), key=lambda n: -len(asked & _words(n[0])))
             top = ranked[:2]
             for _, var in self.notes.values():
-                read(var)  # type: ignore[arg-type]
+                read(var)
             context = variable(f"context:{question_id}", [t for t, _ in top], category="context")
             for _, var in top:
-                edge(var, context)  # type: ignore[arg-type]
+                edge(var, context)
             return [(t, context) for t, _ in top]
 
     def answer(
-        self, question_id: str, question: object, found: list[tuple[str, object]]
+        self, question_id: str, question: Var, found: list[tuple[str, Var]]
     ) -> tuple[str, str]:
         with operation("notebook.answer", category="generation"):
             self._step(f"answer:{question_id}")
-            read(question, found[0][1])  # type: ignore[arg-type]
+            read(question, found[0][1])
             first = re.split(r"[,;]|\band\b", found[0][0])[0].strip().rstrip(".") if found else ""
             prediction = variable(f"prediction:{question_id}", first, class_name="prediction")
-            edge(found[0][1], prediction)  # type: ignore[arg-type]
+            edge(found[0][1], prediction)
             return first, prediction.id
 
 
@@ -166,14 +234,21 @@ def run(path: Path, trace_id: str) -> Run:
                 notebook.update(message_id, notes)
         with session("questions"):
             for question_id, text, gold, evidence in QUESTIONS:
-                question = variable(question_id, text, class_name="query", category="message & query")
+                question = variable(
+                    question_id, text, class_name="query", category="message & query"
+                )
                 found = notebook.search(question_id, question, text)
                 prediction, prediction_id = notebook.answer(question_id, question, found)
                 passed = gold.lower() in prediction.lower()
                 if not passed:
                     notebook.run.failed.add(question_id)
                 notebook.run.predictions[question_id] = prediction
-                case(id=question_id, query=question.id, prediction=prediction_id,
-                     golden_answers=[gold], judge_score=1.0 if passed else 0.0,
-                     evidence=[f"{evidence}@1"])  # fmt: skip
+                case(
+                    id=question_id,
+                    query=question.id,
+                    prediction=prediction_id,
+                    golden_answers=[gold],
+                    judge_score=1.0 if passed else 0.0,
+                    evidence=[f"{evidence}@1"],
+                )
     return notebook.run

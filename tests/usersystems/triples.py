@@ -13,9 +13,21 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from memtrace.tracing import SimClock, Var, case, current_operation, delete, edge, operation
-from memtrace.tracing import read, session, trace, variable, write
-from tests.usersystems import Run
+from memtrace.tracing import (
+    SimClock,
+    Var,
+    case,
+    current_operation,
+    delete,
+    edge,
+    operation,
+    read,
+    session,
+    trace,
+    variable,
+    write,
+)
+from usersystems import Run
 
 CONVERSATION = [
     ("d1", "[2023-06-02 09:14] Ana: I moved to Porto in 2019."),
@@ -63,11 +75,37 @@ TRUTH = {
     "t-q14": ("reply:t-q14", "ResponseError"),
 }
 
-BASE_FORMS = {"moved": "move", "grew": "grow", "bought": "buy", "adopted": "adopt",
-              "took": "take", "ran": "run", "said": "say", "works": "work"}  # fmt: skip
+BASE_FORMS = {
+    "moved": "move",
+    "grew": "grow",
+    "bought": "buy",
+    "adopted": "adopt",
+    "took": "take",
+    "ran": "run",
+    "said": "say",
+    "works": "work",
+}
 _LINE = re.compile(r"^\[(?P<time>[^\]]+)\]\s+(?P<speaker>\w+):\s+(?P<text>.*)$")
 _TOKEN = re.compile(r"[a-z0-9]+")
-_IGNORED = frozenset("a the to in on of is did does do what where who how which".split())
+_IGNORED = frozenset(
+    [
+        "a",
+        "the",
+        "to",
+        "in",
+        "on",
+        "of",
+        "is",
+        "did",
+        "does",
+        "do",
+        "what",
+        "where",
+        "who",
+        "how",
+        "which",
+    ]
+)
 
 steps: dict[str, str] = {}  # step -> op id, of the current run
 
@@ -109,8 +147,9 @@ def extract_triples(message_id: str, line: str) -> tuple[list[str], Var]:
             made = triple(match["speaker"], sentence)
             if made:
                 found.append(made)
-    return found, variable(f"triples:{message_id}", found, category="llm_response",
-                           sources=(message,))  # fmt: skip
+    return found, variable(
+        f"triples:{message_id}", found, category="llm_response", sources=(message,)
+    )
 
 
 @operation("triples.forget_duplicates", category="deletion")
@@ -137,7 +176,9 @@ def add_triples(message_id: str, store: dict[str, Var], new: list[str], source: 
 
 
 @operation("triples.find", category="retrieval")
-def find(question_id: str, question: Var, text: str, store: dict[str, Var]) -> tuple[list[str], Var]:
+def find(
+    question_id: str, question: Var, text: str, store: dict[str, Var]
+) -> tuple[list[str], Var]:
     _mark(f"find:{question_id}")
     read(question, *store.values())
     asked = tokens(text)
@@ -178,6 +219,12 @@ def run(path: Path, trace_id: str) -> Run:
                 passed = gold.lower() in answer.lower()
                 if not passed:
                     outcome.failed.add(question_id)
-                case(id=question_id, query=question.id, prediction=prediction.id,
-                     golden_answers=[gold], judge_score=float(passed), evidence=[f"{evidence}@1"])  # fmt: skip
+                case(
+                    id=question_id,
+                    query=question.id,
+                    prediction=prediction.id,
+                    golden_answers=[gold],
+                    judge_score=float(passed),
+                    evidence=[f"{evidence}@1"],
+                )
     return outcome
