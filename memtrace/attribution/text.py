@@ -80,7 +80,7 @@ def stem(word: str) -> str:
             break
     if len(word) > 3 and word[-1] == "e":
         return word[:-1]
-    if len(word) > 3 and word[-1] == "y":
+    if len(word) >= 3 and word[-1] == "y":
         return word[:-1] + "i"
     return word
 
