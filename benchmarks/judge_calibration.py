@@ -116,7 +116,10 @@ def measure(prefix: str, labels: str, conversations: Sequence[str]) -> dict[str,
             "table": table.to_dict(orient="records"),
         }
     table, ece, high, n_high = reliability(rows)
+    injected = rows[rows["label_source"] == "injected"]  # bench make's planted faults
     return {
+        "injected_cases": len(injected),
+        "injected_op_type_accuracy": float(injected["right"].mean()) if len(injected) else None,
         "prefix": prefix,
         "labels": labels,
         "conversations": list(conversations),
@@ -129,7 +132,7 @@ def measure(prefix: str, labels: str, conversations: Sequence[str]) -> dict[str,
         "cases_at_0.9": n_high,
         "table": table.to_dict(orient="records"),
         "systems": systems,
-        "cases_detail": rows[["trace_id", "case_id", "label_op", "label_type", "attr_op",
+        "cases_detail": rows[["trace_id", "case_id", "label_source", "label_op", "label_type", "attr_op",
                               "error_type", "confidence", "right"]].to_dict(orient="records"),
     }  # fmt: skip
 
@@ -153,6 +156,9 @@ def main() -> None:
             f"{entry['op_type_accuracy']:.1%}, ECE {entry['ece']:.3f}, right at >= 0.9: "
             f"{entry['right_at_0.9']:.1%} of {entry['cases_at_0.9']}"
         )
+    if result["injected_cases"]:
+        print(f"planted faults only: {result['injected_op_type_accuracy']:.1%} of "
+              f"{result['injected_cases']}")  # fmt: skip
     print(f"all: op {result['op_accuracy']:.1%}, op+type {result['op_type_accuracy']:.1%}, "
           f"ECE {result['ece']:.3f}, right at >= 0.9: {result['right_at_0.9']:.1%} of "
           f"{result['cases_at_0.9']}")  # fmt: skip
