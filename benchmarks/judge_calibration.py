@@ -39,6 +39,8 @@ from memtrace.db import connect
 from memtrace.settings import load_settings
 
 BUCKETS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0001)  # [lo, hi); the last holds 1.0
+DETAIL = ["trace_id", "case_id", "label_source", "label_op", "label_type", "attr_op", "error_type"]
+DETAIL += ["confidence", "right"]
 _TRACE = re.compile(r"^(?P<system>.+)-locomo-(?P<conversation>\d+)$")
 
 
@@ -64,6 +66,23 @@ def reliability(frame: pd.DataFrame) -> tuple[pd.DataFrame, float, float, int]:
     )
     high = frame[frame["confidence"] >= 0.9]
     return table, ece, float(high["right"].mean()) if len(high) else float("nan"), len(high)
+
+
+def summary(frame: pd.DataFrame) -> dict[str, Any]:
+    """Accuracy and calibration of one set of rows (``right``: op and type match)."""
+    table, ece, high, n_high = reliability(frame)
+    injected = frame[frame["label_source"] == "injected"]  # bench make's planted faults
+    return {
+        "cases": len(frame),
+        "op_accuracy": float(frame["op_right"].mean()),
+        "op_type_accuracy": float(frame["right"].mean()),
+        "injected_cases": len(injected),
+        "injected_op_type_accuracy": float(injected["right"].mean()) if len(injected) else None,
+        "ece": ece,
+        "right_at_0.9": high,
+        "cases_at_0.9": n_high,
+        "table": table.to_dict(orient="records"),
+    }
 
 
 def traces(store: AttributionStore, prefix: str, conversations: Sequence[str]) -> list[str]:
@@ -103,38 +122,15 @@ def measure(prefix: str, labels: str, conversations: Sequence[str]) -> dict[str,
     rows["system"] = [
         m["system"] if (m := _TRACE.match(t[len(prefix):])) else t for t in rows["trace_id"]
     ]  # fmt: skip
-    systems = {}
-    for system, part in rows.groupby("system"):
-        table, ece, high, n_high = reliability(part)
-        systems[str(system)] = {
-            "cases": len(part),
-            "op_accuracy": float(part["op_right"].mean()),
-            "op_type_accuracy": float(part["right"].mean()),
-            "ece": ece,
-            "right_at_0.9": high,
-            "cases_at_0.9": n_high,
-            "table": table.to_dict(orient="records"),
-        }
-    table, ece, high, n_high = reliability(rows)
-    injected = rows[rows["label_source"] == "injected"]  # bench make's planted faults
     return {
-        "injected_cases": len(injected),
-        "injected_op_type_accuracy": float(injected["right"].mean()) if len(injected) else None,
         "prefix": prefix,
         "labels": labels,
         "conversations": list(conversations),
         "traces": len(trace_ids),
-        "cases": len(rows),
-        "op_accuracy": float(rows["op_right"].mean()),
-        "op_type_accuracy": float(rows["right"].mean()),
-        "ece": ece,
-        "right_at_0.9": high,
-        "cases_at_0.9": n_high,
-        "table": table.to_dict(orient="records"),
-        "systems": systems,
-        "cases_detail": rows[["trace_id", "case_id", "label_source", "label_op", "label_type", "attr_op",
-                              "error_type", "confidence", "right"]].to_dict(orient="records"),
-    }  # fmt: skip
+        **summary(rows),
+        "systems": {str(system): summary(part) for system, part in rows.groupby("system")},
+        "cases_detail": rows[DETAIL].to_dict(orient="records"),
+    }
 
 
 def main() -> None:
@@ -150,18 +146,18 @@ def main() -> None:
         with open(args.json_path, "w", encoding="utf-8") as out:
             json.dump(result, out, indent=1, default=str)
     print(f"{result['cases']} labelled cases ({args.labels}) in {result['traces']} traces")
-    for system, entry in sorted(result["systems"].items()):
-        print(
-            f"  {system}: {entry['cases']} cases, op {entry['op_accuracy']:.1%}, op+type "
-            f"{entry['op_type_accuracy']:.1%}, ECE {entry['ece']:.3f}, right at >= 0.9: "
-            f"{entry['right_at_0.9']:.1%} of {entry['cases_at_0.9']}"
+    for name, entry in [*sorted(result["systems"].items()), ("all", result)]:
+        planted = (
+            f", planted faults {entry['injected_op_type_accuracy']:.1%} of "
+            f"{entry['injected_cases']}"
+            if entry["injected_cases"]
+            else ""
         )
-    if result["injected_cases"]:
-        print(f"planted faults only: {result['injected_op_type_accuracy']:.1%} of "
-              f"{result['injected_cases']}")  # fmt: skip
-    print(f"all: op {result['op_accuracy']:.1%}, op+type {result['op_type_accuracy']:.1%}, "
-          f"ECE {result['ece']:.3f}, right at >= 0.9: {result['right_at_0.9']:.1%} of "
-          f"{result['cases_at_0.9']}")  # fmt: skip
+        print(
+            f"  {name}: {entry['cases']} cases, op {entry['op_accuracy']:.1%}, op+type "
+            f"{entry['op_type_accuracy']:.1%}{planted}, ECE {entry['ece']:.3f}, right at "
+            f">= 0.9: {entry['right_at_0.9']:.1%} of {entry['cases_at_0.9']}"
+        )
     print("| confidence | cases | mean confidence | right |")
     print("|---|---|---|---|")
     for row in result["table"]:
