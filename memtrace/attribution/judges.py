@@ -26,21 +26,24 @@ from memtrace.usage import Usage
 # What an offline verdict rests on, and how often executed counterfactuals confirmed a verdict
 # resting on it: its confidence. Measured on the natural failures (no planted fault) of the four
 # reference systems, LoCoMo conversations 1, 3, 5 (`benchmarks/judge_calibration.py`; checked on
-# 2, 4, 6; docs/attribution.md "Reading confidence"). A trail that ends at a memory op is rarely
-# the executed verdict there: the reference systems' answer steps fail with the evidence in hand.
+# 2, 4, 6; docs/attribution.md "Reading confidence"). There, answers fail with the evidence in
+# hand, and evidence lost at retrieval is rarely what a replay blames: where a repaired search
+# would rank it, which decides whether the answer uses it, is not in the trace.
 Basis = Literal[
-    "stale memory",  # the answer followed a memory the evidence contradicts
+    "stale memory",  # the answer followed a memory the evidence contradicts (not yet observed)
     "evidence reached the answer",  # every sentence followed reached the answer's context
     "restoring would not change the answer",  # lost, but the answer model would not use it
-    "lost, answer modelled",  # a trail ends at the op, and the answer model would use it back
-    "lost, answer not modelled",  # a trail ends at the op; the answer step is not modelled
+    "lost in the store, answer modelled",  # and the answer model would use it back
+    "lost in the store, answer not modelled",  # an answer in its own words: unknown
+    "lost at retrieval",  # stored and live, but not in the answer's context
 ]
 CONFIDENCE: Final[dict[Basis, float]] = {
     "stale memory": 0.5,
-    "evidence reached the answer": 0.99,
-    "restoring would not change the answer": 0.99,
-    "lost, answer modelled": 0.25,
-    "lost, answer not modelled": 0.05,
+    "evidence reached the answer": 0.99,  # 418 of 419
+    "restoring would not change the answer": 0.98,  # 392 of 398
+    "lost in the store, answer modelled": 0.97,  # 89 of 91
+    "lost in the store, answer not modelled": 0.5,  # 27 of 52
+    "lost at retrieval": 0.02,  # 1 of 65
 }
 CONFIDENCE_PASSED = 0.9  # a candidate the evidence passed through (not a verdict)
 
@@ -172,7 +175,12 @@ class OfflineJudge:
             reason += f"; not decisive: {_unquoted(view.unquoted)}"
             basis = "restoring would not change the answer"
             return Check(True, False, stopped[0].error_type, reason, CONFIDENCE[basis]), Usage()
-        basis = "lost, answer modelled" if view.modelled else "lost, answer not modelled"
+        if stopped[0].error_type == "RetrievalError":
+            basis = "lost at retrieval"
+        elif view.modelled:
+            basis = "lost in the store, answer modelled"
+        else:
+            basis = "lost in the store, answer not modelled"
         return Check(True, True, stopped[0].error_type, reason, CONFIDENCE[basis]), Usage()
 
     def intact_after(self, view: CaseView, candidate: Candidate) -> tuple[bool, Usage]:
