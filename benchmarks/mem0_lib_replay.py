@@ -45,7 +45,7 @@ from memtrace.attribution.replay_judge import ReplayJudge
 from memtrace.attribution.store import AttributionStore
 from memtrace.db import connect
 from memtrace.loaders.load import LoadOptions, load_paths
-from memtrace.replay import Replayer, make_replayer, read_native
+from memtrace.replay import TraceReplayer, make_replayer, read_native
 from memtrace.settings import load_settings
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.mem0_lib import Mem0LibSystem
@@ -106,9 +106,9 @@ class OneTrace:
         inputs = read_native(path)
         if not recorded:
             inputs = dataclasses.replace(inputs, recorded={})
-        self.replayer: Replayer = make_replayer(inputs, settings)
+        self.replayer: TraceReplayer = make_replayer(inputs, settings)
 
-    def for_trace(self, trace_id: str) -> Replayer:
+    def for_trace(self, trace_id: str) -> TraceReplayer:
         return self.replayer
 
 

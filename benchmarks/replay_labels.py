@@ -25,10 +25,11 @@ from memtrace.attribution.registry import make_judge
 from memtrace.attribution.replay_judge import ReplayJudge
 from memtrace.attribution.store import AttributionStore
 from memtrace.bench.make import BenchOptions, make_bench
-from memtrace.bench.natural import FileReplayers, natural_bench
+from memtrace.bench.natural import natural_bench
 from memtrace.db import connect
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.replay import make_replayer, read_native
+from memtrace.replay.graph import TraceFiles
 from memtrace.replay.inputs import REPLAYABLE_SYSTEMS
 from memtrace.settings import load_settings
 from memtrace.systems.locomo import Subset, load_locomo
@@ -50,7 +51,7 @@ def planted(
     paths = {p.stem: p for p in report.files}
     WRITTEN.extend(paths)
     store = AttributionStore(db)
-    judge = ReplayJudge(FileReplayers(paths, settings))
+    judge = ReplayJudge(TraceFiles(paths, settings))
     run_id = f"{PREFIX}planted-{system}"
     cases = []
     for trace_id in paths:

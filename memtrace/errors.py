@@ -60,6 +60,16 @@ class NotReplayableError(MemtraceError):
     does not reproduce)."""
 
 
+class Mem0InstrumentationError(MemtraceError):
+    """The instrumented Mem0 does not behave as the supported version ranges do (nothing is
+    written for that call)."""
+
+
+class OutOfBudget(MemtraceError):
+    """The next evaluation would exceed the optimizer run's budget (the loop stops, not an
+    error exit)."""
+
+
 class LLMError(MemtraceError):
     """An OpenAI-compatible endpoint failed or answered with unusable output.
 

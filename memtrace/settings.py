@@ -39,6 +39,7 @@ class LLMSettings(BaseModel):
     api_key: SecretStr | None = None
     model: str = "gpt-4o-mini"
     embedding_model: str = "text-embedding-3-small"
+    embedding_dims: int = Field(default=1536, ge=1)  # the vectors a store (Mem0's) is sized for
     timeout_seconds: float = Field(default=60.0, gt=0)
     # Requests in flight at once, over all case workers: a local server often has one slot, and
     # requests queued behind it time out; case workers (CPU and Neo4j) are a separate knob.
@@ -51,6 +52,8 @@ class Settings(BaseModel):
     home: Path
     neo4j: Neo4jSettings
     llm: LLMSettings
+    # a local model (sentence-transformers) that is not on disk may be fetched from its hub
+    allow_model_download: bool = False
 
 
 _ENV_NEO4J = {
@@ -66,7 +69,9 @@ _ENV_LLM = {
     "timeout_seconds": "MEMTRACE_LLM_TIMEOUT",
     "concurrency": "MEMTRACE_LLM_CONCURRENCY",
     "embedding_model": "MEMTRACE_EMBEDDING_MODEL",
+    "embedding_dims": "MEMTRACE_EMBEDDING_DIMS",
 }
+ALLOW_MODEL_DOWNLOAD_ENV = "MEMTRACE_ALLOW_MODEL_DOWNLOAD"
 
 
 def memtrace_home() -> Path:
@@ -116,9 +121,15 @@ def load_settings(
     # The managed server's password is offered to that server only, never to another address.
     fallback = managed if is_managed else {}
     neo4j_values = {**fallback, **explicit_neo4j, "managed": is_managed}
+    downloads: Any = os.environ.get(ALLOW_MODEL_DOWNLOAD_ENV) or file_values.get(
+        "allow_model_download", False
+    )
     try:
         return Settings(
-            home=home, neo4j=Neo4jSettings(**neo4j_values), llm=LLMSettings(**llm_values)
+            home=home,
+            neo4j=Neo4jSettings(**neo4j_values),
+            llm=LLMSettings(**llm_values),
+            allow_model_download=downloads,
         )
     except ValidationError as exc:
         raise ConfigError(f"invalid settings: {exc}") from exc

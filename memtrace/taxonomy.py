@@ -108,27 +108,16 @@ def is_reserved_trace_id(trace_id: str) -> bool:
     return trace_id.startswith(RESERVED_PREFIXES)
 
 
-# Memory systems and datasets as memtrace's registries name them (systems/registry.py: SYSTEMS;
-# systems/locomo.py). Traces of other tools name the same ones in their own spelling (MemBase:
-# project_id "Mem0", "NaiveRAG", "Long-Context"; metadata.dataset_cls "LoCoMo"); the loader stores
-# the registry's name so that failure classes and comparisons by system are not split by case.
-SYSTEM_NAMES: Final = ("mem0", "rag", "long-context", "evermemos", "mem0-lib")
-SYSTEM_ALIASES: Final = {"naiverag": "rag"}  # MemBase's name of naive RAG
+# Datasets as memtrace names them (systems/locomo.py). Traces of other tools name them in their
+# own spelling (MemBase: metadata.dataset_cls "LoCoMo"); the loader stores memtrace's name so that
+# comparisons by dataset are not split by case. (Systems declare their names and other tools'
+# spellings on their classes: systems/registry.py:SYSTEM_SPELLINGS, passed to the loader.)
 DATASET_NAMES: Final = ("locomo",)
-
-
-def system_name(name: str | None) -> str | None:
-    """The registry's name of a known memory system (any case), else ``name`` unchanged."""
-    return _registered(name, SYSTEM_NAMES, SYSTEM_ALIASES)
 
 
 def dataset_name(name: str | None) -> str | None:
     """The registry's name of a known dataset (any case), else ``name`` unchanged."""
-    return _registered(name, DATASET_NAMES, {})
-
-
-def _registered(name: str | None, names: tuple[str, ...], aliases: dict[str, str]) -> str | None:
     if name is None:
         return None
     folded = name.strip().casefold()
-    return next((known for known in names if known == folded), aliases.get(folded, name))
+    return next((known for known in DATASET_NAMES if known == folded), name)

@@ -41,7 +41,7 @@ class Change(Protocol):
     def error_type(self) -> ErrorType: ...
 
 
-class Outcome(Protocol):
+class ReplayedCase(Protocol):
     @property
     def passed(self) -> bool: ...
     @property
@@ -49,7 +49,7 @@ class Outcome(Protocol):
 
 
 class CaseReplayer(Protocol):
-    def replay(self, case_id: str, repaired: Sequence[str] = ()) -> Outcome: ...
+    def replay(self, case_id: str, repaired: Sequence[str] = ()) -> ReplayedCase: ...
 
 
 @runtime_checkable
@@ -112,15 +112,15 @@ class _Runs:
     def __init__(self, replayer: CaseReplayer, case_id: str) -> None:
         self.replayer = replayer
         self.case_id = case_id
-        self.done: dict[tuple[str, ...], Outcome] = {}
+        self.done: dict[tuple[str, ...], ReplayedCase] = {}
 
-    def __call__(self, ops: Sequence[str]) -> Outcome:
+    def __call__(self, ops: Sequence[str]) -> ReplayedCase:
         key = tuple(sorted(set(ops)))
         if key not in self.done:
             self.done[key] = self.replayer.replay(self.case_id, key)
         return self.done[key]
 
-    def downstream(self, ops: Sequence[str]) -> Outcome:
+    def downstream(self, ops: Sequence[str]) -> ReplayedCase:
         """``ops`` (a candidate and every later one) repaired with the ideal downstream."""
         later = self.replayer.downstream(ops[0]) if isinstance(self.replayer, Downstream) else ()
         return self([*ops, *later])

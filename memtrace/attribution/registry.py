@@ -1,6 +1,7 @@
 """Judges by name, and the embedder dense evidence retrieval uses: what the CLI offers.
 
-A new judge is one entry in ``JUDGES``: a factory from the settings to a ``Judge``.
+A new judge is one entry in ``JUDGES``: a factory from a ``JudgeContext`` (the settings and
+what else the caller has for judges, such as the traces' replayers) to a ``Judge``.
 """
 
 from __future__ import annotations
@@ -12,20 +13,35 @@ from memtrace.attribution.evidence import Embed, Retriever
 from memtrace.attribution.hybrid import HybridJudge
 from memtrace.attribution.judges import Judge, OfflineJudge
 from memtrace.attribution.llm_judge import LLMJudge
-from memtrace.attribution.replay_judge import ReplayJudge
+from memtrace.attribution.replay_judge import Replayers, ReplayJudge
 from memtrace.errors import ConfigError
 from memtrace.llm import LLMClient
-from memtrace.replay.graph import GraphReplayers
 from memtrace.settings import Settings
 
-JudgeFactory = Callable[[Settings], Judge]
+
+@dataclass(frozen=True)
+class JudgeContext:
+    """What a judge factory may use: the settings and, for a judge that replays, the replayers
+    of the traces (``memtrace.replay.graph.LoadedTraces`` over the caller's database)."""
+
+    settings: Settings
+    replayers: Replayers | None = None
+
+
+def _replay_judge(context: JudgeContext) -> Judge:
+    if context.replayers is None:
+        raise ConfigError("the replay judge needs the traces' replayers (none were passed)")
+    return ReplayJudge(context.replayers)
+
+
+JudgeFactory = Callable[[JudgeContext], Judge]
 
 JUDGES: dict[str, JudgeFactory] = {
-    "offline": lambda _settings: OfflineJudge(),
-    "llm": lambda settings: LLMJudge(LLMClient.from_settings(settings)),
-    "hybrid": lambda settings: HybridJudge(LLMJudge(LLMClient.from_settings(settings))),
-    # executes the counterfactuals: replays the traced system (reference systems' native traces)
-    "replay": lambda settings: ReplayJudge(GraphReplayers(settings)),
+    "offline": lambda _context: OfflineJudge(),
+    "llm": lambda context: LLMJudge(LLMClient.from_settings(context.settings)),
+    "hybrid": lambda context: HybridJudge(LLMJudge(LLMClient.from_settings(context.settings))),
+    # executes the counterfactuals: replays the traced system
+    "replay": _replay_judge,
 }
 
 
@@ -67,12 +83,13 @@ def choose_judge(
     return JudgeChoice(fallback, f"{why_not}; {endpoint}")
 
 
-def make_judge(name: str | None, settings: Settings) -> Judge:
-    """The judge registered as ``name`` (None: ``default_judge``)."""
+def make_judge(name: str | None, settings: Settings, replayers: Replayers | None = None) -> Judge:
+    """The judge registered as ``name`` (None: ``default_judge``); ``replayers``: the traces'
+    (the replay judge's)."""
     resolved = name or default_judge(settings)
     if resolved not in JUDGES:
         raise ConfigError(f"unknown judge {resolved!r} (expected one of {', '.join(JUDGES)})")
-    return JUDGES[resolved](settings)
+    return JUDGES[resolved](JudgeContext(settings, replayers))
 
 
 def embedder(settings: Settings, retriever: Retriever) -> Embed | None:

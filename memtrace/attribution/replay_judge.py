@@ -1,7 +1,7 @@
 """The replay judge: the executed label instead of a judgement (``counterfactual.py``).
 
 It gets its replayers passed in (``Replayers``: one ``CaseReplayer`` per trace, e.g.
-``memtrace.replay.graph.GraphReplayers``), as the LLM judge gets its client. It decides a whole
+``memtrace.replay.graph.LoadedTraces``), as the LLM judge gets its client. It decides a whole
 case itself: every non-answer candidate is a suspect, repaired and replayed; the answer op always
 runs for real. Its cost is counted in replays; the per-candidate outcomes (decisive, fix alone,
 what each repair restored) go on the verdict as JSON.
@@ -10,7 +10,6 @@ what each repair restored) go on the verdict as JSON.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -63,8 +62,7 @@ class ReplayJudge:
     reads_operations = False
 
     def __init__(self, replayers: Replayers) -> None:
-        self.replayers = replayers
-        self.lock = threading.Lock()  # replayers cache state: one case replays at a time
+        self.replayers = replayers  # shared by the case workers: each replays on its own
 
     def check(self, view: CaseView, candidate: Candidate) -> tuple[Check, Usage]:
         raise NotImplementedError("the replay judge decides whole cases (decide)")
@@ -76,9 +74,8 @@ class ReplayJudge:
         anchor = view.graph.anchor
         answer = anchor.answer.id if anchor.answer else None
         suspects = _suspects(view, candidates)
-        with self.lock:
-            replayer = self.replayers.for_trace(anchor.trace_id)
-            label = executed_label(replayer, anchor.case_id, suspects, answer)
+        replayer = self.replayers.for_trace(anchor.trace_id)
+        label = executed_label(replayer, anchor.case_id, suspects, answer)
         by_id = {c.op.id: c for c in candidates}
         by_id.update(
             {

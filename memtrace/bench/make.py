@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, get_args
 
 from memtrace.bench.labels import derived_labels, injected_labels
-from memtrace.bench.plan import Candidate, Selector, candidates, system_types
+from memtrace.bench.plan import FaultSite, Selector, candidates, system_types
 from memtrace.bench.smartcomment import to_smartcomment
 from memtrace.bench.verify import Verified, precheck, run, verify
 from memtrace.settings import Settings
@@ -108,7 +108,7 @@ def select_faults(
     stats = selection if selection is not None else Selection()
     rng = random.Random(options.seed)
     types = system_types(options.system, options.types)
-    pools: dict[ErrorType, list[Candidate]] = {t: [] for t in types}
+    pools: dict[ErrorType, list[FaultSite]] = {t: [] for t in types}
     for i, conv in enumerate(convs):
         base = run(options.system, backend, conv, [])
         baselines.append({r.case_id: r for r in base.results})

@@ -25,28 +25,12 @@ from memtrace.bench.labels import label
 from memtrace.bench.make import MANIFEST, write_labels
 from memtrace.db import Database
 from memtrace.loaders.load import LoadOptions, load_paths
-from memtrace.replay.engine import Replayer, make_replayer
-from memtrace.replay.inputs import read_native
+from memtrace.replay.graph import TraceFiles
 from memtrace.settings import Settings
 from memtrace.systems.locomo import Conversation
 from memtrace.systems.registry import make_backend, make_system
 from memtrace.systems.runner import run_conversation
 from memtrace.tracing import SimClock
-
-
-class FileReplayers:
-    """Replayers of the traces this benchmark just wrote, read from their files."""
-
-    def __init__(self, paths: dict[str, Path], settings: Settings | None) -> None:
-        self.paths = paths
-        self.settings = settings
-        self.built: dict[str, Replayer] = {}
-
-    def for_trace(self, trace_id: str) -> Replayer:
-        if trace_id not in self.built:
-            inputs = read_native(self.paths[trace_id])
-            self.built[trace_id] = make_replayer(inputs, self.settings)
-        return self.built[trace_id]
 
 
 @dataclass(slots=True)
@@ -119,7 +103,7 @@ def natural_bench(
         report.cases += len(traced.results)
         load_paths(db, [str(path)], LoadOptions())
         progress(f"replaying the failed cases of conversation {conv.number}")
-        judge = ReplayJudge(FileReplayers({traced.trace_id: path}, settings))
+        judge = ReplayJudge(TraceFiles({traced.trace_id: path}, settings))
         started, cpu = time.perf_counter(), time.process_time()
         _, verdicts = run_attribution(
             store, judge, Options(), trace_id=traced.trace_id, write=False, workers=1

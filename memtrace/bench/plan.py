@@ -4,16 +4,8 @@ A question is a target when the baseline answers it correctly with every evidenc
 the answer context. Construction faults (extraction, update, deletion) need a single evidence
 message, so the label can name one operation; retrieval and response faults take any number.
 
-Each system gets the fault types its pipeline can have (``SYSTEM_TYPES``). Naive RAG stores
-every message verbatim in a chunk that is never rewritten or deleted: its faults are retrieval
-(the chunk holding the evidence is left out of the top-k) and response. Long-context keeps one
-memory unit, the window, which each session's update rewrites: trimming the evidence out of it
-is an UpdateError (the unit held it, a later update removed it; nothing is deleted), and its
-search is a pass-through of the window, so no RetrievalError. The EverMemOS-style system never
-updates or deletes a memory unit once written (online, without profiles): its faults are
-extraction (the episode and event log of a MemCell leave the evidence out), retrieval (the
-hybrid search misses the unit for every query of the case, or the final rerank drops it) and
-response.
+Each system gets the fault types its pipeline can have, as its class declares them
+(``System.fault_types``, collected in ``systems/registry.py:FAULT_TYPES``).
 """
 
 from __future__ import annotations
@@ -26,21 +18,16 @@ from typing import Final
 from memtrace.errors import ConfigError
 from memtrace.systems.core import RERANK_ANCHOR, ConversationRun, Fault, QuestionResult
 from memtrace.systems.locomo import Conversation
+from memtrace.systems.registry import FAULT_TYPES
 from memtrace.taxonomy import ERROR_TYPES, ErrorType
 
 TYPES: Final[tuple[ErrorType, ...]] = ERROR_TYPES
 LATER_MESSAGES = 10  # update/deletion faults strike at one of the next messages with facts
 LATER_SESSIONS = 3  # long-context: the window update of one of the next sessions trims it
-SYSTEM_TYPES: Final[dict[str, tuple[ErrorType, ...]]] = {
-    "mem0": TYPES,
-    "rag": ("RetrievalError", "ResponseError"),
-    "long-context": ("UpdateError", "ResponseError"),
-    "evermemos": ("ExtractionError", "RetrievalError", "ResponseError"),
-}
 
 
 @dataclass(frozen=True, slots=True)
-class Candidate:
+class FaultSite:
     conv: int  # index into the conversation list
     fault: Fault
 
@@ -51,11 +38,11 @@ def is_target(result: QuestionResult) -> bool:
 
 def system_types(system: str, requested: Sequence[str] | None = None) -> tuple[ErrorType, ...]:
     """The fault types to plant in ``system``: ``requested`` (checked) or all it can have."""
-    if system not in SYSTEM_TYPES:
+    if system not in FAULT_TYPES:
         raise ConfigError(
-            f"bench make: unknown system {system!r} (expected one of {', '.join(SYSTEM_TYPES)})"
+            f"bench make: unknown system {system!r} (expected one of {', '.join(FAULT_TYPES)})"
         )
-    allowed = SYSTEM_TYPES[system]
+    allowed = FAULT_TYPES[system]
     if requested is None:
         return allowed
     for kind in requested:
@@ -69,15 +56,15 @@ def system_types(system: str, requested: Sequence[str] | None = None) -> tuple[E
 
 def candidates(
     system: str, index: int, conv: Conversation, base: ConversationRun, rng: random.Random
-) -> dict[ErrorType, list[Candidate]]:
+) -> dict[ErrorType, list[FaultSite]]:
     order = [t.dia_id for s in conv.sessions for t in s.turns]
     position = {dia_id: i for i, dia_id in enumerate(order)}
     session_of = {t.dia_id: n for n, s in enumerate(conv.sessions) for t in s.turns}
-    out: dict[ErrorType, list[Candidate]] = {t: [] for t in SYSTEM_TYPES[system]}
+    out: dict[ErrorType, list[FaultSite]] = {t: [] for t in FAULT_TYPES[system]}
 
     def add(kind: ErrorType, case_id: str, anchor: str, keys: frozenset[str]) -> None:
         if kind in out:
-            out[kind].append(Candidate(index, Fault("", kind, case_id, anchor, keys)))
+            out[kind].append(FaultSite(index, Fault("", kind, case_id, anchor, keys)))
 
     for result in base.results:
         if not is_target(result):
@@ -108,7 +95,7 @@ class Selector:
     """Picks candidates round-robin over the types of ``pools``, never two faults on one question,
     one evidence sentence or one (type, anchor)."""
 
-    def __init__(self, pools: dict[ErrorType, list[Candidate]], total: int) -> None:
+    def __init__(self, pools: dict[ErrorType, list[FaultSite]], total: int) -> None:
         self.pools = pools
         types = list(pools)
         self.quota = {
@@ -117,20 +104,20 @@ class Selector:
         self.used: set[tuple[int, str]] = set()
         self.count = 0
 
-    def conflicts(self, c: Candidate) -> bool:
+    def conflicts(self, c: FaultSite) -> bool:
         f = c.fault
         marks = {(c.conv, f"case:{f.target}"), (c.conv, f"anchor:{f.type}:{f.anchor}")}
         marks |= {(c.conv, f"key:{k}") for k in f.sources}
         return bool(marks & self.used)
 
-    def take(self, c: Candidate) -> Candidate:
+    def take(self, c: FaultSite) -> FaultSite:
         f = c.fault
         self.used |= {(c.conv, f"case:{f.target}"), (c.conv, f"anchor:{f.type}:{f.anchor}")}
         self.used |= {(c.conv, f"key:{k}") for k in f.sources}
         self.count += 1
         return replace(c, fault=replace(f, id=f"fault-{self.count:04d}"))
 
-    def next(self, kind: ErrorType) -> Candidate | None:
+    def next(self, kind: ErrorType) -> FaultSite | None:
         pool = self.pools[kind]
         while pool:
             candidate = pool.pop(0)

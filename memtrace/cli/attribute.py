@@ -34,11 +34,11 @@ from memtrace.attribution.registry import (
 )
 from memtrace.attribution.store import AttributionStore, explain_cypher
 from memtrace.attribution.walk import STRATEGY_NAMES
-from memtrace.cli.options import choice, llm_options, neo4j_options
+from memtrace.cli.options import choice, llm_options, neo4j_options, replayer_option
 from memtrace.cli.output import frame_table, make_console, strict_json
-from memtrace.db import Database, connect
+from memtrace.db import connect
 from memtrace.errors import MemtraceError
-from memtrace.replay.graph import replay_refusal
+from memtrace.replay.graph import LoadedTraces
 from memtrace.settings import Settings
 from memtrace.taxonomy import LABEL_SOURCES
 
@@ -88,15 +88,13 @@ def _options(
 
 
 def _judge(
-    requested: str, settings: Settings, db: Database, trace_ids: list[str], quiet: bool
+    requested: str, settings: Settings, replayers: LoadedTraces, trace_ids: list[str], quiet: bool
 ) -> Judge:
     """The judge of a run (``choose_judge``), announced on stderr unless it was asked for."""
-    choice = choose_judge(
-        requested, settings, trace_ids, lambda trace: replay_refusal(db, trace, settings)
-    )
+    choice = choose_judge(requested, settings, trace_ids, replayers.refusal)
     if requested == AUTO and not quiet:
         err.print(f"judge: {choice.name} ({escape(choice.why)})", highlight=False)
-    return make_judge(choice.name, settings)
+    return make_judge(choice.name, settings, replayers)
 
 
 def _summary(run_id: str, verdicts: list[Verdict]) -> Table:
@@ -134,6 +132,7 @@ def _summary(run_id: str, verdicts: list[Verdict]) -> Table:
     "--run-id", help="Results replace this run's earlier ones [default: judge-evidence-strategy]."
 )
 @click.option("--workers", type=int, default=8, show_default=True, help="Cases in parallel.")
+@replayer_option
 @click.option("--no-write", is_flag=True, help="Do not write :Attribution nodes.")
 @click.option(
     "--resume",
@@ -156,6 +155,7 @@ def attribute_command(
     retrieval_query: str,
     run_id: str | None,
     workers: int,
+    replayer: str | None,
     no_write: bool,
     resume: bool,
     as_json: bool,
@@ -172,7 +172,8 @@ def attribute_command(
         traces: list[str] = []
         if judge == AUTO:  # the traces the run covers
             traces = [trace_id] if trace_id else sorted({t for t, _ in store.failed_cases(None)})
-        chosen = _judge(judge, settings, db, traces, as_json)
+        replayers = LoadedTraces(db, settings, replayer)
+        chosen = _judge(judge, settings, replayers, traces, as_json)
         with Progress(
             "[progress.description]{task.description}",
             BarColumn(),
@@ -335,6 +336,7 @@ def _replay_tree(outcomes: dict[str, Any]) -> Tree:
 @evidence_option
 @retriever_option
 @retrieval_query_option
+@replayer_option
 @click.option("--json", "as_json", is_flag=True)
 @neo4j_options
 @llm_options
@@ -346,6 +348,7 @@ def explain_command(
     evidence: str,
     retriever: str,
     retrieval_query: str,
+    replayer: str | None,
     as_json: bool,
 ) -> None:
     """Show a case's evidence trails, candidates and verdict, plus the Cypher to view it."""
@@ -353,7 +356,8 @@ def explain_command(
     with connect(settings) as db:
         store = AttributionStore(db)
         resolved = resolve_case(store, case_id, trace_id)
-        chosen = _judge(judge, settings, db, [resolved], as_json)
+        replayers = LoadedTraces(db, settings, replayer)
+        chosen = _judge(judge, settings, replayers, [resolved], as_json)
         analysis = analyse_case(store, chosen, resolved, case_id, options)
     answer_seq = analysis.anchor.answer.seq if analysis.anchor.answer else 0
     cypher = explain_cypher(resolved, case_id, answer_seq)

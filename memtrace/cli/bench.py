@@ -9,7 +9,7 @@ from rich.table import Table
 
 from memtrace.bench.make import FORMATS, BenchOptions, make_bench
 from memtrace.bench.natural import natural_bench
-from memtrace.bench.plan import SYSTEM_TYPES, TYPES, system_types
+from memtrace.bench.plan import TYPES, system_types
 from memtrace.cli.options import choice, neo4j_options
 from memtrace.cli.output import make_console, strict_json
 from memtrace.cli.run import parse_subset, subset_options
@@ -18,7 +18,7 @@ from memtrace.errors import MemtraceError
 from memtrace.replay.inputs import REPLAYABLE_SYSTEMS
 from memtrace.settings import Settings, load_settings
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
-from memtrace.systems.registry import BACKENDS
+from memtrace.systems.registry import BACKENDS, FAULT_TYPES
 
 
 @click.group("bench")
@@ -28,7 +28,7 @@ def bench_group() -> None:
 
 @subset_options
 @bench_group.command("make")
-@click.option("--system", type=click.Choice(list(SYSTEM_TYPES)), default="mem0", show_default=True)
+@click.option("--system", type=click.Choice(list(FAULT_TYPES)), default="mem0", show_default=True)
 @click.option(
     "--faults",
     type=click.IntRange(min=0),

@@ -33,6 +33,7 @@ from memtrace.loaders.otlp import LabeledQuestion, Labels
 from memtrace.server.layout import ServerLayout
 from memtrace.settings import Settings
 from memtrace.systems.locomo import load_locomo
+from memtrace.systems.registry import SYSTEM_SPELLINGS
 
 console = make_console(stderr=True)
 
@@ -171,6 +172,7 @@ def load_command(
         format=choice(fmt, FORMATS) if fmt is not None else None,
         dry_run=dry_run,
         labels=locomo_labels(labels) if labels is not None else None,
+        system_spellings=SYSTEM_SPELLINGS,
     )
     if dry_run:
         summary = load_paths(None, list(paths), options)

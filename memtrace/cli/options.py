@@ -83,3 +83,12 @@ def llm_options(command: F) -> F:
         return command(*args, settings=settings, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+replayer_option = click.option(
+    "--replayer",
+    metavar="MODULE:ATTR",
+    help="Replay the traces of a system of your own with this replayer factory (docs/replay.md; "
+    "a package may register one for its system in the entry point group memtrace.replayers "
+    "instead). memtrace replays its own systems itself.",
+)

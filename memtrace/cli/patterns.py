@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn
 from rich.table import Table
 
 from memtrace import patterns
-from memtrace.cli.options import neo4j_options
+from memtrace.cli.options import neo4j_options, replayer_option
 from memtrace.cli.output import make_console
 from memtrace.db import Database, connect
 from memtrace.errors import NotReplayableError
@@ -180,6 +180,7 @@ def _emit(frame: pd.DataFrame, fmt: str, columns: tuple[str, ...], title: str) -
     show_default=True,
     help="With --what-if: also repair the top N classes together.",
 )
+@replayer_option
 @click.option(
     "--format",
     "fmt",
@@ -198,6 +199,7 @@ def patterns_command(
     compare: tuple[str, str] | None,
     what_if: bool,
     joint: int,
+    replayer: str | None,
     fmt: str,
 ) -> None:
     """Failure classes of an attribution run: which operation, error type and inputs fail most.
@@ -221,7 +223,7 @@ def patterns_command(
         else:
             patterns.require_run(db, run_id)
         if what_if:
-            _what_if(settings, db, run_id, system, joint, fmt)
+            _what_if(settings, db, run_id, system, joint, fmt, replayer)
             return
         chosen = VIEWS[view]
         frame = chosen.compute(db, run_id, filters)
@@ -237,9 +239,16 @@ def patterns_command(
 
 
 def _what_if(
-    settings: Settings, db: Database, run_id: str, system: str | None, joint: int, fmt: str
+    settings: Settings,
+    db: Database,
+    run_id: str,
+    system: str | None,
+    joint: int,
+    fmt: str,
+    replayer: str | None,
 ) -> None:
-    from memtrace.optimize.what_if import graph_replayer  # the engine: only when asked
+    from memtrace.replay.graph import LoadedTraces  # the engine: only when asked
+    from memtrace.replay.what_if import WhatIfReplayer
 
     classes = patterns.failure_classes(db, run_id, system=system)
     with Progress(
@@ -252,13 +261,18 @@ def _what_if(
             progress.update(task, advance=1, description=key)
 
         result = patterns.what_if(
-            db, run_id, graph_replayer(db, settings), system=system, joint_top=joint,
+            db, run_id, WhatIfReplayer(LoadedTraces(db, settings, replayer).for_trace),
+            system=system, joint_top=joint,
             progress=measured,
         )  # fmt: skip
-    _emit_what_if(result, classes, run_id, fmt)
     if not classes.empty and not result.classes["replayable"].astype(bool).any():
-        reasons = "; ".join(sorted(set(result.not_replayable.values())))
-        raise NotReplayableError(f"no class of run {run_id!r} could be replayed: {reasons}")
+        # one line, once: the table would only repeat the reason for every class and trace
+        reasons = sorted(set(result.not_replayable.values()))
+        more = f" (and {len(reasons) - 1} other reasons)" if len(reasons) > 1 else ""
+        raise NotReplayableError(
+            f"no class of run {run_id!r} could be replayed: {reasons[0]}{more}"
+        )
+    _emit_what_if(result, classes, run_id, fmt)
 
 
 def _emit_what_if(result: WhatIf, classes: pd.DataFrame, run_id: str, fmt: str) -> None:

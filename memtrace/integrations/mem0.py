@@ -39,7 +39,7 @@ from importlib import import_module
 from importlib import metadata as package_metadata
 from typing import Any, ClassVar, Final, Generic, TypeVar
 
-from memtrace.errors import MemtraceError
+from memtrace.errors import Mem0InstrumentationError
 from memtrace.tracing import Var, operation, read, variable
 from memtrace.tracing.api import current_operation
 
@@ -47,10 +47,6 @@ from memtrace.tracing.api import current_operation
 RANGES: Final = (((1, 0, 11), (1, 1, 0), "mem0_v1"), ((2, 0, 0), (2, 3, 0), "mem0_v2"))
 SUPPORTED_TEXT: Final = "mem0ai>=1.0.11,<1.1 or mem0ai>=2.0,<2.3"
 ALL_MEMORIES: Final = 100_000  # the page size of all_memories (Mem0's own default is 100)
-
-
-class Mem0InstrumentationError(MemtraceError):
-    """The instrumented Mem0 does not behave as the supported version ranges do."""
 
 
 def mem0_version() -> tuple[int, ...]:

@@ -99,7 +99,9 @@ def _write_trace(
     """Write one trace's nodes and relationships; return the next free node id."""
     index = plan.index
     overrides = {"system": options.system, "dataset": options.dataset}
-    props = trace_properties(index.trace, plan.format, str(plan.file.resolve()), overrides)
+    props = trace_properties(
+        index.trace, plan.format, str(plan.file.resolve()), overrides, options.system_spellings
+    )
     files.node(
         "Trace",
         offset,

@@ -6,7 +6,7 @@ import glob
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +82,9 @@ class LoadOptions:
     format: Format | None = None
     dry_run: bool = False
     labels: Labels | None = None  # questions joined into OTLP traces as cases
+    # how a trace may spell a known memory system (casefolded) -> the name stored: the systems'
+    # registry's SYSTEM_SPELLINGS, passed in (the loader imports no system)
+    system_spellings: Mapping[str, str] = field(default_factory=dict)
     # A re-load swaps its new copy in with one transaction while each copy has at most this many
     # nodes (~3 KB of server transaction memory per node moved; docs/reliability.md), else in
     # batches while the trace reads as 'loading'.
@@ -558,7 +561,9 @@ def _write(
     )
     progress.start(plan.file.name, expected)
     overrides = {"system": options.system, "dataset": options.dataset}
-    props = trace_properties(index.trace, plan.format, str(plan.file.resolve()), overrides)
+    props = trace_properties(
+        index.trace, plan.format, str(plan.file.resolve()), overrides, options.system_spellings
+    )
     state, old_nodes = previous_state(db, plan.trace_id)
     replacing = state == "complete"
     if replacing:

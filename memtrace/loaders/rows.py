@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from memtrace.loaders.index import (
@@ -31,7 +31,7 @@ from memtrace.loaders.models import (
     metadata_properties,
     parse_timestamp,
 )
-from memtrace.taxonomy import dataset_name, system_name
+from memtrace.taxonomy import dataset_name
 
 Row = dict[str, Any]
 QueryRow = tuple[str, Row]  # (query name under memtrace/cypher, row)
@@ -41,11 +41,24 @@ def _clean(props: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in props.items() if value is not None}
 
 
+def system_name(name: str | None, spellings: Mapping[str, str]) -> str | None:
+    """The registry's name of a known memory system (``spellings``: any case, other tools'
+    names too, e.g. MemBase's "NaiveRAG"), else ``name`` unchanged: failure classes and
+    comparisons by system are then not split by spelling."""
+    if name is None:
+        return None
+    return spellings.get(name.strip().casefold(), name)
+
+
 def trace_properties(
-    trace: TraceRecord, source: str, source_file: str, overrides: dict[str, str | None]
+    trace: TraceRecord,
+    source: str,
+    source_file: str,
+    overrides: dict[str, str | None],
+    spellings: Mapping[str, str],
 ) -> dict[str, Any]:
     props: dict[str, Any] = {
-        "system": system_name(overrides.get("system") or trace.system),
+        "system": system_name(overrides.get("system") or trace.system, spellings),
         "dataset": dataset_name(overrides.get("dataset") or trace.dataset),
         "user_id": trace.user_id,
         "source": source,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from memtrace.attribution.judges import Judge, OfflineJudge
 from memtrace.db import Database
-from memtrace.errors import ConfigError
+from memtrace.errors import ConfigError, OutOfBudget
 from memtrace.llm import LLMClient
 from memtrace.optimize.feedback import GraphFeedback, ReplayerFactory
 from memtrace.optimize.loop import (
@@ -29,7 +29,7 @@ from memtrace.optimize.loop import (
 )
 from memtrace.optimize.parameters import propose_parameters
 from memtrace.optimize.routing import Mode, Routing, route
-from memtrace.optimize.scoring import Budget, Evaluator, OutOfBudget, Score
+from memtrace.optimize.scoring import Budget, Evaluator, Score
 from memtrace.optimize.store import LineageStore
 from memtrace.settings import Settings
 from memtrace.systems.config import SystemConfig

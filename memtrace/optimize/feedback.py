@@ -31,30 +31,30 @@ from memtrace.db import Database
 from memtrace.errors import ConfigError
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.optimize.scoring import Blame, Evaluator
-from memtrace.optimize.what_if import EngineReplayer
 from memtrace.patterns import CLASS_COLUMNS, HEADROOM_COLUMNS, failure_classes
 from memtrace.patterns.export import records
-from memtrace.patterns.headroom import Outcome, Repair, Replayer, what_if
+from memtrace.patterns.headroom import BlamedOp, ClassReplayer, ReplayedAnswer, what_if
 from memtrace.patterns.reader import PatternReader
-from memtrace.replay import read_native
+from memtrace.replay.graph import TraceFiles
+from memtrace.replay.what_if import WhatIfReplayer
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.runner import trace_id
 
 # the trace files of a configuration's train run, by trace id -> a replayer of them
-ReplayerFactory = Callable[[Mapping[str, Path]], Replayer]
+ReplayerFactory = Callable[[Mapping[str, Path]], ClassReplayer]
 
 
-def engine_replayer(files: Mapping[str, Path], *, precise_search: bool = False) -> Replayer:
+def engine_replayer(files: Mapping[str, Path], *, precise_search: bool = False) -> ClassReplayer:
     """The replay engine over native trace files (offline backends need no settings);
     ``precise_search``: a repaired search keeps only the results holding the evidence."""
-    return EngineReplayer(lambda trace_id: read_native(files[trace_id]), None, precise_search)
+    return WhatIfReplayer(TraceFiles(files).for_trace, precise_search)
 
 
 class BudgetedReplayer:
     """A replayer whose replays are charged to the optimizer's budget in system runs (the
     conversations they re-run) before they run: one past the limit raises OutOfBudget."""
 
-    def __init__(self, inner: Replayer, evaluator: Evaluator) -> None:
+    def __init__(self, inner: ClassReplayer, evaluator: Evaluator) -> None:
         self.inner = inner
         self.evaluator = evaluator
 
@@ -64,12 +64,12 @@ class BudgetedReplayer:
     def baseline(self, trace_id: str) -> Mapping[str, bool]:
         return self.inner.baseline(trace_id)
 
-    def cost(self, trace_id: str, repairs: Sequence[Repair]) -> int:
+    def cost(self, trace_id: str, repairs: Sequence[BlamedOp]) -> int:
         return self.inner.cost(trace_id, repairs)
 
     def replay(
-        self, trace_id: str, repairs: Sequence[Repair], cases: Collection[str] | None = None
-    ) -> Mapping[str, Outcome]:
+        self, trace_id: str, repairs: Sequence[BlamedOp], cases: Collection[str] | None = None
+    ) -> Mapping[str, ReplayedAnswer]:
         self.evaluator.budget.charge_replays(self.inner.cost(trace_id, repairs), cached=False)
         return self.inner.replay(trace_id, repairs, cases)
 

@@ -24,7 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import pandas as pd
 
-from memtrace.errors import ConfigError
+from memtrace.errors import ConfigError, OutOfBudget
 from memtrace.optimize.routing import (
     TUNABLE_PROMPTS,
     Mode,
@@ -33,7 +33,7 @@ from memtrace.optimize.routing import (
     SearchRepair,
     route,
 )
-from memtrace.optimize.scoring import Evaluator, OutOfBudget, Score
+from memtrace.optimize.scoring import Evaluator, Score
 from memtrace.optimize.store import LineageStore
 from memtrace.patterns.classes import class_key
 from memtrace.systems.config import SystemConfig, write_config
@@ -88,7 +88,7 @@ class OptimizeOptions:
 
 
 @dataclass
-class Candidate:
+class ConfigCandidate:
     id: str
     round: int
     changes: dict[str, tuple[Any, Any]]
@@ -107,7 +107,7 @@ class RoundSummary:
     targets: list[str]
     classes: list[dict[str, Any]]
     trials: list[dict[str, Any]]
-    candidate: Candidate | None
+    candidate: ConfigCandidate | None
     train_after: float
     heldout_after: float
     budget_spent: int
@@ -316,7 +316,7 @@ def optimize(
                 if routing
                 else {}
             )
-            candidate = Candidate(
+            candidate = ConfigCandidate(
                 id=f"r{number}",
                 round=number,
                 changes=diff,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from memtrace.optimize.scoring import OutOfBudget, Score
+from memtrace.errors import OutOfBudget
+from memtrace.optimize.scoring import Score
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.params import RANGES
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from memtrace.errors import MemtraceError
+from memtrace.errors import OutOfBudget
 from memtrace.llm import Usage
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.core import Backend, ConversationRun
@@ -28,10 +28,6 @@ from memtrace.systems.runner import run_conversation
 from memtrace.tracing import SimClock
 
 TEST = "test"  # the report-only split: never charged, never read by a decision
-
-
-class OutOfBudget(MemtraceError):
-    """The next evaluation would exceed the run's budget (the loop stops, not an error exit)."""
 
 
 @dataclass(frozen=True, slots=True)

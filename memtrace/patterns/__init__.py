@@ -19,7 +19,7 @@ from memtrace.errors import MemtraceError
 from memtrace.patterns import breakdowns
 from memtrace.patterns.classes import CLASS_COLUMNS, class_key, shape_classes
 from memtrace.patterns.export import records
-from memtrace.patterns.headroom import HEADROOM_COLUMNS, Replayer, WhatIf
+from memtrace.patterns.headroom import HEADROOM_COLUMNS, ClassReplayer, WhatIf
 from memtrace.patterns.headroom import what_if as compute_what_if
 from memtrace.patterns.reader import PatternReader
 
@@ -70,7 +70,7 @@ def failure_classes(
 def what_if(
     db: Database,
     run_id: str,
-    replayer: Replayer,
+    replayer: ClassReplayer,
     *,
     system: str | None = None,
     fix_alone: bool = True,

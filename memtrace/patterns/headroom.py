@@ -8,8 +8,8 @@ class **rescued**, other failed cases rescued on the way (``also_rescued``), pas
 of the system's traces. ``fix_alone`` replays each case with only its own blamed operation
 repaired. The joint headroom repairs the top classes together (fixes interact).
 
-Pure: the replays go through a ``Replayer`` passed in (the replay engine, a budgeted wrapper in
-the optimizer, or a small scripted one in tests); the answer is a DataFrame with
+Pure: the replays go through a ``ClassReplayer`` passed in (``memtrace.replay.what_if``, a
+budgeted wrapper in the optimizer, or a small scripted one in tests); the answer is a DataFrame with
 ``HEADROOM_COLUMNS``. ``replays`` are counted in system runs (conversations re-run, what the
 replayer's ``cost`` says): the unit the optimizer's budget counts.
 """
@@ -27,8 +27,9 @@ from memtrace.patterns.classes import class_key
 
 
 @dataclass(frozen=True, slots=True)
-class Repair:
-    """Repair operation ``op_id`` of trace ``trace_id`` with the oracle of case ``case_id``."""
+class BlamedOp:
+    """The operation ``op_id`` of trace ``trace_id`` blamed for case ``case_id``: a what-if
+    repairs it with that case's oracle."""
 
     trace_id: str
     case_id: str
@@ -36,7 +37,7 @@ class Repair:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class ReplayedAnswer:
     """One answer after a replay: judged correct or not, and, when still wrong, the error type
     of what still stands between the evidence and the answer (None when the engine cannot say)."""
 
@@ -44,7 +45,7 @@ class Outcome:
     still_lost_at: str | None = None
 
 
-class Replayer(Protocol):
+class ClassReplayer(Protocol):
     def replayable(self, trace_id: str) -> str | None:
         """None when the trace can be replayed, else why not (imported traces cannot)."""
         ...
@@ -53,13 +54,13 @@ class Replayer(Protocol):
         """Case id -> judged correct in the original run (read, not replayed)."""
         ...
 
-    def cost(self, trace_id: str, repairs: Sequence[Repair]) -> int:
+    def cost(self, trace_id: str, repairs: Sequence[BlamedOp]) -> int:
         """System runs (conversations re-run) that replaying with ``repairs`` takes."""
         ...
 
     def replay(
-        self, trace_id: str, repairs: Sequence[Repair], cases: Collection[str] | None = None
-    ) -> Mapping[str, Outcome]:
+        self, trace_id: str, repairs: Sequence[BlamedOp], cases: Collection[str] | None = None
+    ) -> Mapping[str, ReplayedAnswer]:
         """Case id -> outcome after replaying the trace with ``repairs``, for every case of
         the trace whose answer may have changed (only those in ``cases`` if given); a case
         left out is unchanged."""
@@ -122,23 +123,25 @@ class _Counts:
     replays: int
 
 
-def _repairs(refs: Iterable[Sequence[str]], blamed: Mapping[tuple[str, str], str]) -> list[Repair]:
+def _repairs(
+    refs: Iterable[Sequence[str]], blamed: Mapping[tuple[str, str], str]
+) -> list[BlamedOp]:
     out = []
     for trace_id, case_id in refs:
         op_id = blamed.get((trace_id, case_id))
         if op_id:
-            out.append(Repair(trace_id, case_id, op_id))
+            out.append(BlamedOp(trace_id, case_id, op_id))
     return out
 
 
 def _replay_all(
-    replayer: Replayer,
-    repairs: Sequence[Repair],
+    replayer: ClassReplayer,
+    repairs: Sequence[BlamedOp],
     members: set[tuple[str, str]],
     baselines: Mapping[str, Mapping[str, bool]],
 ) -> _Counts:
     """Replay every trace ``repairs`` touch once and count against the baselines."""
-    by_trace: dict[str, list[Repair]] = {}
+    by_trace: dict[str, list[BlamedOp]] = {}
     for repair in repairs:
         by_trace.setdefault(repair.trace_id, []).append(repair)
     rescued = also = broken = runs = 0
@@ -216,7 +219,7 @@ def _refs(row: Mapping[Hashable, object]) -> list[tuple[str, str]]:
 def what_if(
     classes: pd.DataFrame,
     attributions: pd.DataFrame,
-    replayer: Replayer,
+    replayer: ClassReplayer,
     *,
     fix_alone: bool = True,
     joint_top: int = 3,
@@ -234,7 +237,7 @@ def what_if(
     baselines = {t: dict(replayer.baseline(t)) for t in traces if t not in refusals}
     rows: list[dict[str, object]] = []
     replays = 0
-    repairs_of: dict[str, list[Repair]] = {}
+    repairs_of: dict[str, list[BlamedOp]] = {}
     members_of: dict[str, set[tuple[str, str]]] = {}
     for row in classes.to_dict(orient="records"):
         key = class_key(row)
@@ -248,12 +251,12 @@ def what_if(
             "error_type": row["error_type"],
             "cases": len(refs),
         }
-        refused = sorted({refusals[t] for t, _ in refs if t in refusals})
-        if refused:
+        refused = sorted({t for t, _ in refs if t in refusals})
+        if refused:  # why: once per trace, in ``not_replayable``
             rows.append(
                 base
                 | {"replayable": False, "replays": 0, "still_lost": {}}
-                | {"why": f"cannot be replayed: {'; '.join(refused)}"}
+                | {"why": f"cannot be replayed (trace {', '.join(refused)})"}
             )
             if progress is not None:
                 progress(key)

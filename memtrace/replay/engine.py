@@ -19,19 +19,45 @@ from __future__ import annotations
 import copy
 import json
 import tempfile
+import threading
+from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from memtrace.errors import NotReplayableError
+from memtrace.patterns.headroom import UNSUPPORTED, ReplayedAnswer
 from memtrace.replay.inputs import Signature, TraceInputs, signature
 from memtrace.settings import Settings
 from memtrace.systems.base import System, session_date
-from memtrace.systems.core import Backend, Repair, Repaired
+from memtrace.systems.core import Backend, QuestionResult, Repaired, RepairPlan
 from memtrace.systems.evidence import evidence
+from memtrace.systems.judge import parse_label
+from memtrace.systems.prompts import JUDGE
 from memtrace.systems.rankers import Ranker
-from memtrace.systems.registry import make_backend, make_ranker, make_system
+from memtrace.systems.registry import SYSTEMS, make_backend, make_ranker, make_system
+from memtrace.taxonomy import ERROR_TYPES
 from memtrace.tracing import SimClock, trace
+
+BuildKey = tuple[frozenset[str], frozenset[str]]  # (repaired construction steps, sources)
+
+
+def still_lost_at(result: QuestionResult) -> str | None:
+    """What still stands between a wrong answer and its evidence: the earliest error type of
+    the evidence sentences missing from the context, ResponseError when all of it was there,
+    UNSUPPORTED when the case's evidence does not hold its gold answer (no sentence to follow),
+    None when the trail is lost."""
+    if result.passed:
+        return None
+    if not result.keys:
+        return UNSUPPORTED
+    lost = [loss.type for loss in result.missing.values() if loss is not None]
+    if not result.missing:
+        return "ResponseError"
+    if not lost:
+        return None
+    counts = Counter(lost)
+    return min(counts, key=lambda t: (-counts[t], ERROR_TYPES.index(t)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +71,7 @@ class CaseReplay:
     repaired: tuple[Repaired, ...] = ()
 
 
-class Replayer:
+class TraceReplayer:
     """Replays the cases of one trace. ``replay(case_id, op_ids)`` answers ``case_id`` again
     with the operations ``op_ids`` (of the original trace) repaired for that case; every other
     operation runs as it did. ``replays`` counts the calls that ran the system."""
@@ -74,14 +100,22 @@ class Replayer:
         self._steps: dict[str, str] | None = None  # original op id -> step key
         self._session_of: dict[str, int] = {}  # construction step key -> its session index
         self._snapshots: dict[int, System] = {}  # the unrepaired system before session i
-        self._built: dict[tuple[frozenset[str], frozenset[str]], System] = {}
+        self._built: dict[BuildKey, System] = {}
         self._rebuilt = False  # repaired memories are built from the first session
+        # Replays of several cases run at once (``attribute --workers``): the caches are shared,
+        # so each memory is built once (one lock per memory being built) and the step map once;
+        # the replays themselves ask their own copies and never wait for each other.
+        self._lock = threading.Lock()  # the caches and the counter
+        self._steps_lock = threading.Lock()
+        self._building: dict[BuildKey, threading.Lock] = {}
 
     # -- the op id <-> step map -----------------------------------------------------------
     def steps(self) -> Mapping[str, str]:
         """Original op id -> step key, from one traced re-run (checked against the trace)."""
         if self._steps is None:
-            self._steps = self._map_steps()
+            with self._steps_lock:
+                if self._steps is None:
+                    self._steps = self._map_steps()
         return self._steps
 
     def _map_steps(self) -> dict[str, str]:
@@ -100,7 +134,8 @@ class Replayer:
             names = _operation_names(path)
         self._rebuilt = not system.replay_snapshots
         if self._rebuilt:  # no snapshots (rebuilt per replay): this run is the unrepaired memory
-            self._built[(frozenset(), frozenset())] = system
+            with self._lock:
+                self._built[(frozenset(), frozenset())] = system
         bounds = [*starts, len(construction)]
         self._session_of = {
             step: index
@@ -150,11 +185,12 @@ class Replayer:
         sources = self._sources[case_id]
         built = self._build(frozenset(s for s in steps if s in self._session_of), sources)
         system = copy.copy(built)  # the memory is shared read-only; only the repair differs
-        system.repair = Repair(steps, sources) if steps else None
+        system.repair = RepairPlan(steps, sources) if steps else None
         system.run_state = copy.copy(built.run_state)
         system.run_state.results = []
         system.run_state.repaired = list(built.run_state.repaired)
-        self.replays += 1
+        with self._lock:
+            self.replays += 1
         (result,) = system.ask_questions(self.inputs.conversation, {case_id})
         by_step = {step: op for op, step in self.steps().items()}
         changes = tuple(
@@ -163,37 +199,117 @@ class Replayer:
         )
         return CaseReplay(case_id, result.passed, result.prediction, changes)
 
+    # -- class what-ifs: the repairs of many cases at once ---------------------------------
+    def recorded(self) -> Mapping[str, bool]:
+        """Case id -> judged correct in the original run (read from the trace)."""
+        return {c: r.passed for c, r in self.inputs.cases.items()}
+
+    def _answers(self, op_id: str) -> bool:
+        """``op_id`` is the system's answer operation (no repair replays it)."""
+        signature = self.inputs.operations.get(op_id)
+        return signature is not None and signature[0] == SYSTEMS[self.inputs.system].answer_op
+
+    def joint_cost(self, repaired: Mapping[str, Collection[str]]) -> int:
+        """System runs ``replay_jointly(repaired)`` makes: the conversation, unless only answer
+        steps are repaired, and first the one traced re-run that maps op ids to steps."""
+        rerun = any(not self._answers(op) for ops in repaired.values() for op in ops)
+        return (1 + (self._steps is None)) if rerun else 0
+
+    def replay_jointly(
+        self,
+        repaired: Mapping[str, Collection[str]],
+        cases: Collection[str] | None = None,
+        precise: bool = False,
+    ) -> dict[str, ReplayedAnswer]:
+        """Case id -> its answer after one run with the blamed ops of every case of
+        ``repaired`` (case id -> op ids) repaired, each restoring its own case's evidence, for
+        the cases whose answer may have changed (only those in ``cases`` if given).
+
+        The memory is built once with every repaired construction step (each restoring the
+        evidence of the cases that blame it); every question is asked with the repairs of its
+        own case (a repaired search adds its own question's evidence). The answer operation has
+        no repair that replays anything: its oracle is the gold answer, judged for real, and no
+        other answer can change with it. ``precise``: a repaired search keeps only what holds
+        the evidence."""
+        answered = {c for c, ops in repaired.items() if any(self._answers(op) for op in ops)}
+        steps_of = {
+            c: {self.step_of(op) for op in ops if not self._answers(op)}
+            for c, ops in repaired.items()
+        }
+        steps_of = {c: steps for c, steps in steps_of.items() if steps}
+        wanted = set(self.inputs.cases) if cases is None else set(cases)
+        out = {c: self._gold_answer(c) for c in answered & wanted}
+        steps = frozenset(s for group in steps_of.values() for s in group)
+        rest = wanted - answered
+        if not rest or not steps:
+            return out  # nothing re-runs: every other answer stays as recorded
+        sources = frozenset().union(*(self.evidence_sources(c) for c in steps_of))
+        system = self._system(RepairPlan(steps, sources, precise))
+        system.construct(self.inputs.conversation)
+        built = system.run_state
+        for case_id in sorted(rest):
+            asking = copy.copy(system)  # the memory is shared read-only by the questions
+            asking.repair = RepairPlan(steps, self.evidence_sources(case_id), precise)
+            asking.run_state = copy.copy(built)
+            asking.run_state.results = []
+            (result,) = asking.ask_questions(self.inputs.conversation, {case_id})
+            out[case_id] = ReplayedAnswer(result.passed, still_lost_at(result))
+        return out
+
+    def _gold_answer(self, case_id: str) -> ReplayedAnswer:
+        """The answer step's oracle: the gold answer, judged for real."""
+        inputs = self.inputs
+        question = self._questions[case_id]
+        prompt = inputs.prompts[JUDGE].text if JUDGE in inputs.prompts else ""
+        gold = question.answer
+        response = self.backend.judge(prompt, question.text, gold, gold, inputs.params)
+        return ReplayedAnswer(parse_label(response))
+
     def evidence_sources(self, case_id: str) -> frozenset[str]:
         """The evidence sentences (``D1:3#0``) the oracle restores for ``case_id``."""
         return self._sources.get(case_id, frozenset())
 
     def _build(self, steps: frozenset[str], sources: frozenset[str]) -> System:
+        """The memory built with the construction ``steps`` repaired (restoring ``sources``),
+        built once however many replays ask for it at the same time."""
         self.steps()  # the step map first: it names the construction steps
         key = (steps, sources if steps else frozenset())
-        built = self._built.get(key)
-        if built is None and not steps:
+        with self._lock:
+            built = self._built.get(key)
+            building = self._building.setdefault(key, threading.Lock())
+        if built is not None:
+            return built
+        with building:
+            with self._lock:
+                built = self._built.get(key)
+            if built is None:
+                built = self._construct(steps, sources)
+                self._remember(key, built)
+        return built
+
+    def _construct(self, steps: frozenset[str], sources: frozenset[str]) -> System:
+        if not steps:
             built = self._system(None)
             built.construct(self.inputs.conversation, checkpoint=self._snapshot)
-            self._built[key] = built
-        elif built is None and self._rebuilt:
-            built = self._system(Repair(steps, sources))
+        elif self._rebuilt:
+            built = self._system(RepairPlan(steps, sources))
             built.construct(self.inputs.conversation)
-            self._remember(key, built)
-        elif built is None:
+        else:
             # every session before the first repaired step runs as it did: start from there
             start = min(self._session_of[s] for s in steps)
             self._build(frozenset(), frozenset())
             built = self._copy(self._snapshots[start])
-            built.repair = Repair(steps, sources)
+            built.repair = RepairPlan(steps, sources)
             built.construct(self.inputs.conversation, resume=start)
-            self._remember(key, built)
         return built
 
-    def _remember(self, key: tuple[frozenset[str], frozenset[str]], built: System) -> None:
-        self._built[key] = built
-        if len(self._built) > MAX_BUILT:  # one case's repairs at a time, plus the original
-            oldest = next(k for k in self._built if k[0])
-            del self._built[oldest]
+    def _remember(self, key: BuildKey, built: System) -> None:
+        with self._lock:
+            self._built[key] = built
+            self._building.pop(key, None)
+            if len(self._built) > MAX_BUILT:  # a few cases' repairs at a time, plus the original
+                oldest = next(k for k in self._built if k[0])
+                del self._built[oldest]
 
     def _snapshot(self, index: int, system: System) -> None:
         self._snapshots[index] = self._copy(system)
@@ -206,7 +322,7 @@ class Replayer:
         }
         return copy.deepcopy(system, shared)
 
-    def _system(self, repair: Repair | None) -> System:
+    def _system(self, repair: RepairPlan | None) -> System:
         inputs = self.inputs
         return make_system(
             inputs.system,
@@ -224,11 +340,11 @@ class Replayer:
 MAX_BUILT = 16  # cached memories (each a whole system's state)
 
 
-def make_replayer(inputs: TraceInputs, settings: Settings | None = None) -> Replayer:
+def make_replayer(inputs: TraceInputs, settings: Settings | None = None) -> TraceReplayer:
     """A replayer with the backend and search backend the trace recorded (``settings`` for
     those that call an endpoint)."""
     retriever, _, model = inputs.retriever.partition(":")
-    return Replayer(
+    return TraceReplayer(
         inputs,
         make_backend(inputs.backend, settings),
         make_ranker(retriever, settings, model or None),

@@ -1,84 +1,207 @@
-"""The replay hook for a system of your own, traced with ``memtrace.tracing``.
+"""Replaying a memory system of your own, traced with ``memtrace.tracing`` (docs/replay.md).
 
 Two things make a system replayable:
 
 1. Each operation a repair may address names its step in its metadata, a key that is the same
    logical step in every run: ``operation("extract", metadata={STEP: f"extract:{msg_id}"})``.
-2. The system answers one case again with some steps repaired, by an object with
-   ``replay(case_id, steps) -> (passed, prediction)`` (``ReplayableSystem``): it re-runs what the
-   case needs, corrects the output of each step in ``steps`` (its own oracle: it knows what a
-   correct extraction or retrieval is for that case) and judges the answer.
+2. An object with ``replay(case_id, steps)`` (``ReplayableSystem``) answers one case again with
+   the steps ``steps`` repaired: it re-runs what the case needs, corrects the output of each
+   repaired step (its own oracle: it knows what a correct extraction or retrieval is for that
+   case), judges the answer and returns ``Replayed(passed, prediction, changed)``, ``changed``
+   saying per step what the repair changed (a 2-tuple ``(passed, prediction)`` is accepted too,
+   but then memtrace can only say that the step was repaired).
 
-``SystemReplayer(trace_path, system)`` then replays by op id of the trace, as the reference
-systems' ``Replayer`` does, so ``executed_label`` and the replay judge work on it unchanged.
+memtrace finds that object through a factory ``(ReplayTrace) -> ReplayableSystem``: named on the
+command line (``--replayer module:attr``) or registered by the system's name in the entry point
+group ``memtrace.replayers`` (``memtrace.replay.plugins``). ``SystemReplayer`` then replays by op
+id of the trace, as the engine's ``TraceReplayer`` does, so ``executed_label``, the replay judge
+and class what-ifs work on it unchanged. A system that can replay many cases' repairs in one run
+may also have ``replay_together(repaired, cases)`` (case id -> steps; answers by case id); else a
+class what-if replays case by case.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+import threading
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
-from memtrace.errors import NotReplayableError
+from memtrace.errors import MemtraceError, NotReplayableError
+from memtrace.patterns.headroom import ReplayedAnswer
 from memtrace.replay.engine import CaseReplay
+from memtrace.settings import Settings
 from memtrace.systems.core import Repaired
-from memtrace.taxonomy import ErrorType
+from memtrace.taxonomy import ErrorType, default_error_type
 
 STEP: Final = "replay_step"  # the operation metadata key naming its step
 
 
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """One case answered again: judged correct or not, the answer, and per repaired step what
+    its repair changed ("kept the fact 'Ana moved to Lisbon'")."""
+
+    passed: bool
+    prediction: str
+    changed: Mapping[str, str] = field(default_factory=dict)
+
+
 class ReplayableSystem(Protocol):
-    def replay(self, case_id: str, steps: frozenset[str]) -> tuple[bool, str]: ...
+    def replay(self, case_id: str, steps: frozenset[str]) -> Replayed | tuple[bool, str]: ...
 
 
-def steps_of(path: Path) -> dict[str, str]:
-    """Op id -> step, from the operations' ``replay_step`` metadata in a native trace."""
-    steps = {}
+@dataclass(frozen=True)
+class ReplayTrace:
+    """What a replayer factory gets: the trace (its native records, as in the file or rebuilt
+    from the graph) and the settings."""
+
+    trace_id: str
+    system: str
+    records: Sequence[Mapping[str, Any]]
+    settings: Settings | None = None
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        return self.records[0].get("metadata") or {} if self.records else {}
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The records of a native trace file."""
     try:
-        for line in path.read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
-            step = (record.get("metadata") or {}).get(STEP) if isinstance(record, dict) else None
-            if record.get("type") == "operation" and isinstance(step, str):
-                steps[record["id"]] = step
-    except (OSError, json.JSONDecodeError, AttributeError) as exc:
-        raise NotReplayableError(f"{path}: not a native trace ({exc})") from None
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise NotReplayableError(f"{path}: cannot read file: {exc.strerror or exc}") from None
+    try:
+        return [json.loads(line) for line in lines if line.strip()]
+    except json.JSONDecodeError:
+        raise NotReplayableError(
+            f"{path}: not a native JSON Lines trace (an imported smartcomment or OTLP file "
+            "cannot be replayed: it records what a system did, not how to run it again)"
+        ) from None
+
+
+def steps_of(records: Sequence[Mapping[str, Any]], where: str) -> dict[str, str]:
+    """Op id -> step, from the operations' ``replay_step`` metadata."""
+    steps = {}
+    for record in records:
+        step = (record.get("metadata") or {}).get(STEP)
+        if record.get("type") == "operation" and isinstance(step, str):
+            steps[str(record["id"])] = step
     if not steps:
         raise NotReplayableError(
-            f"{path}: no operation names a replay step (metadata {STEP!r}); "
-            "see memtrace.replay.hook"
+            f"{where}: no operation names a replay step (metadata {STEP!r}); see docs/replay.md"
         )
     return steps
 
 
 class SystemReplayer:
-    """Replays a user's traced system by op id (``Replayer``'s interface)."""
+    """Replays a user's traced system by op id (the engine's ``TraceReplayer`` interface)."""
 
     def __init__(
         self,
-        path: Path,
+        trace: Path | Sequence[Mapping[str, Any]],
         system: ReplayableSystem,
         error_types: Mapping[str, ErrorType] | None = None,
     ) -> None:
-        """``error_types``: step prefix (``extract``) -> the error type its repair undoes."""
-        self.steps = steps_of(path)
+        """``trace``: a native trace file or its records. ``error_types``: step prefix
+        (``extract``) -> the error type its repair undoes (default: what the op's kind, or
+        else its category, implies)."""
+        records = read_records(trace) if isinstance(trace, Path) else list(trace)
+        where = str(trace) if isinstance(trace, Path) else f"trace {_trace_id(records)!r}"
+        self.steps = steps_of(records, where)
         self.system = system
         self.error_types = dict(error_types or {})
+        self._kinds = {
+            str(r["id"]): str(r.get("kind") or r.get("category") or "")
+            for r in records
+            if r.get("type") == "operation"
+        }
+        self._recorded = {str(r["id"]): _passed(r) for r in records if r.get("type") == "case"}
         self.replays = 0
+        self._lock = threading.Lock()
 
     def replay(self, case_id: str, repaired: Collection[str] = ()) -> CaseReplay:
+        steps = self._steps(repaired)
+        with self._lock:
+            self.replays += 1
+        try:
+            answer = _replayed(self.system.replay(case_id, frozenset(steps.values())))
+        except MemtraceError:
+            raise
+        except Exception as exc:  # the user's code: this case's replay failed, say where
+            name = type(self.system).__name__
+            raise NotReplayableError(f"{name}.replay({case_id!r}) failed: {exc!r}") from exc
+        return CaseReplay(case_id, answer.passed, answer.prediction, self._changes(steps, answer))
+
+    def _steps(self, repaired: Collection[str]) -> dict[str, str]:
         unknown = [op for op in repaired if op not in self.steps]
         if unknown:
             raise NotReplayableError(f"operation {unknown[0]!r} names no replay step")
-        steps = frozenset(self.steps[op] for op in repaired)
-        self.replays += 1
-        passed, prediction = self.system.replay(case_id, steps)
-        changes = tuple(
-            Repaired(self.steps[op], op, "repaired by the system's oracle", self._type(op))
-            for op in repaired
+        return {op: self.steps[op] for op in repaired}
+
+    def _changes(self, steps: Mapping[str, str], answer: Replayed) -> tuple[Repaired, ...]:
+        name = type(self.system).__name__
+        return tuple(
+            Repaired(
+                step,
+                op,
+                answer.changed.get(step)
+                or f"{step} repaired by {name}.replay, which did not say what it changed",
+                self._type(op),
+            )
+            for op, step in steps.items()
         )
-        return CaseReplay(case_id, passed, prediction, changes)
 
     def _type(self, op: str) -> ErrorType:
         prefix = self.steps[op].split(":", 1)[0]
-        return self.error_types.get(prefix, "ResponseError")
+        return self.error_types.get(prefix) or default_error_type(self._kinds.get(op, ""))
+
+    # -- class what-ifs (``memtrace.replay.what_if.JointReplayer``) -------------------------
+    def recorded(self) -> Mapping[str, bool]:
+        return self._recorded
+
+    def joint_cost(self, repaired: Mapping[str, Collection[str]]) -> int:
+        """One run when the system replays many cases together, else one per case."""
+        together = hasattr(self.system, "replay_together")
+        return min(1, len(repaired)) if together else len(repaired)
+
+    def replay_jointly(
+        self,
+        repaired: Mapping[str, Collection[str]],
+        cases: Collection[str] | None = None,
+        precise: bool = False,
+    ) -> Mapping[str, ReplayedAnswer]:
+        """With ``replay_together`` every case it answers; else each case with its own repairs
+        (the other cases are taken as unchanged)."""
+        steps = {c: frozenset(self._steps(ops).values()) for c, ops in repaired.items()}
+        wanted = set(self._recorded) if cases is None else set(cases)
+        together = getattr(self.system, "replay_together", None)
+        if together is not None:
+            answers = together(steps, wanted)
+            with self._lock:
+                self.replays += 1
+            return {c: ReplayedAnswer(_replayed(a).passed) for c, a in answers.items()}
+        return {c: ReplayedAnswer(self.replay(c, repaired[c]).passed) for c in steps if c in wanted}
+
+
+def _replayed(answer: Replayed | tuple[bool, str]) -> Replayed:
+    if isinstance(answer, Replayed):
+        return answer
+    passed, prediction = answer
+    return Replayed(bool(passed), str(prediction))
+
+
+def _passed(case: Mapping[str, Any]) -> bool:
+    """Judged correct in the original run (as the loader reads a case: ``failed``, else a
+    judge score of 0 failed); an unscored case did not pass."""
+    if case.get("failed") is not None:
+        return not case["failed"]
+    score = case.get("judge_score")
+    return score is not None and float(score) != 0.0
+
+
+def _trace_id(records: Sequence[Mapping[str, Any]]) -> str:
+    return str(records[0].get("id")) if records else ""

@@ -23,12 +23,15 @@ from memtrace.systems.params import Params
 from memtrace.systems.prompts import DEFAULTS
 from memtrace.systems.registry import SYSTEMS
 
-# The reference systems whose operations name their steps and say how they are repaired
-# (``System.step``): they replay offline.
-REPLAYABLE_SYSTEMS: Final[tuple[str, ...]] = ("mem0", "rag", "long-context", "evermemos")
-# Systems that replay with their endpoint (requests a repair changed go to it): the real Mem0
-# library (mem0ai 1.0.x).
-ENDPOINT_REPLAYABLE: Final[tuple[str, ...]] = ("mem0-lib",)
+# Every system of the registry names its steps and says how they are repaired (``System.step``):
+# the reference systems replay offline; one that needs an endpoint (the real Mem0 library) replays
+# with it (requests a repair changed go to it).
+REPLAYABLE_SYSTEMS: Final[tuple[str, ...]] = tuple(
+    name for name, cls in SYSTEMS.items() if not cls.needs_endpoint
+)
+ENDPOINT_REPLAYABLE: Final[tuple[str, ...]] = tuple(
+    name for name, cls in SYSTEMS.items() if cls.needs_endpoint
+)
 
 _SESSION = re.compile(r"locomo-(\d+)-session-(\d+)")
 _CASE = re.compile(r"locomo-qa-(\d+)-(\d+)")
@@ -107,8 +110,8 @@ def _inputs(items: list[dict[str, Any]], where: str) -> TraceInputs:
         raise NotReplayableError(
             f"{where}: trace of system {system!r}; only the reference systems "
             f"{', '.join(REPLAYABLE_SYSTEMS)} (and {', '.join(ENDPOINT_REPLAYABLE)} with its "
-            "endpoint) can be replayed from a trace alone (a system of your own: "
-            "memtrace.replay.hook)"
+            "endpoint) can be replayed from a trace alone (a system of your own: --replayer "
+            "module:attr, or the entry point group memtrace.replayers; docs/replay.md)"
         )
     meta = head.get("metadata") or {}
     of: dict[str, list[dict[str, Any]]] = {}

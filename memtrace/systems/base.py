@@ -24,8 +24,8 @@ from memtrace.systems.core import (
     Item,
     Loss,
     QuestionResult,
-    Repair,
     Repaired,
+    RepairPlan,
     source_key,
 )
 from memtrace.systems.evidence import evidence
@@ -108,7 +108,20 @@ def op_id() -> str:
 
 
 class System(ABC):
-    name: str
+    """A memory system memtrace runs. What the rest of memtrace needs to know about it is
+    declared here, on the class, and the registries derive from it (``systems/registry.py``):
+    its ``name``, how other tools spell it, the fault types ``bench make`` may plant in it, the
+    operation that answers, whether it needs an endpoint and how it replays."""
+
+    name: ClassVar[str]
+    # other tools' spellings of this system (MemBase: "NaiveRAG"), matched ignoring case
+    aliases: ClassVar[tuple[str, ...]] = ()
+    # the fault types its pipeline can have (``bench make``); () when faults cannot be planted
+    fault_types: ClassVar[tuple[ErrorType, ...]] = ()
+    # the operation that answers a question: never repaired (its oracle is the gold answer)
+    answer_op: ClassVar[str] = "question-answering"
+    # runs only with an OpenAI-compatible endpoint (no offline backend of its own)
+    needs_endpoint: ClassVar[bool] = False
     # The Params fields the system reads (answering and judging read these two): an unguided
     # optimizer moves those of them that have a range. A test checks them against a traced run.
     parameters: ClassVar[tuple[str, ...]] = ("answer_items", "judge_f1_threshold")
@@ -128,7 +141,7 @@ class System(ABC):
         faults: Sequence[Fault] = (),
         ranker: Ranker | None = None,
         settings: Settings | None = None,
-        repair: Repair | None = None,
+        repair: RepairPlan | None = None,
         recorded: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.backend = backend
@@ -190,7 +203,7 @@ class System(ABC):
 
     @property
     def precise_search(self) -> bool:
-        """A repaired search keeps only what holds the evidence (``Repair.precise``)."""
+        """A repaired search keeps only what holds the evidence (``RepairPlan.precise``)."""
         return self.repair is not None and self.repair.precise
 
     def retrieval_fault(
@@ -349,7 +362,7 @@ class System(ABC):
     def answer(
         self, query: Var, case_id: str, question: Question, context: list[Item], context_var: Var
     ) -> tuple[str, Var, str]:
-        with operation("question-answering", category="evaluation", kind="generation"):
+        with operation(self.answer_op, category="evaluation", kind="generation"):
             self.step(f"answer:{case_id}")  # never repaired: the answer always runs for real
             read(query, context_var)
             prompt = self.prompt(self.answer_prompt)

@@ -65,7 +65,7 @@ class Applied:
 
 
 @dataclass(frozen=True, slots=True)
-class Repair:
+class RepairPlan:
     """An executed counterfactual for one case: the operations at ``steps`` (step keys, see
     ``System.step``) have their output corrected by an oracle that restores the evidence
     sentences ``sources`` (``D1:3#0``) of the case; every other operation runs as it is.

@@ -134,6 +134,8 @@ class CaseSearch:
 
 class EverMemOSSystem(System):
     name = "evermemos"
+    # a memory unit is never updated or deleted once written (online, without profiles)
+    fault_types = ("ExtractionError", "RetrievalError", "ResponseError")
     parameters = (
         *System.parameters,
         "boundary_max_messages",

@@ -12,6 +12,8 @@ from memtrace.tracing import OFF, Var, edges, mutation, operation, read, variabl
 
 class LongContextSystem(System):
     name = "long-context"
+    # one memory unit, the window, rewritten per session; its search is a pass-through
+    fault_types = ("UpdateError", "ResponseError")
     parameters = (*System.parameters, "window")
 
     def reset(self) -> None:

@@ -15,7 +15,7 @@ from memtrace.systems.locomo import Question, Turn
 from memtrace.systems.params import use
 from memtrace.systems.prompts import FACT_EXTRACTION, UPDATE_DECISION
 from memtrace.systems.text import content, sentences
-from memtrace.taxonomy import ErrorType
+from memtrace.taxonomy import ERROR_TYPES, ErrorType
 from memtrace.tracing import Var, delete, mutation, operation, read, variable
 
 
@@ -41,6 +41,7 @@ class Memory:
 
 class Mem0System(System):
     name = "mem0"
+    fault_types = ERROR_TYPES
     parameters = (
         *System.parameters,
         "min_content_words",

@@ -55,7 +55,6 @@ from memtrace.systems.params import use
 from memtrace.systems.text import content, sentences
 from memtrace.tracing import OFF, Var
 
-DEFAULT_EMBEDDING_DIMS = 1536
 # the operations the integration writes for one add() (mem0ai 1.0.x) -> their step kind
 STEP_KINDS: Final = {
     "memory_system.extract_facts": "extract",
@@ -81,7 +80,7 @@ def memory_config(settings: Settings | None, folder: Path, collection: str) -> d
     llm = endpoint(settings)
     key = llm.api_key.get_secret_value() if llm.api_key else "not-needed"
     connection = {"api_key": key, "openai_base_url": llm.base_url}
-    dims = int(os.environ.get("MEMTRACE_EMBEDDING_DIMS", DEFAULT_EMBEDDING_DIMS))
+    dims = llm.embedding_dims
     return {
         "llm": {
             "provider": "openai",
@@ -170,6 +169,7 @@ class Mem0LibSystem(System):
     parameters = (*System.parameters, "top_k")  # Mem0's own settings are not ours to move
     replay_snapshots: ClassVar[bool] = False  # the memory is in Mem0's store: rebuilt per replay
     replay_needs_calls: ClassVar[bool] = True
+    needs_endpoint = True  # Mem0's LLM and embedder; faults cannot be planted (Mem0 is not ours)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

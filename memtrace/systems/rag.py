@@ -13,6 +13,9 @@ from memtrace.tracing import OFF, Var, edge, mutation, operation, read, variable
 
 class RagSystem(System):
     name = "rag"
+    aliases = ("naiverag",)  # MemBase's name of naive RAG
+    # every message stays verbatim in a chunk that is never rewritten or deleted
+    fault_types = ("RetrievalError", "ResponseError")
     parameters = (*System.parameters, "chunk_size", "top_k")
 
     def reset(self) -> None:

@@ -37,9 +37,10 @@ class BM25Ranker:
         if not docs:
             return []
         key = tuple(docs)
-        if self._index is None or self._index[0] != key:  # rebuilt only when the store changed
-            self._index = (key, BM25Okapi([content(d) or [""] for d in docs]))
-        scores = self._index[1].get_scores(content(query))
+        index = self._index  # read once: replays on other threads may swap it meanwhile
+        if index is None or index[0] != key:  # rebuilt only when the store changed
+            index = self._index = (key, BM25Okapi([content(d) or [""] for d in docs]))
+        scores = index[1].get_scores(content(query))
         return sorted(range(len(docs)), key=lambda i: (-scores[i], i))
 
 
@@ -102,16 +103,17 @@ class TrigramRanker:
         if not docs:
             return []
         key = tuple(docs)
-        if self._index is None or self._index[0] != key:  # rebuilt only when the store changed
+        index = self._index  # read once: replays on other threads may swap it meanwhile
+        if index is None or index[0] != key:  # rebuilt only when the store changed
             vectors = [self.vector(d) for d in docs]
             starts = np.cumsum([0] + [len(b) for b, _ in vectors[:-1]])
-            self._index = (
+            index = self._index = (
                 key,
                 np.concatenate([b for b, _ in vectors]),
                 np.concatenate([w for _, w in vectors]),
                 starts,
             )
-        _, buckets, weights, starts = self._index
+        _, buckets, weights, starts = index
         dense = np.zeros(TRIGRAM_DIMENSIONS)
         query_buckets, query_weights = self.vector(query)
         dense[query_buckets] = query_weights

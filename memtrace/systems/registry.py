@@ -1,8 +1,10 @@
 """Systems, backends and rankers by name: what ``memtrace run`` and ``bench make`` offer.
 
-A new memory system is one entry in ``SYSTEMS`` (a ``System`` subclass, which names the
-parameters it reads); a new backend or ranker is one factory here. Factories get the
-settings passed in; those that need an endpoint say so when called without them.
+A new memory system is one entry in ``SYSTEM_CLASSES``: a ``System`` subclass that declares what
+the registries below derive (its name, aliases, fault types, answer operation, the parameters it
+reads, whether it needs an endpoint and how it replays). A new backend or ranker is one factory
+here. Factories get the settings passed in; those that need an endpoint say so when called
+without them.
 """
 
 from __future__ import annotations
@@ -22,21 +24,32 @@ from memtrace.systems.mem0_lib import Mem0LibSystem
 from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.rag import RagSystem
 from memtrace.systems.rankers import BM25Ranker, EmbeddingRanker, Ranker, TrigramRanker
+from memtrace.taxonomy import ErrorType
 
 SystemFactory = type[System]  # (backend, *, params, faults, ranker, ...) -> System
 BackendFactory = Callable[[Settings | None], Backend]
 RankerFactory = Callable[[Settings | None, str | None], Ranker]
 
+# Every system memtrace runs; what each declares on its class (``System``) makes the rest.
+SYSTEM_CLASSES: tuple[SystemFactory, ...] = (
+    Mem0System,
+    RagSystem,
+    LongContextSystem,
+    EverMemOSSystem,
+    Mem0LibSystem,  # the real Mem0 library (extra memtrace[mem0]; an endpoint)
+)
+SYSTEMS: dict[str, SystemFactory] = {cls.name: cls for cls in SYSTEM_CLASSES}
 # our re-implementations: offline-capable, deterministic, faults can be planted in them
 REFERENCE_SYSTEMS: dict[str, SystemFactory] = {
-    "mem0": Mem0System,
-    "rag": RagSystem,
-    "long-context": LongContextSystem,
-    "evermemos": EverMemOSSystem,
+    name: cls for name, cls in SYSTEMS.items() if not cls.needs_endpoint
 }
-SYSTEMS: dict[str, SystemFactory] = {
-    **REFERENCE_SYSTEMS,
-    "mem0-lib": Mem0LibSystem,  # the real Mem0 library (extra memtrace[mem0]; an endpoint)
+# the fault types ``bench make`` may plant, per system that can have any
+FAULT_TYPES: dict[str, tuple[ErrorType, ...]] = {
+    name: cls.fault_types for name, cls in SYSTEMS.items() if cls.fault_types
+}
+# how a trace may spell a system (any case; other tools' names too) -> the registry's name
+SYSTEM_SPELLINGS: dict[str, str] = {
+    spelling.casefold(): name for name, cls in SYSTEMS.items() for spelling in (name, *cls.aliases)
 }
 
 
@@ -63,11 +76,12 @@ def _embedding_ranker(settings: Settings | None, model: str | None) -> Ranker:
     return EmbeddingRanker(LLMClient.from_settings(resolved), model or resolved.llm.embedding_model)
 
 
-def _sentence_transformer_ranker(_settings: Settings | None, model: str | None) -> Ranker:
+def _sentence_transformer_ranker(settings: Settings | None, model: str | None) -> Ranker:
     # local: torch loads only for this retriever
     from memtrace.systems.st_ranker import DEFAULT_ST_MODEL, SentenceTransformerRanker
 
-    return SentenceTransformerRanker(model or DEFAULT_ST_MODEL)
+    allow_download = settings.allow_model_download if settings is not None else False
+    return SentenceTransformerRanker(model or DEFAULT_ST_MODEL, allow_download)
 
 
 RANKERS: dict[str, RankerFactory] = {

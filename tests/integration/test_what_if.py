@@ -23,8 +23,9 @@ from memtrace.cypher import get_query
 from memtrace.db import Database
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.optimize import route
-from memtrace.optimize.what_if import graph_replayer
 from memtrace.patterns.reader import pattern_query
+from memtrace.replay.graph import LoadedTraces
+from memtrace.replay.what_if import WhatIfReplayer
 from memtrace.report.build import make_report
 from memtrace.systems.core import Fault
 from memtrace.systems.locomo import Conversation, Subset, load_locomo
@@ -127,7 +128,9 @@ def seeded(
 def test_the_largest_class_has_no_headroom_and_routing_picks_the_smaller(
     db: Database, seeded: Seeded
 ) -> None:
-    result = patterns.what_if(db, seeded.run_id, graph_replayer(db), joint_top=2)
+    result = patterns.what_if(
+        db, seeded.run_id, WhatIfReplayer(LoadedTraces(db).for_trace), joint_top=2
+    )
     rows = {r["error_type"]: r for r in result.classes.to_dict("records")}
     retrieval, extraction = rows["RetrievalError"], rows["ExtractionError"]
     assert retrieval["cases"] == len(seeded.retrieval) > extraction["cases"] == 2
@@ -157,7 +160,7 @@ def test_the_largest_class_has_no_headroom_and_routing_picks_the_smaller(
 
 
 def test_report_has_the_section_and_chart(db: Database, seeded: Seeded, tmp_path: Path) -> None:
-    patterns.what_if(db, seeded.run_id, graph_replayer(db), joint_top=2)
+    patterns.what_if(db, seeded.run_id, WhatIfReplayer(LoadedTraces(db).for_trace), joint_top=2)
     make_report(db, seeded.run_id, tmp_path)
     markdown = (tmp_path / "report.md").read_text(encoding="utf-8")
     section = markdown.split("## What fixing each class would buy", 1)[1].split("\n## ", 1)[0]
@@ -195,9 +198,10 @@ def test_hand_built_traces_are_not_replayed_and_the_command_says_so(
         assert result.exit_code == 1
         assert f"no class of run '{s.run1}' could be replayed" in result.output
         assert "no LoCoMo sessions" in result.output
+        assert result.output.count("replayed") == 1  # the reason once, not per class and trace
         stored = patterns.headroom(db, s.run1)
         assert len(stored) == 3 and not stored["replayable"].any()
-        assert all(why.startswith("cannot be replayed: ") for why in stored["why"])
+        assert all(why.startswith("cannot be replayed (trace ") for why in stored["why"])
     finally:
         db.run(
             "MATCH (w:WhatIf {run_id: $run_id}) OPTIONAL MATCH (w)-[:HAS_CLASS]->(c) "

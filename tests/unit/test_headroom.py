@@ -11,14 +11,15 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from memtrace.errors import OutOfBudget
 from memtrace.optimize import OptimizeOptions, loop, route
 from memtrace.optimize.feedback import BudgetedReplayer
 from memtrace.optimize.loop import Trial
 from memtrace.optimize.routing import Routing
-from memtrace.optimize.scoring import Budget, Evaluator, OutOfBudget, Score
+from memtrace.optimize.scoring import Budget, Evaluator, Score
 from memtrace.patterns import CLASS_COLUMNS
 from memtrace.patterns.classes import class_key
-from memtrace.patterns.headroom import Outcome, Repair, explain, what_if
+from memtrace.patterns.headroom import BlamedOp, ReplayedAnswer, explain, what_if
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.offline import OfflineBackend
@@ -44,12 +45,12 @@ class RuleReplayer:
     def baseline(self, trace_id: str) -> Mapping[str, bool]:
         return self.passed
 
-    def cost(self, trace_id: str, repairs: Sequence[Repair]) -> int:
+    def cost(self, trace_id: str, repairs: Sequence[BlamedOp]) -> int:
         return 1
 
     def replay(
-        self, trace_id: str, repairs: Sequence[Repair], cases: Collection[str] | None = None
-    ) -> Mapping[str, Outcome]:
+        self, trace_id: str, repairs: Sequence[BlamedOp], cases: Collection[str] | None = None
+    ) -> Mapping[str, ReplayedAnswer]:
         repaired = frozenset(r.op_id for r in repairs)
         self.replays.append((trace_id, repaired, frozenset(cases) if cases else None))
         out = {}
@@ -60,7 +61,7 @@ class RuleReplayer:
                 ok = before and self.breaks[case_id] not in repaired
             else:
                 ok = before or self.needs.get(case_id, {"never"}) <= repaired
-            out[case_id] = Outcome(ok, None if ok else self.lost_at.get(case_id))
+            out[case_id] = ReplayedAnswer(ok, None if ok else self.lost_at.get(case_id))
         return out
 
 
@@ -182,9 +183,7 @@ def test_an_unreplayable_trace_is_said_not_guessed() -> None:
     replayer.refuse = "imported OTLP traces cannot be replayed"
     result = what_if(CLASSES, BLAMED, replayer)
     assert not result.classes["replayable"].any()
-    assert set(result.classes["why"]) == {
-        "cannot be replayed: imported OTLP traces cannot be replayed"
-    }
+    assert set(result.classes["why"]) == {f"cannot be replayed (trace {T})"}
     assert result.replays == 0 and replayer.replays == []
     assert result.not_replayable == {T: "imported OTLP traces cannot be replayed"}
     routing = route(CLASSES, "parameters", headroom=result.classes)

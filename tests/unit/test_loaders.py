@@ -39,6 +39,7 @@ from memtrace.loaders.models import (
 from memtrace.loaders.native import read_native
 from memtrace.loaders.rows import node_rows, relationship_rows, trace_properties
 from memtrace.loaders.smartcomment import python_text, read_smartcomment
+from memtrace.systems.registry import SYSTEM_SPELLINGS
 from memtrace.taxonomy import (
     is_reserved_trace_id,
     retired_trace_id,
@@ -318,7 +319,7 @@ def test_membase_user_folders_load_each_graph_once_from_its_last_stage(tmp_path:
     )
     trace = read_smartcomment(users[0] / STAGES[2])[0][1]
     assert isinstance(trace, TraceRecord)
-    props = trace_properties(trace, "smartcomment", "f", {})
+    props = trace_properties(trace, "smartcomment", "f", {}, SYSTEM_SPELLINGS)
     assert (trace.system, trace.dataset) == ("Mem0", "LoCoMo")  # as MemBase writes them
     assert (props["system"], props["dataset"]) == ("mem0", "locomo")  # the registry's names
 
@@ -357,9 +358,12 @@ def test_membase_stages_that_conflict_are_refused_naming_the_first_difference(
 )  # fmt: skip
 def test_system_names_map_to_the_registry_names(written: str | None, stored: str | None) -> None:
     trace = TraceRecord(type="trace", format_version=1, id="t", system=written, dataset="LoCoMo")
-    props = trace_properties(trace, "native", "f", {})
+    props = trace_properties(trace, "native", "f", {}, SYSTEM_SPELLINGS)
     assert (props.get("system"), props["dataset"]) == (stored, "locomo")
-    assert trace_properties(trace, "native", "f", {"system": "MEM0"})["system"] == "mem0"
+    overridden = trace_properties(trace, "native", "f", {"system": "MEM0"}, SYSTEM_SPELLINGS)
+    assert overridden["system"] == "mem0"
+    # without the registry's spellings the loader stores what the trace wrote
+    assert trace_properties(trace, "native", "f", {}, {}).get("system") == written
 
 
 def test_json_schema_matches_the_models() -> None:

@@ -23,13 +23,15 @@ from memtrace.systems.params import Params
 from memtrace.systems.rankers import BM25Ranker
 from memtrace.systems.registry import (
     BACKENDS,
+    FAULT_TYPES,
     RANKERS,
+    REFERENCE_SYSTEMS,
+    SYSTEM_SPELLINGS,
     SYSTEMS,
     make_backend,
     make_ranker,
     make_system,
 )
-from memtrace.taxonomy import SYSTEM_ALIASES, SYSTEM_NAMES
 
 
 def settings(base_url: str | None = None) -> Settings:
@@ -60,10 +62,14 @@ def test_the_cli_offers_what_the_registries_hold() -> None:
     assert choices("explain", "judge") == ["auto", *JUDGES]
 
 
-def test_the_loader_stores_system_names_as_the_registry_spells_them() -> None:
-    # taxonomy cannot import the registry (it imports nothing); this keeps the two lists equal
-    assert tuple(SYSTEMS) == SYSTEM_NAMES
-    assert set(SYSTEM_ALIASES.values()) <= set(SYSTEMS)
+def test_the_registries_derive_from_what_each_system_class_declares() -> None:
+    assert set(SYSTEM_SPELLINGS.values()) == set(SYSTEMS)
+    assert (
+        SYSTEM_SPELLINGS["naiverag"] == "rag" and SYSTEM_SPELLINGS["long-context"] == "long-context"
+    )
+    assert {n: c.fault_types for n, c in SYSTEMS.items() if c.fault_types} == FAULT_TYPES
+    assert "mem0-lib" not in FAULT_TYPES and "mem0-lib" not in REFERENCE_SYSTEMS
+    assert all(c.answer_op == "question-answering" for c in SYSTEMS.values())
 
 
 def test_make_system_passes_keyword_options_to_the_factory() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from memtrace.attribution.counterfactual import Suspect, executed_label
 from memtrace.errors import NotReplayableError
-from memtrace.replay import CaseReplay, Replayer, make_replayer, read_native
+from memtrace.replay import CaseReplay, TraceReplayer, make_replayer, read_native
 from memtrace.replay.inputs import REPLAYABLE_SYSTEMS
 from memtrace.systems.core import Fault, Repaired
 from memtrace.systems.locomo import Conversation, Question, Session, Turn
@@ -31,7 +31,7 @@ def conversation(turns: Sequence[tuple[str, str]], questions: Sequence[Question]
 
 def traced(
     tmp_path: Path, system: str, conv: Conversation, faults: Sequence[Fault] = ()
-) -> tuple[Replayer, dict[str, str]]:
+) -> tuple[TraceReplayer, dict[str, str]]:
     """Run ``system`` traced; the replayer of its trace and the trace's op id -> op name."""
     built = make_system(system, make_backend("offline"), faults=faults)
     meta = {
@@ -53,7 +53,7 @@ def traced(
     return make_replayer(read_native(path)), names
 
 
-def op_of(replayer: Replayer, step: str) -> str:
+def op_of(replayer: TraceReplayer, step: str) -> str:
     return next(op for op, key in replayer.steps().items() if key == step)
 
 
@@ -305,7 +305,7 @@ def test_a_system_without_replay_steps_is_refused(tmp_path: Path) -> None:
     record = json.loads(head)
     record["system"] = "my-own-system"  # memtrace cannot re-run a system it does not know
     path.write_text("\n".join([json.dumps(record), *rest]) + "\n", encoding="utf-8")
-    with pytest.raises(NotReplayableError, match=r"'my-own-system'.*memtrace\.replay\.hook"):
+    with pytest.raises(NotReplayableError, match=r"'my-own-system'.*--replayer module:attr"):
         read_native(path)
     record["system"] = "mem0-lib"  # a trace without recorded model calls (mem0ai 2.x)
     path.write_text("\n".join([json.dumps(record), *rest]) + "\n", encoding="utf-8")
@@ -321,7 +321,7 @@ def test_a_replay_resumed_from_a_snapshot_equals_a_repaired_run_from_scratch(
     exactly what running the whole conversation with the same repair gives."""
     import random
 
-    from memtrace.systems.core import Repair
+    from memtrace.systems.core import RepairPlan
     from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
     from memtrace.systems.text import sentences
 
@@ -359,7 +359,7 @@ def test_a_replay_resumed_from_a_snapshot_equals_a_repaired_run_from_scratch(
             system,
             make_backend("offline"),
             faults=faults,
-            repair=Repair(steps, replayer.evidence_sources(result.case_id)),
+            repair=RepairPlan(steps, replayer.evidence_sources(result.case_id)),
         )
         (again,) = scratch.run(conv, {result.case_id}).results
         assert (fast.passed, fast.prediction) == (again.passed, again.prediction)
@@ -380,7 +380,7 @@ CITY = conversation(
 
 def evermemos_label(
     tmp_path: Path, fault: Fault
-) -> tuple[Replayer, dict[str, str], tuple[str | None, str | None, str]]:
+) -> tuple[TraceReplayer, dict[str, str], tuple[str | None, str | None, str]]:
     """The executed label of CASE with ``fault`` planted, every step of the case a suspect."""
     replayer, names = traced(tmp_path, "evermemos", CITY, [fault])
     assert not replayer.replay(CASE).passed  # the planted fault broke it

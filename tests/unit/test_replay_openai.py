@@ -12,7 +12,7 @@ from fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
 from pydantic import SecretStr
 
 from memtrace.llm import LLMClient
-from memtrace.replay import Replayer, read_native
+from memtrace.replay import TraceReplayer, read_native
 from memtrace.settings import LLMSettings
 from memtrace.systems.core import Fault
 from memtrace.systems.locomo import Conversation, Question, Session, Turn
@@ -76,7 +76,7 @@ def test_openai_backend_replay_reuses_the_cache(fake_openai: FakeOpenAI, tmp_pat
     assert path is not None
     assert [r.passed for r in run.results] == [False, True]
     sent = len(fake_openai.chat_requests)
-    replayer = Replayer(read_native(path), backend())
+    replayer = TraceReplayer(read_native(path), backend())
     for result in run.results:
         again = replayer.replay(result.case_id)
         assert (again.passed, again.prediction) == (result.passed, result.prediction)

@@ -19,6 +19,8 @@ ENV_NAMES = (
     "MEMTRACE_BOLT_PORT",
     "MEMTRACE_LLM_TIMEOUT",
     "MEMTRACE_LLM_CONCURRENCY",
+    "MEMTRACE_EMBEDDING_DIMS",
+    "MEMTRACE_ALLOW_MODEL_DOWNLOAD",
 )
 
 
@@ -182,6 +184,24 @@ def test_every_llm_field_follows_cli_env_file(home: Path, monkeypatch: pytest.Mo
         monkeypatch.delenv(name)
         assert value(load_settings()) == "file"
         (home / "settings.toml").unlink()
+
+
+def test_what_systems_read_from_the_environment_comes_through_the_settings(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # mem0-lib's vector size and the sentence-transformers download switch: read here, once
+    defaults = load_settings()
+    assert (defaults.llm.embedding_dims, defaults.allow_model_download) == (1536, False)
+    (home / "settings.toml").write_text("allow_model_download = true\n[llm]\nembedding_dims = 8\n")
+    from_file = load_settings()
+    assert (from_file.llm.embedding_dims, from_file.allow_model_download) == (8, True)
+    monkeypatch.setenv("MEMTRACE_EMBEDDING_DIMS", "64")
+    monkeypatch.setenv("MEMTRACE_ALLOW_MODEL_DOWNLOAD", "0")
+    from_env = load_settings()
+    assert (from_env.llm.embedding_dims, from_env.allow_model_download) == (64, False)
+    monkeypatch.setenv("MEMTRACE_EMBEDDING_DIMS", "many")
+    with pytest.raises(ConfigError, match="embedding_dims"):
+        load_settings()
 
 
 def test_without_a_started_server_the_default_port_follows_the_env(

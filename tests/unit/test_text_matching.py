@@ -80,7 +80,9 @@ def test_possessives_and_the_third_person_keep_what_was_said() -> None:
     assert content_words("Ana's dog") == content_words("Ana dog")
     assert holds(content_words("My dog is called Biscuit."), ["Ana's dog is called Biscuit."])
     assert holds(content_words("I moved to Porto in 2019."), ["Ana | move | to Porto in 2019"])
-    assert holds(content_words("I grew tomatoes on the balcony."), ["Ana | grow | tomatoes on the balcony"])
+    assert holds(
+        content_words("I grew tomatoes on the balcony."), ["Ana | grow | tomatoes on the balcony"]
+    )
 
 
 def test_a_sentence_is_held_by_one_sentence_not_by_words_across_a_paragraph() -> None:

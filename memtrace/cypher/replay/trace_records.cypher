@@ -1,4 +1,4 @@
-// What a replay re-runs from, of one complete trace: its source, metadata, sessions, the message, query, parameter and prompt variables, operations (name, written variables, metadata: a recorded model call) and cases.
+// What a replay re-runs from, of one complete trace: its source, metadata, sessions, the message, query, parameter and prompt variables, operations (name, kind, category, written variables, metadata: a recorded model call or a replay step) and cases.
 // params: $trace_id
 // returns: source, system, metadata, sessions, variables, operations, cases
 MATCH (t:Trace {id: $trace_id})
@@ -19,12 +19,13 @@ CALL (t) {
     OPTIONAL MATCH (o)-[:WRITES]->(w:Variable)
     RETURN collect(w.id) AS writes
   }
-  RETURN collect({id: o.id, name: o.name, writes: writes, metadata: o.metadata}) AS operations
+  RETURN collect({id: o.id, name: o.name, kind: o.kind, category: o.category, writes: writes,
+                  metadata: o.metadata}) AS operations
 }
 CALL (t) {
   OPTIONAL MATCH (t)-[:HAS_CASE]->(c:Case)
   RETURN collect({id: c.id, query: c.query_id, prediction_text: c.prediction,
-                  golden_answers: c.golden_answers, judge_score: c.judge_score,
+                  golden_answers: c.golden_answers, judge_score: c.judge_score, failed: c.failed,
                   category: c.category, missing_evidence: c.missing_evidence}) AS cases
 }
 RETURN t.source AS source, t.system AS system, t.metadata AS metadata, sessions, variables,

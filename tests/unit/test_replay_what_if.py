@@ -3,17 +3,18 @@ run of LoCoMo conversation 1 (sessions 1-4; a development conversation)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from memtrace.errors import NotReplayableError
-from memtrace.optimize.what_if import EngineReplayer
 from memtrace.patterns import CLASS_COLUMNS
-from memtrace.patterns.headroom import Repair, what_if
-from memtrace.replay import TraceInputs, make_replayer, read_native
+from memtrace.patterns.headroom import BlamedOp, what_if
+from memtrace.replay import TraceInputs, TraceReplayer, make_replayer, read_native
+from memtrace.replay.graph import TraceFiles
+from memtrace.replay.what_if import WhatIfReplayer
 from memtrace.systems.core import ConversationRun
 from memtrace.systems.locomo import Subset, load_locomo
 from memtrace.systems.offline import OfflineBackend
@@ -34,6 +35,12 @@ def traced(
     run, path = run_conversation(make_system("mem0", OfflineBackend()), conv, out, clock=SimClock())
     assert path is not None
     yield run, path
+
+
+def files(path: Path) -> Callable[[str], TraceReplayer]:
+    """The replayer of the one traced file, whatever the trace id asked."""
+    replayer = make_replayer(read_native(path))
+    return lambda _trace_id: replayer
 
 
 def derived_classes(run: ConversationRun, inputs: TraceInputs) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -70,7 +77,7 @@ def test_class_what_if_over_the_engine(traced: tuple[ConversationRun, Path]) -> 
     retrieval = kinds[("memory_system.search_vector_store", "RetrievalError")]
     answer = kinds[("question-answering", "ResponseError")]
     assert retrieval["cases"] >= 5 and answer["cases"] >= 5
-    replayer = EngineReplayer(lambda trace_id: read_native(path))
+    replayer = WhatIfReplayer(files(path))
     result = what_if(classes, blamed, replayer, fix_alone=True, joint_top=3)
     rows = {(r["op_name"], r["error_type"]): r for r in result.classes.to_dict("records")}
 
@@ -114,7 +121,7 @@ def test_a_precise_search_oracle_rescues_what_distractors_cost(
     key = ("memory_system.search_vector_store", "RetrievalError")
     rescued = {}
     for precise in (False, True):
-        replayer = EngineReplayer(lambda trace_id: read_native(path), precise_search=precise)
+        replayer = WhatIfReplayer(files(path), precise_search=precise)
         result = what_if(classes, blamed, replayer, fix_alone=False, joint_top=0)
         rows = {(r["op_name"], r["error_type"]): r for r in result.classes.to_dict("records")}
         rescued[precise] = (rows[key]["rescued"], rows[key]["broken"])
@@ -125,13 +132,15 @@ def test_replaying_with_no_repair_of_a_construction_step_leaves_answers_as_recor
     traced: tuple[ConversationRun, Path],
 ) -> None:
     run, path = traced
-    replayer = EngineReplayer(lambda trace_id: read_native(path))
+    replayer = WhatIfReplayer(files(path))
     inputs = read_native(path)
     # an extraction repair for a passing case: the answers it re-runs match the recorded ones
     # except where the restored evidence changes them (none must break)
     passing = next(r for r in run.results if r.passed and r.keys)
     extract = next(op for op, (name, _) in inputs.operations.items() if "extract" in name)
-    outcomes = replayer.replay(inputs.trace_id, [Repair(inputs.trace_id, passing.case_id, extract)])
+    outcomes = replayer.replay(
+        inputs.trace_id, [BlamedOp(inputs.trace_id, passing.case_id, extract)]
+    )
     assert set(outcomes) == set(inputs.cases)
     assert outcomes[passing.case_id].passed
 
@@ -140,10 +149,7 @@ def test_an_imported_trace_is_not_replayable(tmp_path: Path) -> None:
     path = tmp_path / "otlp.json"
     path.write_text('{"resourceSpans": []}\n', encoding="utf-8")
 
-    def inputs_of(trace_id: str) -> TraceInputs:
-        return read_native(path)
-
-    replayer = EngineReplayer(inputs_of)
+    replayer = WhatIfReplayer(TraceFiles({"otlp": path}).for_trace)
     why = replayer.replayable("otlp")
     assert why is not None and "cannot be replayed" in why
     with pytest.raises(NotReplayableError):

@@ -1,0 +1,97 @@
+"""Which replayer replays a trace: memtrace's own engine for the systems it runs, else a user's
+replayer factory (``memtrace.replay.hook``), named on the command line (``--replayer
+module:attr``) or registered in the entry point group ``memtrace.replayers`` under the system's
+name (the ``system`` the trace was written with):
+
+    [project.entry-points."memtrace.replayers"]
+    chatmem = "chatmem.replay:make_replayer"
+
+``can_replay`` answers cheaply, from the trace's system and source only, whether a replay can
+be tried (the replay itself may still refuse a trace that does not hold what it needs).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from importlib import metadata
+from typing import Final
+
+from memtrace.errors import ConfigError
+from memtrace.replay.hook import ReplayableSystem, ReplayTrace
+from memtrace.systems.registry import SYSTEMS
+
+ENTRY_POINT_GROUP: Final = "memtrace.replayers"
+
+ReplayerFactory = Callable[[ReplayTrace], ReplayableSystem]
+
+
+def load_factory(spec: str) -> ReplayerFactory:
+    """The replayer factory ``module:attr`` names (ConfigError, one line, when it cannot be
+    imported or is not callable)."""
+    module_name, colon, attr = spec.partition(":")
+    if not colon or not module_name or not attr:
+        raise ConfigError(f"--replayer {spec!r}: expected module:attr (e.g. mysystem.replay:make)")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"--replayer {spec!r}: cannot import {module_name!r} ({exc})") from None
+    found: object = module
+    for part in attr.split("."):
+        found = getattr(found, part, None)
+        if found is None:
+            raise ConfigError(f"--replayer {spec!r}: module {module_name!r} has no {attr!r}")
+    if not callable(found):
+        raise ConfigError(f"--replayer {spec!r}: {attr!r} is not callable")
+    factory: ReplayerFactory = found
+    return factory
+
+
+def _entry_point(system: str) -> metadata.EntryPoint | None:
+    found = metadata.entry_points(group=ENTRY_POINT_GROUP, name=system)
+    return next(iter(found), None)
+
+
+def registered_factory(system: str) -> ReplayerFactory | None:
+    """The factory an installed package registered for ``system`` (None when none did)."""
+    point = _entry_point(system)
+    if point is None:
+        return None
+    try:
+        factory = point.load()
+    except Exception as exc:  # an installed plugin that fails to import: say which
+        raise ConfigError(
+            f"the replayer registered for system {system!r} ({point.value}, entry point group "
+            f"{ENTRY_POINT_GROUP}) cannot be loaded: {exc}"
+        ) from None
+    if not callable(factory):
+        raise ConfigError(f"the replayer registered for system {system!r} is not callable")
+    result: ReplayerFactory = factory
+    return result
+
+
+def replay_refusal(
+    system: str | None, *, source: str = "native", replayer: str | None = None
+) -> str | None:
+    """None when a trace of ``system`` loaded from a ``source`` file can be replayed (by the
+    engine, the ``replayer`` spec given, or a registered replayer), else why not, in one line."""
+    if source != "native":
+        return (
+            f"it was imported from a {source} file: an imported trace records what a system "
+            "did, not how to run it again"
+        )
+    if system in SYSTEMS or replayer is not None:
+        return None
+    if system and _entry_point(system) is not None:
+        return None
+    return (
+        f"no replayer for system {system!r}: memtrace replays {', '.join(SYSTEMS)} itself; for "
+        f"a system of your own pass --replayer module:attr or register one in the entry point "
+        f"group {ENTRY_POINT_GROUP} (docs/replay.md)"
+    )
+
+
+def can_replay(system: str | None, *, source: str = "native", replayer: str | None = None) -> bool:
+    """Whether a trace of ``system`` from a ``source`` file can be replayed (``replay_refusal``
+    says why not); cheap: no trace is read, no plugin imported."""
+    return replay_refusal(system, source=source, replayer=replayer) is None
