@@ -10,7 +10,7 @@ VENV_MEM0V2 := .venv-mem0v2
 $(BIN)/memtrace: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,otel,mem0-v1]'
+	$(BIN)/pip install --quiet -e '.[dev,otel,otel-capture,mem0-v1]'
 	touch $@
 
 venv: $(BIN)/memtrace

@@ -10,6 +10,12 @@ alternated, --repeat times each; elements = nodes + relationships written (each 
 own element count: the OTLP trace has no prompt or parameter variables but one operation per
 span and coarser edges), rate = elements / the loader's own seconds. Prints JSON and a Markdown
 table with the median rates and the OTLP / native ratio.
+
+    .venv/bin/python benchmarks/otlp_import.py --conversations 1 --repeat 5 --read-only
+
+reads the same files without Neo4j instead: the CPU seconds (process time) of converting the OTLP
+file into records (`read_otlp`: validation, the span conventions, cases) and of reading the
+native file (`read_native`), alternated in one process; per span and per record, and the ratio.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from memtrace.admin import delete_trace
 from memtrace.db import connect
 from memtrace.integrations.otel import OpenInferenceTracer, write_otlp_json
+from memtrace.loaders.native import read_native
+from memtrace.loaders.otlp import read_otlp
 from memtrace.settings import load_settings
 from memtrace.systems.locomo import Subset, load_locomo
 from memtrace.systems.registry import make_backend, make_system
@@ -85,12 +93,50 @@ def run_loader(paths: list[Path]) -> dict[str, Any]:
     }
 
 
+def read_only(natives: list[Path], otlps: list[Path], repeat: int) -> None:
+    """CPU seconds to read each set, alternated; medians, per span / record, and the ratio."""
+    seconds: dict[str, list[float]] = {"native": [], "otlp": []}
+    counts = {"native": 0, "otlp": 0}
+    loads = []
+    for _ in range(repeat):
+        loads.append(os.getloadavg()[0])
+        for name, paths in (("native", natives), ("otlp", otlps)):
+            started = time.process_time()
+            if name == "native":
+                counts[name] = sum(len(list(read_native(path))) for path in paths)
+            else:
+                counts[name] = sum(len(read_otlp(path)) for path in paths)
+            seconds[name].append(time.process_time() - started)
+    spans = sum(
+        len(scope["spans"])
+        for path in otlps
+        for resource in json.loads(path.read_text())["resourceSpans"]
+        for scope in resource["scopeSpans"]
+    )
+    median = {name: statistics.median(values) for name, values in seconds.items()}
+    report = {
+        "spans": spans,
+        "records": counts,
+        "cpu_seconds": {name: [round(v, 3) for v in values] for name, values in seconds.items()},
+        "median_cpu_seconds": {name: round(v, 3) for name, v in median.items()},
+        "otlp_us_per_span": round(median["otlp"] / spans * 1e6, 1),
+        "native_us_per_record": round(median["native"] / counts["native"] * 1e6, 1),
+        "otlp_over_native_per_file": round(median["otlp"] / median["native"], 2),
+        "load_average": [round(v, 1) for v in loads],
+    }
+    print(json.dumps(report, indent=2))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--conversations", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--read-only", action="store_true", help="no Neo4j: reading CPU only")
     args = parser.parse_args()
     natives, otlps = write_traces(args.conversations)
+    if args.read_only:
+        read_only(natives, otlps, args.repeat)
+        return
     runs: dict[str, list[dict[str, Any]]] = {"native": [], "otlp": []}
     for _ in range(args.repeat):
         for name, paths in (("native", natives), ("otlp", otlps)):

@@ -51,7 +51,7 @@ def main() -> None:
             cases, queues = review.queues()
             baseline = timed(lambda: db.run(BASELINE), args.repeat)
             library = timed(lambda: review.queues(fresh=True), args.repeat)
-            page_url = case_url(cases[0].ref, "unreviewed")
+            page_url = case_url(cases[0].ref, "all")
             decision = {"trace_id": ids[0], "case_id": "q1", "decision": "confirm"}
             with (
                 serving_in_thread(create_app(review, TOKEN)) as base,

@@ -26,7 +26,9 @@ from memtrace.patterns.reader import BROWSER_QUERIES, pattern_query
 from memtrace.server.layout import ServerLayout
 from memtrace.settings import Settings
 
-# Captions and colours for memtrace's labels; relationship captions show the type.
+# Captions and colours for memtrace's labels; relationship captions show the type. Captions are
+# short words that fit their circle (an op's kind, an error type; a variable's name): the
+# Browser cuts longer ones ("memory_..."); a click shows every property.
 GRASS = """\
 node {
   diameter: 50px;
@@ -48,10 +50,10 @@ relationship {
 node.Trace { color: #57C7E3; border-color: #23B3D7; caption: '{system}'; diameter: 65px; }
 node.Case { color: #F16667; border-color: #EB2728; caption: '{id}'; diameter: 60px; }
 node.Attribution { color: #FFC454; border-color: #D7A013; text-color-internal: #2A2C34;
-  caption: '{error_type}'; diameter: 60px; }
-node.Operation { color: #4C8EDA; border-color: #2870C2; caption: '{name}'; diameter: 55px; }
+  caption: '{error_type}'; diameter: 90px; font-size: 9px; }
+node.Operation { color: #4C8EDA; border-color: #2870C2; caption: '{kind}'; diameter: 65px; }
 node.Variable { color: #8DCC93; border-color: #5DB665; text-color-internal: #2A2C34;
-  caption: '{name}'; diameter: 45px; }
+  caption: '{name}'; diameter: 60px; font-size: 9px; }
 node.Session { color: #C990C0; border-color: #B261A5; caption: '{name}'; }
 relationship.BLAMES { color: #EB2728; shaft-width: 3px; }
 relationship.HAS_ATTRIBUTION { color: #D7A013; shaft-width: 2px; }
@@ -139,7 +141,7 @@ def render_guide(run_id: str, base_url: str, case: tuple[str, str] | None) -> st
         query = pattern_query(name)
         slides.append(
             f"<h3>{html.escape(name.replace('_', ' '))}</h3>"
-            f"<p>{html.escape(query.description)}</p>" + block(query.text)
+            f"<p>{html.escape(query.description)}</p>" + block(_for_this_run(query.text))
         )
     # one slide: the guide drawer pages between slides, a single one scrolls
     body = "".join(slides)
@@ -147,6 +149,14 @@ def render_guide(run_id: str, base_url: str, case: tuple[str, str] | None) -> st
         '<article class="guide"><carousel class="deck container-fluid">'
         f'<slide class="row-fluid"><div class="col-sm-12">{body}</div></slide>'
         "</carousel></article>\n"
+    )
+
+
+def _for_this_run(text: str) -> str:
+    """A query as the guide shows it: without the file's example ``:params`` line (another
+    run's, e.g. the demo's); the guide's own parameter block above sets this run's."""
+    return "\n".join(
+        line for line in text.splitlines() if not line.startswith("// In Neo4j Browser: :params")
     )
 
 

@@ -74,10 +74,27 @@ ERROR_TYPE_KIND: Final[dict[ErrorType, Kind]] = {
 }
 
 
+def type_fits_kind(label_type: str, kind: str | None) -> bool:
+    """Whether a label of this type on an op of this kind is plausible without a second look:
+    the kind's own type, the type's own kind, a non-memory label, or a kind nobody derived. A
+    review asks once before it saves anything else (a RetrievalError on a generation op)."""
+    if label_type in ANNOTATION_ONLY_TYPES or kind in (None, "other"):
+        return True
+    own_kind = next((k for t, k in ERROR_TYPE_KIND.items() if t == label_type), None)
+    if own_kind is not None and stage_of(own_kind) == stage_of(kind):
+        return True  # a deletion is an update: a DeletionError on an update op fits
+    return default_error_type(kind) == label_type
+
+
 def stage_of(kind: str) -> str:
     """The pipeline stage an op kind belongs to for stage accuracy: a deletion is an update."""
     return "update" if kind == "deletion" else kind
 
+
+# An imported span's status (OpenTelemetry's status codes; OTLP writes them as 0 / 1 / 2 or as
+# STATUS_CODE_UNSET / _OK / _ERROR): operations keep it as metadata otel_status.
+SpanStatus = Literal["UNSET", "OK", "ERROR"]
+SPAN_STATUSES: Final[tuple[SpanStatus, ...]] = get_args(SpanStatus)
 
 # Native trace format: what the tracer writes, and every version the loader reads.
 FORMAT_VERSION: Final = 2  # 2: an operation's edges inline in its record

@@ -3,7 +3,7 @@
 #   scripts/demo.sh [--system mem0|rag|long-context|evermemos]     (make demo SYSTEM=...)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=.venv/bin
+BIN="${MEMTRACE_BIN:-.venv/bin}"  # .ci/run: a clean virtualenv holding the built wheel
 OUT="${MEMTRACE_DEMO_DIR:-demo-traces}"
 SYSTEM=mem0
 while [[ $# -gt 0 ]]; do

@@ -24,6 +24,9 @@ SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 # tests reuse them, as the benchmarks import them when run as scripts.
 sys.path.append(str(REPO_ROOT / "benchmarks"))
 
+# Under CI=true a skip fails the run unless allowed (ci_skips.py, beside this file).
+pytest_plugins = ["ci_skips"]
+
 
 @pytest.fixture(scope="session")
 def db() -> Iterator[Database]:

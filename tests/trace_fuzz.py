@@ -10,15 +10,33 @@ answer: the line and the words of the error, or (for harmless ones) the same cou
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, cast
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
 import memtrace.loaders
+
+
+def fuzz_settings(env: str, default: int) -> settings:
+    """The loader fuzz tests' Hypothesis settings: ``default`` examples (the variable ``env``
+    raises the count for a longer run), no deadline; tmp_path is shared by the examples (each
+    one overwrites its file)."""
+    return settings(
+        max_examples=int(os.environ.get(env, str(default))),
+        deadline=None,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.function_scoped_fixture,
+        ],
+    )
+
 
 SCHEMA = json.loads((Path(memtrace.loaders.__file__).parent / "native_schema.json").read_text())
 COUNTED = ("sessions", "operations", "variables", "edges", "cases", "failed_cases", "labels")

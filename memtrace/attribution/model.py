@@ -11,6 +11,15 @@ from memtrace.taxonomy import ErrorType, FailureMode
 
 
 @dataclass(frozen=True)
+class CaseScores:
+    """One trace's cases and those without a score (attribution takes only failed cases)."""
+
+    trace_id: str
+    cases: int
+    unscored: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class OpRef:
     id: str
     seq: int
@@ -95,7 +104,8 @@ class CaseGraph:
 @dataclass(frozen=True)
 class OperationView:
     """One operation with its inputs and outputs as a judge sees it (``operation_views.cypher``);
-    inputs and outputs are ``{id, category, value}`` maps, values cut to a budget."""
+    inputs and outputs are ``{id, name, version, class_name, category, value}`` maps, values cut
+    to a budget."""
 
     id: str
     name: str | None

@@ -23,12 +23,26 @@ from memtrace.attribution.evidence import (
     retrieved_evidence,
 )
 from memtrace.attribution.judges import CaseView, Judge
-from memtrace.attribution.model import Anchor, Candidate, CaseGraph, Evidence, Trail, Verdict
+from memtrace.attribution.model import (
+    Anchor,
+    Candidate,
+    CaseGraph,
+    CaseScores,
+    Evidence,
+    Trail,
+    Verdict,
+)
 from memtrace.attribution.store import AttributionStore
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import Strategy, search
 from memtrace.errors import JudgeError, LLMError, MemtraceError, Neo4jUnavailableError
-from memtrace.taxonomy import ANNOTATION_ONLY_TYPES, LabelSource, is_reserved_trace_id
+from memtrace.taxonomy import (
+    ANNOTATION_ONLY_TYPES,
+    LABEL_SOURCES,
+    STORED_SOURCES,
+    LabelSource,
+    is_reserved_trace_id,
+)
 from memtrace.usage import Usage
 
 
@@ -234,6 +248,51 @@ def run_attribution(
     return resolved, verdicts
 
 
+NAMED_UNSCORED = 5  # case ids a line names
+
+
+@dataclass(frozen=True)
+class Unscored:
+    """Cases without a score (no judge_score, no failed flag) among those a run could take:
+    attribution takes only failed cases, so these are neither attributed nor passed."""
+
+    scores: tuple[CaseScores, ...]
+
+    @property
+    def cases(self) -> int:
+        return sum(trace.cases for trace in self.scores)
+
+    @property
+    def ids(self) -> list[tuple[str, str]]:
+        return [(trace.trace_id, case) for trace in self.scores for case in trace.unscored]
+
+    @property
+    def nothing_scored(self) -> bool:
+        """Cases exist and not one has a score: there is nothing attribution could do."""
+        return self.cases > 0 and len(self.ids) == self.cases
+
+    def line(self) -> str | None:
+        """One line counting and naming them (None when every case has a score)."""
+        ids = self.ids
+        if not ids:
+            return None
+        named = ", ".join(case for _, case in ids[:NAMED_UNSCORED])
+        more = f" and {len(ids) - NAMED_UNSCORED} more" if len(ids) > NAMED_UNSCORED else ""
+        whole = [t.trace_id for t in self.scores if t.cases and len(t.unscored) == t.cases]
+        traces = f"; every case of {', '.join(whole)}" if whole and not self.nothing_scored else ""
+        return (
+            f"{len(ids)} of {self.cases} cases have no score (no judge_score or failed), so they "
+            f"were neither attributed nor counted as passed: {named}{more}{traces}. Record "
+            "judge_score= (0 = wrong) or failed= on each case; `memtrace check TRACE_FILE` "
+            "lists them"
+        )
+
+
+def unscored_cases(store: AttributionStore, trace_id: str | None) -> Unscored:
+    """The cases of ``trace_id`` (or of every complete trace) that have no score."""
+    return Unscored(tuple(store.case_scores(trace_id)))
+
+
 def require_complete_trace(store: AttributionStore, trace_id: str) -> None:
     """Refuse a trace that does not exist or whose load has not completed."""
     state = store.trace_state(trace_id)
@@ -284,8 +343,10 @@ def evaluation_rows(
 ) -> pd.DataFrame:
     """Labels joined with a run's attributions, plus the whole-trace token estimate.
 
-    One row per label: a case with labels of several sources, or of several human reviewers
-    (each reviewer's latest review), is scored once against each. Labels of the annotation-only
+    Labels of one source: ``label_source``, else the source that labels most of the run's cases
+    (``rows.attrs["label_source"]`` says which), so that a case labelled by planted faults and a
+    replay is not counted twice. One row per label of it: a case several human reviewers labelled
+    (each reviewer's latest review) is scored once against each. Labels of the annotation-only
     types (AnnotationError, LLMAsAJudgeError: not a memory failure) are left out.
     """
     if run_id is None:
@@ -317,5 +378,22 @@ def evaluation_rows(
             f"run {run_id!r} attributed no case with a {labels}label{where}: nothing to score "
             f"against ({hint})"
         )
+    if label_source is None:
+        label_source = _main_source(rows)
+        rows = rows[rows["label_source"].isin(STORED_SOURCES[label_source])]
+        rows = rows.reset_index(drop=True)
     rows.attrs["run_id"] = run_id
+    rows.attrs["label_source"] = label_source
     return rows
+
+
+def _main_source(rows: pd.DataFrame) -> LabelSource:
+    """The label source that labels most of the run's cases (ties: ``LABEL_SOURCES`` order):
+    scoring against every source at once would count a case once per source."""
+    covered = {
+        source: len(
+            rows[rows["label_source"].isin(stored)].drop_duplicates(["trace_id", "case_id"])
+        )
+        for source, stored in STORED_SOURCES.items()
+    }
+    return max(LABEL_SOURCES, key=lambda source: (covered[source], -LABEL_SOURCES.index(source)))

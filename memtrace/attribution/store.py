@@ -17,6 +17,7 @@ from memtrace.attribution.dates import parse_date
 from memtrace.attribution.model import (
     Anchor,
     CaseGraph,
+    CaseScores,
     Evidence,
     FlowStep,
     Memory,
@@ -59,6 +60,12 @@ class AttributionStore:
     def failed_cases(self, trace_id: str | None) -> list[tuple[str, str]]:
         rows = self.db.run(get_query("attribution/failed_cases"), trace_id=trace_id)
         return [(row["trace_id"], row["case_id"]) for row in rows]
+
+    def case_scores(self, trace_id: str | None) -> list[CaseScores]:
+        rows = self.db.run(get_query("attribution/case_scores"), trace_id=trace_id)
+        return [
+            CaseScores(row["trace_id"], int(row["cases"]), tuple(row["unscored"])) for row in rows
+        ]
 
     def anchor(self, trace_id: str, case_id: str) -> Anchor | None:
         rows = self.db.run(get_query("attribution/case_anchor"), trace_id=trace_id, case_id=case_id)

@@ -8,12 +8,13 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final
 
 from memtrace.bench.labels import derived_labels, injected_labels
 from memtrace.bench.plan import FaultSite, Selector, candidates, system_types
-from memtrace.bench.smartcomment import to_smartcomment
 from memtrace.bench.verify import Verified, precheck, run, verify
+from memtrace.loaders.formats import FORMATS as TRACE_FORMATS
+from memtrace.loaders.formats import WRITTEN_FORMATS, Format
 from memtrace.settings import Settings
 from memtrace.systems.core import Backend, Fault, QuestionResult
 from memtrace.systems.locomo import Conversation
@@ -22,8 +23,7 @@ from memtrace.systems.runner import run_conversation
 from memtrace.taxonomy import ErrorType
 from memtrace.tracing import SimClock
 
-Format = Literal["native", "smartcomment"]
-FORMATS: Final[tuple[Format, ...]] = get_args(Format)
+FORMATS: Final[tuple[Format, ...]] = WRITTEN_FORMATS
 # JSON, but not named *.json: `memtrace load DIR` must find only the traces.
 MANIFEST = "manifest.txt"
 
@@ -187,9 +187,11 @@ def make_bench(
         natural = derived_labels(results, baselines[i], set(labels), options.system)
         report.derived.update(lab["error_type"] for lab in natural.values())
         write_labels(path, {**labels, **natural})
-        if options.format == "smartcomment":
+        if options.format != "native":  # traced natively, then written in the format asked for
+            write = TRACE_FORMATS[options.format].write
+            assert write is not None  # BenchOptions.format is one of WRITTEN_FORMATS
             target = path.with_suffix(".json")
-            target.write_text(to_smartcomment(path), encoding="utf-8")
+            target.write_text(write(path), encoding="utf-8")
             path.unlink()
             path = target
         report.files.append(path)

@@ -91,7 +91,7 @@ def natural_bench(
     for conv in convs:
         progress(f"running {system} on conversation {conv.number}")
         traced, path = run_conversation(
-            make_system(system, make_backend("offline", settings)),
+            make_system(system, make_backend("offline", settings), settings=settings),
             conv,
             out,
             prefix=prefix,

@@ -17,6 +17,7 @@ COMMANDS = {
     "neo4j": "memtrace.cli.neo4j:neo4j_group",
     "db": "memtrace.cli.db:db_group",
     "load": "memtrace.cli.load:load_command",
+    "check": "memtrace.cli.check:check_command",
     "run": "memtrace.cli.run:run_command",
     "bench": "memtrace.cli.bench:bench_group",
     "attribute": "memtrace.cli.attribute:attribute_command",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import click
@@ -23,6 +24,7 @@ from memtrace.attribution.pipeline import (
     failure_summary,
     resolve_case,
     run_attribution,
+    unscored_cases,
 )
 from memtrace.attribution.records import memtrace_record
 from memtrace.attribution.registry import (
@@ -97,7 +99,7 @@ def _judge(
     return make_judge(choice.name, settings, replayers)
 
 
-def _summary(run_id: str, verdicts: list[Verdict]) -> Table:
+def _summary(run_id: str, verdicts: list[Verdict], wall_seconds: float) -> Table:
     table = Table(title=f"attribution run {run_id}: {len(verdicts)} cases")
     for column in ("error type", "cases", "llm calls", "tokens in", "tokens out", "replays"):
         table.add_column(column, justify="right" if column != "error type" else "left")
@@ -114,8 +116,8 @@ def _summary(run_id: str, verdicts: list[Verdict]) -> Table:
             str(sum(v.tokens_out for v in items)),
             str(sum(v.replays for v in items)),
         )
-    seconds = sum(v.seconds for v in verdicts)
-    table.caption = f"{seconds:.2f} s of case work"
+    # one figure, the wall time: the cases' own seconds overlap (they run in parallel)
+    table.caption = f"took {wall_seconds:.1f} s"
     return table
 
 
@@ -172,8 +174,7 @@ def attribute_command(
         traces: list[str] = []
         if judge == AUTO:  # the traces the run covers
             traces = [trace_id] if trace_id else sorted({t for t, _ in store.failed_cases(None)})
-        replayers = LoadedTraces(db, settings, replayer)
-        chosen = _judge(judge, settings, replayers, traces, as_json)
+        chosen = _judge(judge, settings, LoadedTraces(db, settings, replayer), traces, as_json)
         with Progress(
             "[progress.description]{task.description}",
             BarColumn(),
@@ -181,7 +182,9 @@ def attribute_command(
             TimeElapsedColumn(),
             console=err,
             disable=as_json,
+            transient=True,  # the summary's caption says how long it took
         ) as bar:
+            started = time.perf_counter()
             task = bar.add_task(f"attributing ({chosen.name})", total=None)
             resolved, verdicts = run_attribution(
                 store,
@@ -196,17 +199,27 @@ def attribute_command(
                 workers=workers,
                 resume=resume,
             )
+        wall_seconds = time.perf_counter() - started
+        # named cases are attributed whatever their score; otherwise say what was never taken
+        unscored = unscored_cases(store, trace_id) if cases is None else None
     if as_json:
-        click.echo(strict_json([memtrace_record(v) for v in verdicts]))
-    elif not verdicts and resume:
-        console.print(f"run {resolved}: every case is already attributed, nothing to resume")
+        records = [memtrace_record(v) for v in verdicts]
+        records += [_unscored_record(*case) for case in (unscored.ids if unscored else [])]
+        click.echo(strict_json(records))
+    where = f"trace {trace_id!r}" if trace_id else "the complete traces"
+    if unscored is not None and unscored.nothing_scored:  # unknown is not passed
+        raise MemtraceError(f"nothing to attribute in {where}: {unscored.line()}")
+    if unscored is not None and (line := unscored.line()):
+        err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
+    if not as_json and not verdicts:  # no failed case: nothing to do is not a failure
+        console.print(
+            f"run {resolved}: every case is already attributed, nothing to resume"
+            if resume
+            else f"no failed cases in {where}: nothing to attribute"
+        )
         return
-    elif not verdicts:  # a complete trace without failed cases: nothing to do is not a failure
-        where = f"trace {trace_id!r}" if trace_id else "the complete traces"
-        console.print(f"no failed cases in {where}: nothing to attribute")
-        return
-    else:
-        console.print(_summary(resolved, verdicts))
+    if not as_json:
+        console.print(_summary(resolved, verdicts, wall_seconds))
     failures = failure_summary(verdicts)
     if failures and all(v.error for v in verdicts):
         raise MemtraceError(f"nothing attributed: {failures}")
@@ -218,6 +231,17 @@ def attribute_command(
         )
 
 
+def _unscored_record(trace_id: str, case_id: str) -> dict[str, Any]:
+    """A case attribution did not take because it has no score (in ``attribute --json``)."""
+    return {
+        "trace_id": trace_id,
+        "case_id": case_id,
+        "error_attribution_result": None,
+        "unscored": True,
+        "reason": "no judge_score or failed flag: neither attributed nor counted as passed",
+    }
+
+
 @click.command("eval")
 @click.option("--run-id", help="The attribution run to score [default: the latest].")
 @click.option("--trace", "trace_id", help="Only this trace.")
@@ -226,8 +250,8 @@ def attribute_command(
     "label_source",
     type=click.Choice(LABEL_SOURCES),
     default=None,
-    help="Score against the labels of one source only [default: every source; a case labelled "
-    "by several sources or reviewers counts once per label].",
+    help="Score against the labels of this source [default: the source that labels most of "
+    "the run's cases; the output names it].",
 )
 @click.option("--json", "as_json", is_flag=True)
 @neo4j_options
@@ -244,10 +268,11 @@ def eval_command(
         rows = evaluation_rows(AttributionStore(db), run_id, trace_id, source)
     scores = score(rows)
     resolved = rows.attrs["run_id"]
+    used = rows.attrs["label_source"]
     if as_json:
         payload = {
             "run_id": resolved,
-            "labels": source or "every source",
+            "labels": used,
             "summary": scores.summary.to_dict(orient="records"),
             "by_type": scores.by_type.to_dict(orient="records"),
             "confusion": scores.confusion.to_dict(orient="index"),
@@ -265,10 +290,16 @@ def eval_command(
         "seconds_per_case": "latency s",  # mean per case, cases run in parallel: not 1/throughput
     }
     summary = scores.summary.rename(columns=short)
-    labels = f"{source} labels" if source else "labels of every source"
-    console.print(frame_table(summary, f"run {resolved} vs {labels}: accuracy and cost per case"))
-    console.print(frame_table(scores.by_type, "by labeled error type"))
-    console.print(frame_table(scores.confusion.reset_index(), "confusion (label x predicted)"))
+    cases = len(rows.drop_duplicates(["trace_id", "case_id"]))
+    counted = f"{cases} cases" + (f", {len(rows)} labels" if len(rows) != cases else "")
+    chosen = "" if source else " (labelling most of its cases; --labels to choose)"
+    width = console.width
+    title = f"run {resolved} vs {used} labels{chosen}: {counted}; accuracy and cost per label"
+    console.print(frame_table(summary, title, width))
+    console.print(frame_table(scores.by_type, "by labeled error type", width))
+    console.print(
+        frame_table(scores.confusion.reset_index(), "confusion (label x predicted)", width)
+    )
 
 
 def _explain_tree(analysis: Analysis) -> Tree:

@@ -15,7 +15,7 @@ from memtrace.cli.output import make_console, strict_json
 from memtrace.cli.run import parse_subset, subset_options
 from memtrace.db import connect
 from memtrace.errors import MemtraceError
-from memtrace.replay.inputs import REPLAYABLE_SYSTEMS
+from memtrace.replay.inputs import ENDPOINT_REPLAYABLE, REPLAYABLE_SYSTEMS
 from memtrace.settings import Settings, load_settings
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.registry import BACKENDS, FAULT_TYPES
@@ -102,7 +102,13 @@ def make_command(
 
 @subset_options
 @bench_group.command("natural")
-@click.option("--system", type=click.Choice(REPLAYABLE_SYSTEMS), default="mem0", show_default=True)
+@click.option(
+    "--system",
+    type=click.Choice([*REPLAYABLE_SYSTEMS, *ENDPOINT_REPLAYABLE]),
+    default="mem0",
+    show_default=True,
+    help="A reference system (offline), or mem0-lib (the real Mem0 on the configured endpoint).",
+)
 @click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False))
 @click.option("--trace-prefix", default="", help="Prefix for trace ids (keeps sets apart).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")

@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -16,18 +18,19 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from memtrace.cli.errors import reporting_errors
+from memtrace.cli.errors import json_errors, reporting_errors
 from memtrace.cli.options import choice, neo4j_options
 from memtrace.cli.output import make_console, strict_json
 from memtrace.db import connect
 from memtrace.loaders.bulk import BulkTarget, bulk_load
+from memtrace.loaders.formats import FORMAT_NAMES
 from memtrace.loaders.load import (
     DEFAULT_BATCH_SIZE,
-    FORMATS,
     LoadOptions,
     LoadSummary,
     load_paths,
     stages_line,
+    unread_lines,
 )
 from memtrace.loaders.otlp import LabeledQuestion, Labels
 from memtrace.server.layout import ServerLayout
@@ -94,6 +97,39 @@ def render_summary(summary: LoadSummary) -> Table:
     return table
 
 
+LEVEL_STYLE = {"error": "bold red", "warning": "yellow"}
+
+
+def print_findings(summary: LoadSummary, console: Console) -> None:
+    """Each trace's findings: level, what it costs, the fix, a few ids. Nothing when clean."""
+    for result in summary.files:
+        if not result.findings:
+            continue
+        console.print(f"[bold]{escape(result.trace_id)}[/] ({escape(result.path)})")
+        for finding in result.findings:
+            style = LEVEL_STYLE[finding.level]
+            examples = f" (e.g. {', '.join(finding.examples)})" if finding.examples else ""
+            console.print(
+                f"  [{style}]{finding.level}[/] {finding.code}: {escape(finding.problem)}"
+                f"{escape(examples)}\n    fix: {escape(finding.fix)}",
+                highlight=False,
+                soft_wrap=True,
+            )
+
+
+format_option = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMAT_NAMES),
+    help="Input format (default: detected per file).",
+)
+labels_option = click.option(
+    "--labels",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="OTLP files: LoCoMo-format questions to join as cases (by session.id and question).",
+)
+
+
 def locomo_labels(path: Path) -> Labels:
     """The questions of a LoCoMo-format file, as the OTLP importer joins them."""
     questions = []
@@ -126,17 +162,8 @@ def locomo_labels(path: Path) -> Labels:
 @click.option("--trace-id", help="Override the trace id (only with a single file).")
 @click.option("--system", help="Override the memory system name (e.g. mem0).")
 @click.option("--dataset", help="Override the dataset name (e.g. locomo).")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS),
-    help="Input format (default: detected per file).",
-)
-@click.option(
-    "--labels",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    help="OTLP files: LoCoMo-format questions to join as cases (by session.id and question).",
-)
+@format_option
+@labels_option
 @click.option("--dry-run", is_flag=True, help="Validate only; write nothing.")
 @click.option(
     "--bulk",
@@ -164,43 +191,45 @@ def load_command(
     Every file is validated completely before anything is written; re-loading a trace replaces
     it (identical counts); an interrupted load is cleaned up by the next load of that trace.
     """
-    options = LoadOptions(
-        batch_size=batch_size,
-        trace_id=trace_id,
-        system=system,
-        dataset=dataset,
-        format=choice(fmt, FORMATS) if fmt is not None else None,
-        dry_run=dry_run,
-        labels=locomo_labels(labels) if labels is not None else None,
-        system_spellings=SYSTEM_SPELLINGS,
-    )
-    if dry_run:
-        summary = load_paths(None, list(paths), options)
-    elif bulk:
-        target = BulkTarget(
-            connect=lambda: connect(settings),
-            database=settings.neo4j.database,
-            uri=settings.neo4j.uri,
-            layout=ServerLayout(settings.home) if settings.neo4j.managed else None,
+    with json_errors(as_json):
+        options = LoadOptions(
+            batch_size=batch_size,
+            trace_id=trace_id,
+            system=system,
+            dataset=dataset,
+            format=choice(fmt, FORMAT_NAMES) if fmt is not None else None,
+            dry_run=dry_run,
+            labels=locomo_labels(labels) if labels is not None else None,
+            system_spellings=SYSTEM_SPELLINGS,
         )
-        with console.status("Bulk load: validating, writing CSV files, importing..."):
-            summary = bulk_load(target, list(paths), options)
-    else:
-        bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            ElementsPerSecond(),
-            TimeElapsedColumn(),
-            console=console,
-            disable=as_json,
-        )
-        with connect(settings) as db, bar:
-            summary = load_paths(db, list(paths), options, RichProgress(bar))
-    line = stages_line(summary.stages)
-    if line is not None:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
-    if as_json:
-        click.echo(strict_json(summary.as_dict()))
-    else:
-        make_console().print(render_summary(summary))
+        if dry_run:
+            summary = load_paths(None, list(paths), options)
+        elif bulk:
+            target = BulkTarget(
+                connect=lambda: connect(settings),
+                database=settings.neo4j.database,
+                uri=settings.neo4j.uri,
+                layout=ServerLayout(settings.home) if settings.neo4j.managed else None,
+            )
+            with console.status("Bulk load: validating, writing CSV files, importing..."):
+                summary = bulk_load(target, list(paths), options)
+        else:
+            bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                ElementsPerSecond(),
+                TimeElapsedColumn(),
+                console=console,
+                disable=as_json,
+            )
+            with connect(settings) as db, bar:
+                summary = load_paths(db, list(paths), options, RichProgress(bar))
+        line = stages_line(summary.stages)
+        for said in ([line] if line is not None else []) + unread_lines(summary):
+            console.print(said, markup=False, highlight=False, soft_wrap=True)
+        if as_json:
+            click.echo(strict_json(summary.as_dict()))
+        else:
+            make_console().print(render_summary(summary))
+        print_findings(summary, console)  # stderr: what will degrade attribution, with its fix

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any, NoReturn
 
 import click
 import pandas as pd
+from rich.console import Group
 from rich.progress import BarColumn, Progress, TextColumn
-from rich.table import Table
 
 from memtrace import patterns
 from memtrace.cli.options import neo4j_options, replayer_option
-from memtrace.cli.output import make_console
+from memtrace.cli.output import Column, fit_table, make_console
 from memtrace.db import Database, connect
 from memtrace.errors import NotReplayableError
-from memtrace.patterns import WhatIf, export
+from memtrace.patterns import export
 from memtrace.settings import Settings
 from memtrace.taxonomy import ERROR_TYPES
 
@@ -110,9 +111,11 @@ WHAT_IF_COLUMNS = (
 
 def _cell(column: str, value: object) -> str:
     if column == "inputs" and isinstance(value, list) and not value:
-        return "[yellow]no optimizable input[/]"
+        return "no optimizable input"
     if isinstance(value, list):
         return ", ".join(map(str, value))
+    if column == "net" and isinstance(value, int | float) and value == value:
+        return f"{value:+.0f}"  # a change: always signed
     if isinstance(value, float):
         if value != value:  # NaN: unknown
             return "-"
@@ -120,22 +123,42 @@ def _cell(column: str, value: object) -> str:
             return f"{value:+.1%}"
         if column.startswith("share") or column.endswith("share"):
             return f"{value:.0%}"
-        if column in ("rescued", "also_rescued", "broken", "net", "replays"):
+        if column in ("rescued", "also_rescued", "broken", "replays"):
             return f"{value:.0f}"
         return f"{value:.2f}"
     return str(value)
 
 
-def _table(frame: pd.DataFrame, columns: tuple[str, ...], title: str) -> Table:
-    table = Table(title=title)
-    numeric = {"cases", "evidence", "cases_a", "cases_b", "change", "session_index"}
-    numeric |= {"rescued", "also_rescued", "broken", "net", "replays"}
-    for column in columns:
-        right = column in numeric or column.startswith(("share", "median"))
-        table.add_column(column.replace("_", " "), justify="right" if right else "left")
-    for row in frame.to_dict(orient="records"):
-        table.add_row(*(_cell(column, row[column]) for column in columns))
-    return table
+# Operation names and the words a class is told apart by are never cut; lists and free text go
+# under their row; numbers align right (cli/output.py: fit_table).
+WHOLE = {"op_name", "error_type", "failure_mode", "category", "stage", "trace_id", "case_id"}
+LONG = {"inputs", "example_cases", "why", "error", "question"}
+NUMERIC = {"cases", "evidence", "cases_a", "cases_b", "change", "session_index", "rescued"}
+NUMERIC |= {"also_rescued", "broken", "net", "replays", "accuracy_delta", "fix_alone_share"}
+HEADERS = {
+    "share_of_failures": "of failures",
+    "share_of_executions": "of executions",
+    "median_confidence": "confidence",
+    "accuracy_delta": "Δ accuracy",
+    "fix_alone_share": "fix alone",
+}
+
+
+def _table(
+    frame: pd.DataFrame, columns: tuple[str, ...], title: str, width: int | None = None
+) -> Group:
+    spec = [
+        Column(
+            column,
+            HEADERS.get(column, column.replace("_", " ")),
+            numeric=column in NUMERIC or column.startswith(("share", "median")),
+            whole=column in WHOLE,
+            long=column in LONG,
+        )
+        for column in columns
+    ]
+    rows = [{c: _cell(c, row[c]) for c in columns} for row in frame.to_dict(orient="records")]
+    return fit_table(rows, spec, title, width or console.width)
 
 
 def _emit(frame: pd.DataFrame, fmt: str, columns: tuple[str, ...], title: str) -> None:
@@ -169,9 +192,16 @@ def _emit(frame: pd.DataFrame, fmt: str, columns: tuple[str, ...], title: str) -
     "--what-if",
     "what_if",
     is_flag=True,
-    help="Also execute each class's what-if: replay the affected conversations with every "
-    "blamed operation of the class repaired and count the answers rescued and broken "
-    "(stored on the run for the report and Neo4j Browser; replays take time).",
+    help="What fixing each class would buy: the stored what-if of the run, or (the first time) "
+    "execute it: replay the affected conversations with every blamed operation of the class "
+    "repaired and count the answers rescued and broken (stored on the run for the report and "
+    "Neo4j Browser; replays take time).",
+)
+@click.option(
+    "--rerun",
+    is_flag=True,
+    help="With --what-if: replay again even if the run has a stored what-if (after a "
+    "re-attribution or a changed system).",
 )
 @click.option(
     "--joint",
@@ -198,6 +228,7 @@ def patterns_command(
     view: str,
     compare: tuple[str, str] | None,
     what_if: bool,
+    rerun: bool,
     joint: int,
     replayer: str | None,
     fmt: str,
@@ -209,6 +240,8 @@ def patterns_command(
     """
     if view != "classes" and (error_type or min_count > 1):
         raise click.UsageError("--error-type and --min-count filter the classes view only")
+    if rerun and not what_if:
+        raise click.UsageError("--rerun replays the what-if: use it with --what-if")
     if what_if and (view != "classes" or compare or error_type or min_count > 1):
         raise click.UsageError("--what-if measures every class of the classes view (no filter)")
     filters = Filters(system, error_type, min_count)
@@ -222,6 +255,16 @@ def patterns_command(
             run_id = patterns.latest_run(db)
         else:
             patterns.require_run(db, run_id)
+        stored = patterns.what_if_summary(db, run_id) if what_if and not rerun else None
+        if stored is not None and system is None:
+            classes = patterns.failure_classes(db, run_id)
+            frame = patterns.with_headroom(classes, patterns.headroom(db, run_id))
+            if not classes.empty and not frame["replayable"].fillna(False).astype(bool).any():
+                refused = stored.get("not_replayable")
+                lines = map(str, refused if isinstance(refused, list) else ["no reason stored"])
+                _nothing_replayed(run_id, (line.split(": ", 1)[-1] for line in lines))
+            _emit_what_if(frame, stored, run_id, fmt, stored_at=str(stored.get("computed_at")))
+            return
         if what_if:
             _what_if(settings, db, run_id, system, joint, fmt, replayer)
             return
@@ -266,22 +309,32 @@ def _what_if(
             progress=measured,
         )  # fmt: skip
     if not classes.empty and not result.classes["replayable"].astype(bool).any():
-        # one line, once: the table would only repeat the reason for every class and trace
-        reasons = sorted(set(result.not_replayable.values()))
-        more = f" (and {len(reasons) - 1} other reasons)" if len(reasons) > 1 else ""
-        raise NotReplayableError(
-            f"no class of run {run_id!r} could be replayed: {reasons[0]}{more}"
-        )
-    _emit_what_if(result, classes, run_id, fmt)
-
-
-def _emit_what_if(result: WhatIf, classes: pd.DataFrame, run_id: str, fmt: str) -> None:
+        _nothing_replayed(run_id, result.not_replayable.values())
     frame = patterns.with_headroom(classes, result.classes)
+    _emit_what_if(frame, result.run_properties(), run_id, fmt)
+
+
+def _nothing_replayed(run_id: str, why: Iterable[str]) -> NoReturn:
+    # one line, once: the table would only repeat the reason for every class and trace
+    reasons = sorted(set(why))
+    more = f" (and {len(reasons) - 1} other reasons)" if len(reasons) > 1 else ""
+    raise NotReplayableError(f"no class of run {run_id!r} could be replayed: {reasons[0]}{more}")
+
+
+def _emit_what_if(
+    frame: pd.DataFrame,
+    joint: dict[str, Any],
+    run_id: str,
+    fmt: str,
+    stored_at: str | None = None,
+) -> None:
+    """The classes with their headroom and the joint line; ``joint``: ``WhatIf.run_properties``
+    (or the run's stored copy, written ``stored_at``)."""
     frame = frame.sort_values(["net", "cases"], ascending=False, na_position="last", kind="stable")
-    joint_row = result.run_properties()
     if fmt == "json":
-        document = {"run_id": run_id, "classes": export.records(frame), "joint": joint_row}
-        click.echo(json.dumps(document, ensure_ascii=False, allow_nan=False, indent=2))
+        document: dict[str, Any] = {"run_id": run_id, "classes": export.records(frame)}
+        document |= {"joint": joint, "stored_at": stored_at}
+        click.echo(json.dumps(document, ensure_ascii=False, allow_nan=False, indent=2, default=str))
         return
     if fmt == "csv":
         click.echo(export.to_csv(frame), nl=False)
@@ -289,15 +342,21 @@ def _emit_what_if(result: WhatIf, classes: pd.DataFrame, run_id: str, fmt: str) 
     console.print(
         _table(frame, WHAT_IF_COLUMNS, f"what fixing each class would buy - run {run_id}")
     )
-    if result.joint_keys:
+    if joint.get("joint_keys"):
         console.print(
-            f"the top {len(result.joint_keys)} classes repaired together: "
-            f"{result.joint_rescued} rescued, {result.joint_broken} broken, "
-            f"net {result.joint_net:+d} ({result.joint_accuracy_delta:+.1%} of "
-            f"{result.total_cases} cases)"
+            f"the top {len(joint['joint_keys'])} classes repaired together: "
+            f"{joint['joint_rescued']} rescued, {joint['joint_broken']} broken, "
+            f"net {joint['joint_net']:+d} ({joint['joint_accuracy_delta']:+.1%} of "
+            f"{joint['total_cases']} cases)"
         )
-    for trace_id, why in sorted(result.not_replayable.items()):
-        console.print(f"[yellow]not replayed[/] {trace_id}: {why}")
-    console.print(
-        f"{result.replays} system runs replayed; stored for `memtrace report` and Browser"
-    )
+    for line in joint.get("not_replayable") or []:
+        console.print(f"[yellow]not replayed[/] {line}")
+    if stored_at is None:
+        console.print(
+            f"{joint['replays']} system runs replayed; stored for `memtrace report` and Browser"
+        )
+    else:
+        console.print(
+            f"stored what-if of {stored_at[:16].replace('T', ' ')} UTC ({joint['replays']} "
+            "replays); --rerun replays again"
+        )

@@ -162,8 +162,12 @@ def agreement_command(settings: Settings, trace_id: str | None, as_json: bool) -
             )
         )
         return
-    console.print(frame_table(figures.judges, f"judges vs {figures.labels} human labels"))
+    console.print(
+        frame_table(figures.judges, f"judges vs {figures.labels} human labels", console.width)
+    )
     if figures.reviewers.empty:
         console.print("no case has labels of two reviewers yet: no kappa")
     else:
-        console.print(frame_table(figures.reviewers, "reviewer vs reviewer (Cohen's kappa)"))
+        console.print(
+            frame_table(figures.reviewers, "reviewer vs reviewer (Cohen's kappa)", console.width)
+        )

@@ -11,15 +11,16 @@
 Two pipelines are supported, told apart by the installed version and checked against the
 instance's shape (a clear error for anything else):
 
-- mem0ai 1.0.x (``mem0_v1.py``, extra ``memtrace[mem0-v1]``): fact extraction, then an
+- mem0ai 1.0.x (``mem0_v1.py``, extra ``memtrace-graph[mem0-v1]``): fact extraction, then an
   ADD / UPDATE / DELETE / NONE decision;
-- mem0ai 2.x (``mem0_v2.py``, extra ``memtrace[mem0]``): additive extraction (one LLM call that
-  only adds), MD5 de-duplication, hybrid search (semantic, keyword, entity).
+- mem0ai 2.x (``mem0_v2.py``, extra ``memtrace-graph[mem0]``): additive extraction (one LLM
+  call that only adds), MD5 de-duplication, hybrid search (semantic, keyword, entity).
 
-For replays (``systems/mem0_lib.py``), 1.0.x's extraction and decision ops record their LLM
-call (metadata ``llm_request``: ``request_digest`` of it, ``llm_reply``), ``written`` names the
-ops the last traced ``add()`` wrote, ``similar()`` the memories its decision was shown and
-``all_memories(user)`` every memory of a user.
+For replays (``systems/mem0_lib.py``), the ops that made a model call record it (metadata
+``llm_request``: the pipeline's ``digest`` of it, ``llm_reply``); ``written`` names the ops the
+last traced ``add()`` wrote, each pipeline's ``step_kinds`` the step each op is and
+``call_steps`` the step each model call of one ``add()`` answers for; ``similar()`` the
+memories a 1.0.x decision was shown and ``all_memories(user)`` every memory of a user.
 
 Mem0 has no hooks, so the instance's collaborators are wrapped (never the classes); the
 wrappers only *record events*, and when ``add()`` / ``search()`` returns, the events are checked
@@ -32,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import import_module
@@ -54,8 +55,8 @@ def mem0_version() -> tuple[int, ...]:
         text = package_metadata.version("mem0ai")
     except package_metadata.PackageNotFoundError:
         raise Mem0InstrumentationError(
-            "mem0ai is not installed (pip install 'memtrace[mem0]' for 2.x, "
-            "'memtrace[mem0-v1]' for 1.0.x)"
+            "mem0ai is not installed (pip install 'memtrace-graph[mem0]' for 2.x, "
+            "'memtrace-graph[mem0-v1]' for 1.0.x)"
         ) from None
     return tuple(int(part) for part in text.split(".")[:3] if part.isdigit())
 
@@ -104,8 +105,13 @@ class Instrumented(Generic[E]):
 
     version_range: ClassVar[str]
     needed: ClassVar[tuple[str, ...]]  # dotted attributes of the Memory that must be callable
-    # its operations record their model call (``LLMCall.metadata``), which a replay serves
-    records_calls: ClassVar[bool] = False
+    # the operation name of each op one add() writes -> its step kind (``extract``: a replay
+    # names the op ``extract:<message>``)
+    step_kinds: ClassVar[Mapping[str, str]]
+    call_steps: ClassVar[tuple[str, ...]]  # the step kind of each model call of one add(), in order
+    # the settings of this version an application (and an optimizer) may set
+    takes_custom_instructions: ClassVar[bool] = False  # config ``custom_instructions``
+    takes_threshold: ClassVar[bool] = False  # ``search(threshold=...)``, memtrace passes it
 
     def __init__(self, memory: Any) -> None:
         self.memory = memory
@@ -147,13 +153,20 @@ class Instrumented(Generic[E]):
         """Install the wrappers on the Memory's collaborators."""
         raise NotImplementedError
 
-    def search(self, query: str, *, user_id: str, top_k: int) -> dict[str, Any]:
-        """``memory.search`` for one user's memories, in the installed version's API."""
+    def search(
+        self, query: str, *, user_id: str, top_k: int, threshold: float | None = None
+    ) -> dict[str, Any]:
+        """``memory.search`` for one user's memories, in the installed version's API
+        (``threshold``: the least similarity of a result, None: Mem0's default)."""
         raise NotImplementedError
 
     def all_memories(self, user_id: str) -> list[dict[str, Any]]:
         """Every memory of one user (``{"id", "memory", ...}``), in the installed version's API."""
         raise NotImplementedError
+
+    def digest(self, messages: Any, options: dict[str, Any]) -> str:
+        """The identity of one call of Mem0's LLM, as the trace records it and a replay asks."""
+        return request_digest(messages, options)
 
     def new_events(self) -> E:
         """An empty record for the next ``add()`` or ``search()``."""
@@ -169,7 +182,7 @@ class Instrumented(Generic[E]):
                 return original(*args, **kwargs)
             messages = list(kwargs.get("messages", args[0] if args else []))
             options = {k: v for k, v in kwargs.items() if k != "messages"}
-            call = LLMCall(messages, None, request=request_digest(messages, options))
+            call = LLMCall(messages, None, request=self.digest(messages, options))
             self._events.llm_calls.append(call)
             try:
                 response = original(*args, **kwargs)
@@ -205,9 +218,16 @@ class Instrumented(Generic[E]):
             )
 
     @contextmanager
-    def _operation(self, name: str, category: str, call: LLMCall | None = None) -> Iterator[None]:
+    def _operation(
+        self,
+        name: str,
+        category: str,
+        call: LLMCall | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Iterator[None]:
         """An operation of a traced ``add()``, noted in ``written``; ``call``: its LLM call."""
-        with operation(name, category=category, metadata=call.metadata() if call else None):
+        recorded = {**(metadata or {}), **(call.metadata() if call else {})}
+        with operation(name, category=category, metadata=recorded or None):
             op = current_operation()
             if op is not None:
                 self.written.append((name, op.id))
@@ -260,17 +280,25 @@ class Instrumented(Generic[E]):
             self.last_search = SearchResult(context, op.id if op else "")
 
 
-def instrument(memory: Any) -> Instrumented[Any]:
-    """Instrument one ``mem0.Memory``; raises Mem0InstrumentationError when the installed mem0ai
-    is outside the tested ranges or the instance lacks what that version's pipeline wraps."""
+def pipeline_class() -> type[Instrumented[Any]]:
+    """The instrumentation of the installed mem0ai; Mem0InstrumentationError outside the
+    tested ranges."""
     version = mem0_version()
-    shown = ".".join(map(str, version))
     module = next((name for low, high, name in RANGES if low <= version < high), None)
     if module is None:
         raise Mem0InstrumentationError(
-            f"mem0ai {shown} is not supported: the instrumentation is tested with {SUPPORTED_TEXT}"
+            f"mem0ai {'.'.join(map(str, version))} is not supported: the instrumentation is "
+            f"tested with {SUPPORTED_TEXT}"
         )
     pipeline: type[Instrumented[Any]] = import_module(f"memtrace.integrations.{module}").PIPELINE
+    return pipeline
+
+
+def instrument(memory: Any) -> Instrumented[Any]:
+    """Instrument one ``mem0.Memory``; raises Mem0InstrumentationError when the installed mem0ai
+    is outside the tested ranges or the instance lacks what that version's pipeline wraps."""
+    pipeline = pipeline_class()
+    shown = ".".join(map(str, mem0_version()))
     missing = [name for name in pipeline.needed if not callable(_dotted(memory, name))]
     if missing:
         raise Mem0InstrumentationError(

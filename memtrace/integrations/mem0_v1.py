@@ -22,7 +22,7 @@ as operations in that order:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -61,7 +61,12 @@ class Mem0V1(Instrumented[_Events]):
         "add",
         "search",
     )
-    records_calls: ClassVar[bool] = True
+    step_kinds: ClassVar[Mapping[str, str]] = {
+        "memory_system.extract_facts": "extract",
+        "memory_system.update_memory_decision": "decide",
+        "memory_system.add_to_vector_store": "add",
+    }
+    call_steps: ClassVar[tuple[str, ...]] = ("extract", "decide")
 
     def new_events(self) -> _Events:
         return _Events()
@@ -76,8 +81,12 @@ class Mem0V1(Instrumented[_Events]):
         memory.add = self._traced_add(memory.add)
         memory.search = self._traced_search(memory.search)
 
-    def search(self, query: str, *, user_id: str, top_k: int) -> dict[str, Any]:
-        result: dict[str, Any] = self.memory.search(query, user_id=user_id, limit=top_k)
+    def search(
+        self, query: str, *, user_id: str, top_k: int, threshold: float | None = None
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = self.memory.search(
+            query, user_id=user_id, limit=top_k, threshold=threshold
+        )
         return result
 
     def all_memories(self, user_id: str) -> list[dict[str, Any]]:

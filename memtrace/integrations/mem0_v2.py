@@ -31,12 +31,19 @@ candidates' raw scores (the threshold applies to them), the raw BM25 scores of
 ``keyword_search`` (None when the store has no keyword search), the entity boosts (None without
 spaCy) and whether a reranker reordered them, in the op's metadata. ``update()`` and
 ``delete()`` become ``memory_system.update_memory`` / ``memory_system.delete_memory``.
+
+For replays, the extraction records its model call (``llm_request`` / ``llm_reply``); the three
+ops of one ``add()`` are the steps ``lookup``, ``extract`` and ``add``. The request's identity
+leaves out the two dates Mem0 stamps into the extraction prompt (``## Observation Date``,
+``## Current Date``: today's, when ``add()`` is given no timestamp), so that a trace replays on
+another day with the replies it recorded.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -46,13 +53,18 @@ from memtrace.integrations.mem0 import (
     Instrumented,
     memory_value,
     parse_json,
+    request_digest,
     tracing,
 )
 from memtrace.tracing import Registered, delete, mutation, operation, read, variable
 
 EXTRACTION_PROMPT = Registered("additive-extraction-prompt", category="prompt")
-CUSTOM_INSTRUCTIONS = Registered("custom-instructions", category="prompt")
+CUSTOM_INSTRUCTIONS_NAME = "custom-instructions"
+CUSTOM_INSTRUCTIONS = Registered(CUSTOM_INSTRUCTIONS_NAME, category="prompt")
 EXISTING_TOP_K = 10  # what add() asks the store for (mem0 2.x)
+# the dates generate_additive_extraction_prompt writes (today's, unless given): not the request's
+# identity
+_DATES = re.compile(r"(## (?:Observation|Current) Date\n)[^\n]*")
 
 
 @dataclass(frozen=True)
@@ -98,6 +110,14 @@ class Mem0V2(Instrumented[_Events]):
         "delete",
         "get",
     )
+    step_kinds: ClassVar[Mapping[str, str]] = {
+        "memory_system.retrieve_existing_memories": "lookup",
+        "memory_system.extract_memories": "extract",
+        "memory_system.add_to_vector_store": "add",
+    }
+    call_steps: ClassVar[tuple[str, ...]] = ("extract",)
+    takes_custom_instructions: ClassVar[bool] = True
+    takes_threshold: ClassVar[bool] = True
 
     def __init__(self, memory: Any) -> None:
         super().__init__(memory)
@@ -105,6 +125,15 @@ class Mem0V2(Instrumented[_Events]):
 
     def new_events(self) -> _Events:
         return _Events()
+
+    def digest(self, messages: Any, options: dict[str, Any]) -> str:
+        undated = [
+            {**m, "content": _DATES.sub(r"\1-", m["content"])}
+            if isinstance(m, dict) and isinstance(m.get("content"), str)
+            else m
+            for m in messages
+        ]
+        return request_digest(undated, options)
 
     def wrap(self) -> None:
         memory = self.memory
@@ -128,9 +157,12 @@ class Mem0V2(Instrumented[_Events]):
         memory.update = self._traced_update(memory.update)
         memory.delete = self._traced_delete(memory.delete)
 
-    def search(self, query: str, *, user_id: str, top_k: int) -> dict[str, Any]:
+    def search(
+        self, query: str, *, user_id: str, top_k: int, threshold: float | None = None
+    ) -> dict[str, Any]:
+        options = {"threshold": threshold} if threshold is not None else {}
         result: dict[str, Any] = self.memory.search(
-            query, filters={"user_id": user_id}, top_k=top_k
+            query, filters={"user_id": user_id}, top_k=top_k, **options
         )
         return result
 
@@ -301,9 +333,9 @@ class Mem0V2(Instrumented[_Events]):
         dropped = _dropped(extracted, found, events.inserted)
         inputs = self._input_vars(messages)
         number = self.added
-        with operation(
+        with self._operation(
             "memory_system.retrieve_existing_memories",
-            category="retrieval",
+            "retrieval",
             metadata={
                 "query": _turn(messages),
                 "top_k": EXISTING_TOP_K,
@@ -320,12 +352,12 @@ class Mem0V2(Instrumented[_Events]):
                 class_name="context",
                 sources=tuple(seen),
             )
-        with operation("memory_system.extract_memories", category="extraction"):
+        with self._operation("memory_system.extract_memories", "extraction", call):
             read(*inputs, existing)
             EXTRACTION_PROMPT.read(system.get("content"))
-            custom = getattr(self.memory, "custom_instructions", None)
-            if custom:
-                CUSTOM_INSTRUCTIONS.read(str(custom))
+            # what the request appended (add(prompt=...) overrides the configured ones); ""
+            # when none: an input of the extraction all the same, which an optimizer may set
+            CUSTOM_INSTRUCTIONS.read(_section(str(user.get("content", "")), "Custom Instructions"))
             sources = (*inputs, existing)
             if events.recent:
                 recent = variable(
@@ -342,9 +374,7 @@ class Mem0V2(Instrumented[_Events]):
         metadata: dict[str, Any] = {"embedding_calls": events.embedding_calls}
         if dropped:
             metadata["dropped"] = dropped
-        with operation(
-            "memory_system.add_to_vector_store", category="embedding", metadata=metadata
-        ):
+        with self._operation("memory_system.add_to_vector_store", "embedding", metadata=metadata):
             read(extracted_var)
             matched = {d["duplicate_of"] for d in dropped if d.get("duplicate_of")}
             read(*(self.memories[memory_id] for memory_id in matched if memory_id in self.memories))
@@ -417,6 +447,14 @@ def _dropped(
             dropped.append({"text": text, "reason": "not embedded"})
         seen.add(digest)
     return dropped
+
+
+def _section(prompt: str, title: str) -> str:
+    """The text of the ``## <title>`` section of Mem0's extraction prompt ("" when absent)."""
+    _, found, rest = prompt.partition(f"## {title}\n")
+    if not found:
+        return ""
+    return re.split(r"\n\n#{1,2} ", rest, maxsplit=1)[0].strip()
 
 
 def _turn(messages: Any) -> str:

@@ -24,7 +24,7 @@ trace); recorded cases become ``memtrace.case.*`` attributes on a ``memtrace.cas
 ``write_otlp_json`` writes finished spans as an OTLP JSON file (the SDK's own OTLP encoding, ids
 as hex as OTLP JSON wants). This is how memtrace checks its OTLP importer against its native
 format on the same run; it also exports a memtrace-instrumented system to any OpenInference or
-GenAI tool. Needs the optional extra ``memtrace[otel]``.
+GenAI tool. Needs the optional extra ``memtrace-graph[otel]``.
 """
 
 from __future__ import annotations

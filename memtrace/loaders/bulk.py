@@ -26,12 +26,12 @@ from memtrace.loaders.bulk_files import (
     FileGroup,
     UnrepresentableValue,
 )
+from memtrace.loaders.formats import record_source
 from memtrace.loaders.load import (
     LoadOptions,
     LoadSummary,
     PlannedTrace,
     file_result,
-    record_source,
     validated,
 )
 from memtrace.loaders.rows import (

@@ -1,12 +1,13 @@
-"""Load trace files into Neo4j: expand paths, detect formats, validate everything, then write."""
+"""Load trace files into Neo4j: expand paths, validate everything, then write.
+
+Formats (their detection and readers) are in formats.py."""
 
 from __future__ import annotations
 
 import glob
-import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,10 +16,10 @@ from typing import Literal, Protocol
 from memtrace.admin import delete_reload_copies, init_schema
 from memtrace.db import Database
 from memtrace.errors import InputError, MemtraceError, TransactionTooLargeError
+from memtrace.loaders.checks import Finding, TraceChecker
+from memtrace.loaders.formats import Detection, Format, detect, explained, record_source
 from memtrace.loaders.index import TraceIndex, build_index
-from memtrace.loaders.models import AnyRecord
-from memtrace.loaders.native import read_native
-from memtrace.loaders.otlp import Labels, looks_like_otlp, read_otlp
+from memtrace.loaders.otlp import UNKNOWN_KIND_SPANS, UNREAD_CONTENT_SPANS, Labels
 from memtrace.loaders.rows import (
     count_properties,
     next_version_rows,
@@ -26,7 +27,6 @@ from memtrace.loaders.rows import (
     relationship_rows,
     trace_properties,
 )
-from memtrace.loaders.smartcomment import read_smartcomment
 from memtrace.loaders.writer import (
     BatchWriter,
     begin_staged_copy,
@@ -43,8 +43,6 @@ from memtrace.taxonomy import (
     staged_trace_id,
 )
 
-Format = Literal["native", "smartcomment", "otlp"]
-FORMATS: tuple[Format, ...] = ("native", "smartcomment", "otlp")
 DEFAULT_BATCH_SIZE = 5_000
 ATOMIC_SWAP_NODES = 40_000
 TRACE_SUFFIXES = (".jsonl", ".json")
@@ -103,9 +101,16 @@ class FileResult:
     cases: int
     failed_cases: int
     labels: int
+    # OTLP: spans whose content no convention read, spans no convention recognised (with the
+    # first few content keys and span names, to say what was missed)
+    unread_content_spans: int = 0
+    unknown_kind_spans: int = 0
+    unread_content_keys: list[str] = field(default_factory=list)
+    unknown_kind_names: list[str] = field(default_factory=list)
     nodes_written: int = 0
     relationships_written: int = 0
     seconds: float = 0.0
+    findings: list[Finding] = field(default_factory=list)  # what will degrade attribution
 
     @property
     def elements_written(self) -> int:
@@ -137,7 +142,17 @@ class LoadSummary:
         return sum(int(getattr(result, name)) for result in self.files)
 
     def as_dict(self) -> dict[str, object]:
-        keys = ("operations", "variables", "edges", "cases", "failed_cases", "labels")
+        keys = (
+            "operations",
+            "variables",
+            "edges",
+            "cases",
+            "failed_cases",
+            "labels",
+            "unread_content_spans",
+            "unknown_kind_spans",
+        )
+        findings = [finding for result in self.files for finding in result.findings]
         bulk: dict[str, object] = {}
         if self.mode == "bulk":
             bulk = {
@@ -157,13 +172,20 @@ class LoadSummary:
             if self.seconds > 0 and not self.dry_run
             else None,
             **bulk,
+            "problems": {
+                level: sum(finding.level == level for finding in findings)
+                for level in ("error", "warning")
+            },
             "files": [
                 {
                     "path": r.path,
                     "format": r.format,
                     "trace_id": r.trace_id,
                     **{key: getattr(r, key) for key in keys},
+                    "unread_content_keys": r.unread_content_keys,
+                    "unknown_kind_names": r.unknown_kind_names,
                     "seconds": round(r.seconds, 3),
+                    "findings": [finding.as_dict() for finding in r.findings],
                 }
                 for r in self.files
             ],
@@ -239,139 +261,6 @@ class LoadInterrupted(MemtraceError):
         super().__init__(f"interrupted: {message}")
 
 
-@dataclass(frozen=True)
-class Detection:
-    """The format a file was read as, and why (quoted in errors when the guess was weak)."""
-
-    format: Format
-    reason: str
-    certain: bool = True
-
-
-def detect_format(file: Path) -> Format:
-    return detect(file).format
-
-
-def detect(file: Path) -> Detection:
-    """OTLP when the first JSON key is ``resourceSpans``; native when the first non-blank line is
-    a JSON object with a ``type``; smartcomment when the file is one JSON object. A LoCoMo dataset
-    or a bare JSON array is refused by name."""
-    if _starts_like_otlp(file):
-        return Detection("otlp", 'its first JSON key is "resourceSpans"')
-    first_line = _first_line(file)
-    if first_line is None:
-        return Detection("native", "the file is empty", certain=False)
-    try:
-        first = json.loads(first_line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        first = None
-    if isinstance(first, dict) and "type" in first:
-        return Detection("native", 'its first line is a JSON object with a "type" field')
-    if first_line.lstrip()[:1] not in (b"{", b"["):
-        return Detection(
-            "native", "it does not start with '{' or '[' (JSON Lines assumed)", certain=False
-        )
-    document = _whole_document(file)
-    _refuse_non_traces(file, document)
-    if isinstance(document, dict) and "graph_id" in document:
-        return Detection("smartcomment", "it is one JSON object with a graph_id")
-    if isinstance(document, dict):
-        return Detection(
-            "smartcomment",
-            "it is one JSON object (not JSON Lines), though without a graph_id",
-            certain=False,
-        )
-    if first_line.lstrip().startswith(b"[") or isinstance(first, dict):
-        return Detection(
-            "native",
-            'its first line is complete JSON but not an object with a "type" field',
-            certain=False,
-        )
-    return Detection(
-        "smartcomment",
-        "it starts with '{' and its first line is not a complete object",
-        certain=False,
-    )
-
-
-def _starts_like_otlp(file: Path) -> bool:
-    try:
-        with file.open("rb") as handle:
-            return looks_like_otlp(handle.read(4096))
-    except OSError as exc:
-        raise InputError(str(file), None, f"cannot read file: {exc.strerror or exc}") from None
-
-
-def _first_line(file: Path) -> bytes | None:
-    try:
-        with file.open("rb") as handle:
-            return next((raw for raw in handle if raw.strip()), None)
-    except OSError as exc:
-        raise InputError(str(file), None, f"cannot read file: {exc.strerror or exc}") from None
-
-
-def _whole_document(file: Path) -> object:
-    """The file as one JSON value, or None when it is not one (JSON Lines, cut off, ...)."""
-    try:
-        return json.loads(file.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-        return None
-    except OSError as exc:
-        raise InputError(str(file), None, f"cannot read file: {exc.strerror or exc}") from None
-
-
-def _is_locomo_sample(value: object) -> bool:
-    return isinstance(value, dict) and {"conversation", "qa"} <= value.keys()
-
-
-def _refuse_non_traces(file: Path, document: object) -> None:
-    """A LoCoMo dataset or a JSON array is a common wrong file: say what it is and what to do."""
-    samples = document if isinstance(document, list) else [document]
-    if samples and all(_is_locomo_sample(sample) for sample in samples):
-        questions = sum(
-            len(s["qa"]) for s in samples if isinstance(s, dict) and isinstance(s["qa"], list)
-        )
-        raise InputError(
-            str(file),
-            None,
-            f"this is a LoCoMo dataset ({len(samples)} conversations, {questions} questions), "
-            "not a trace. Run a memory system over it to make traces, e.g. "
-            f"`memtrace run mem0 --data {file} --out traces/ --load`",
-        )
-    if isinstance(document, list):
-        raise InputError(
-            str(file),
-            None,
-            "a JSON array is not a trace: native traces are JSON Lines (one object per line, "
-            'the first {"type": "trace", ...}) and smartcomment graphs are one JSON object',
-        )
-
-
-def _explained(error: InputError, detection: Detection) -> InputError:
-    """Add why the file was read as its format, when that was a guess, and how to force one."""
-    if detection.certain:
-        return error
-    # Only native and smartcomment are ever guessed (OTLP is recognised by its first key).
-    other = "smartcomment" if detection.format == "native" else "native"
-    return InputError(
-        error.path,
-        error.location,
-        f"{error.problem} [read as {detection.format} because {detection.reason}; "
-        f"`--format {other}` reads it as {other}]",
-    )
-
-
-def record_source(
-    file: Path, fmt: Format, labels: Labels | None = None
-) -> Callable[[], Iterator[tuple[str, AnyRecord]]]:
-    """A function that reads the file's records again each time it is called."""
-    if fmt == "native":
-        return lambda: read_native(file)
-    if fmt == "otlp":
-        return lambda: iter(read_otlp(file, labels))
-    return lambda: iter(read_smartcomment(file))
-
-
 @dataclass
 class PlannedTrace:
     """A validated file: its format, its index (closed by ``validated``) and its trace id."""
@@ -380,6 +269,7 @@ class PlannedTrace:
     format: Format
     index: TraceIndex
     trace_id: str
+    findings: list[Finding] = field(default_factory=list)
 
 
 @contextmanager
@@ -399,10 +289,12 @@ def validated(
         for file in files:
             detection = Detection(options.format, "--format") if options.format else detect(file)
             fmt = detection.format
+            checker = TraceChecker()  # sees the records of the validation pass
             try:
-                index = build_index(str(file), record_source(file, fmt, options.labels)())
+                records = checker.watch(record_source(file, fmt, options.labels)())
+                index = build_index(str(file), records)
             except InputError as exc:
-                raise _explained(exc, detection) from None
+                raise explained(exc, detection) from None
             trace_id = options.trace_id or index.trace.id
             if is_reserved_trace_id(trace_id):
                 raise InputError(
@@ -412,7 +304,7 @@ def validated(
                     f"{' or '.join(map(repr, RESERVED_PREFIXES))} are reserved for the copies a "
                     "re-load writes; give the trace another id (--trace-id)",
                 )
-            planned.append(PlannedTrace(file, fmt, index, trace_id))
+            planned.append(PlannedTrace(file, fmt, index, trace_id, checker.findings()))
         plans, stages = _one_plan_per_trace(planned)
         if options.labels is not None and all(plan.format != "otlp" for plan in plans):
             raise InputError(
@@ -496,6 +388,31 @@ def _one_plan_per_trace(planned: list[PlannedTrace]) -> tuple[list[PlannedTrace]
     return sorted(kept, key=lambda plan: order[id(plan)]), stages
 
 
+def unread_lines(summary: LoadSummary) -> list[str]:
+    """What the OTLP conventions could not read, per file, for the person loading."""
+    lines = []
+    for r in summary.files:
+        if r.unread_content_spans:
+            spans = _spans(r.unread_content_spans, "carries", "carry")
+            lines.append(
+                f"{r.path}: {spans} content no convention read "
+                f"(attributes {', '.join(r.unread_content_keys)}); docs/trace-format.md lists "
+                "the conventions read"
+            )
+        if r.unknown_kind_spans:
+            lines.append(
+                f"{r.path}: {_spans(r.unknown_kind_spans)} of unknown kind, loaded as 'other' "
+                f"(named {', '.join(r.unknown_kind_names)})"
+            )
+    return lines
+
+
+def _spans(count: int, *verb: str) -> str:
+    """``1 span carries`` / ``2 spans carry``: a count of spans with its verb agreeing."""
+    said = f"{count} span" if count == 1 else f"{count} spans"
+    return f"{said} {verb[0] if count == 1 else verb[1]}" if verb else said
+
+
 def stages_line(stages: list[Stages]) -> str | None:
     """One line saying which traces came in cumulative stage files and which file was loaded."""
     if not stages:
@@ -521,6 +438,7 @@ def stages_line(stages: list[Stages]) -> str | None:
 
 def file_result(plan: PlannedTrace) -> FileResult:
     counts = plan.index.counts
+    metadata = plan.index.trace.metadata
     return FileResult(
         path=str(plan.file),
         format=plan.format,
@@ -532,6 +450,11 @@ def file_result(plan: PlannedTrace) -> FileResult:
         cases=counts.cases,
         failed_cases=counts.failed_cases,
         labels=counts.labels,
+        findings=plan.findings,
+        unread_content_spans=int(metadata.get(UNREAD_CONTENT_SPANS, 0)),
+        unknown_kind_spans=int(metadata.get(UNKNOWN_KIND_SPANS, 0)),
+        unread_content_keys=list(metadata.get("unread_content_keys", [])),
+        unknown_kind_names=list(metadata.get("unknown_kind_names", [])),
     )
 
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from memtrace.errors import InputError
+from memtrace.loaders.files import decode_json, describe_validation_error
 from memtrace.loaders.models import (
     AnyRecord,
     BodyRecord,
@@ -53,35 +54,6 @@ _BODY: Final[dict[int, TypeAdapter[Any]]] = {
 }
 
 
-MAX_PROBLEMS: Final = 5
-
-
-def describe_validation_error(kind: str, exc: ValidationError) -> str:
-    """The failing fields (as JSON paths, the first few) and what is wrong with each."""
-    errors = exc.errors(include_url=False)
-    problems = []
-    for error in errors[:MAX_PROBLEMS]:
-        path = kind
-        for part in error["loc"]:
-            path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
-        message = error["msg"]
-        if error["type"] == "missing":
-            message = "required field is missing"
-        elif error["type"] == "extra_forbidden":
-            message = "unknown field (put extra data into 'metadata')"
-        problems.append(f"{path}: {message}")
-    more = f" (and {len(errors) - MAX_PROBLEMS} more)" if len(errors) > MAX_PROBLEMS else ""
-    return "; ".join(problems) + more
-
-
-def describe_json_error(exc: json.JSONDecodeError) -> str:
-    """``malformed JSON: <what> at column N`` (json's own message may end in a dangling "at")."""
-    return f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
-
-
-TOO_DEEP: Final = "JSON nested too deeply (arrays/objects inside each other hundreds of levels)"
-
-
 def truncated_hint(path: str) -> str:
     """What to say when a JSON Lines file's last line is cut off (a writer killed mid-line)."""
     return (
@@ -90,6 +62,10 @@ def truncated_hint(path: str) -> str:
         f"`python -c \"from memtrace.tracing import complete_prefix; complete_prefix('{path}')\"` "
         "(this shortens the file in place)"
     )
+
+
+def _torn(path: str) -> Callable[[json.JSONDecodeError], str]:
+    return lambda _: truncated_hint(path)
 
 
 def validate_record(path: str, location: str, data: Any, version: int | None) -> AnyRecord:
@@ -163,15 +139,9 @@ def read_native(file: Path) -> Iterator[tuple[str, AnyRecord]]:
                     with contextlib.suppress(ValidationError):  # the slow path names the problem
                         record = _BODY[version].validate_json(raw)
                 if record is None:
-                    try:
-                        data = json.loads(line)
-                    except RecursionError:
-                        raise InputError(path, location, TOO_DEEP) from None
-                    except json.JSONDecodeError as exc:
-                        problem = describe_json_error(exc)
-                        if not raw.endswith(b"\n"):  # only the last line can lack one
-                            problem = f"{problem}; {truncated_hint(path)}"
-                        raise InputError(path, location, problem) from None
+                    # only the last line can lack its newline: a writer killed mid-line
+                    torn = None if raw.endswith(b"\n") else _torn(path)
+                    data = decode_json(line, path, location, torn)
                     record = validate_record(path, location, data, version)
                 if isinstance(record, TraceRecord):
                     version = record.format_version

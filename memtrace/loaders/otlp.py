@@ -5,7 +5,8 @@ exact text, which is what links one span's output to a later span's input); docu
 (retrieved, or written in a Mem0-style ``{"results": [{id, memory, event}]}`` output) become
 versioned variables named by their id; cases come from ``memtrace.case.*`` span attributes or a
 LoCoMo labels file. The mapping, and what it loses or infers, is in docs/trace-format.md.
-Reading and validation: otlp_json.py; attribute conventions: otlp_attributes.py.
+Reading and validation: otlp_json.py; the conventions a span's kind and texts are read by:
+otlp_conventions.py; documents and GenAI memory records: otlp_attributes.py.
 """
 
 from __future__ import annotations
@@ -28,34 +29,37 @@ from memtrace.loaders.models import (
     VariableRecord,
 )
 from memtrace.loaders.otlp_attributes import (
-    GEN_AI_KINDS,
-    GEN_AI_MEMORY_KINDS,
-    OPENINFERENCE_KINDS,
     AttributeProblem,
     MemorySpan,
     input_category,
     memory_span,
     output_category,
     retrieved_documents,
+    written_documents,
+)
+from memtrace.loaders.otlp_conventions import (
+    Io,
+    as_text,
+    content_keys,
     span_inputs,
     span_kind,
     span_outputs,
-    written_documents,
 )
-from memtrace.loaders.otlp_json import Span, looks_like_otlp, read_spans
+from memtrace.loaders.otlp_json import Span, document_spans, looks_like_otlp, read_spans
 from memtrace.taxonomy import Kind
 
 __all__ = [
-    "GEN_AI_KINDS",
-    "GEN_AI_MEMORY_KINDS",
-    "OPENINFERENCE_KINDS",
     "LabeledQuestion",
     "Labels",
     "looks_like_otlp",
     "read_otlp",
+    "read_otlp_document",
 ]
 
 CASE_PREFIX: Final = "memtrace.case."
+# trace metadata keys: spans whose content produced no variable, spans of unknown kind
+UNREAD_CONTENT_SPANS: Final = "unread_content_spans"
+UNKNOWN_KIND_SPANS: Final = "unknown_kind_spans"
 
 
 @dataclass(frozen=True)
@@ -84,13 +88,25 @@ def read_otlp(file: Path, labels: Labels | None = None) -> list[tuple[str, AnyRe
     ``labels``: questions that become cases (joined by conversation = the spans' ``session.id``
     and by question text).
     """
-    path = str(file)
-    spans = read_spans(file)
+    return otlp_records(read_spans(file), str(file), file.stem, labels)
+
+
+def read_otlp_document(
+    document: Any, source: str, name: str, labels: Labels | None = None
+) -> list[tuple[str, AnyRecord]]:
+    """``read_otlp`` of one decoded OTLP JSON ``ExportTraceServiceRequest`` (a live receiver's
+    batch, say): ``source`` names it in errors, ``name`` gives the trace id ``otlp-<name>``."""
+    return otlp_records(document_spans(document, source), source, name, labels)
+
+
+def otlp_records(
+    spans: list[Span], source: str, name: str, labels: Labels | None
+) -> list[tuple[str, AnyRecord]]:
     if not spans:
         raise InputError(
-            path, None, "no spans: the file holds no resourceSpans[].scopeSpans[].spans"
+            source, None, "no spans: the file holds no resourceSpans[].scopeSpans[].spans"
         )
-    return _Converter(path, file.stem, spans, labels).convert()
+    return _Converter(source, name, spans, labels).convert()
 
 
 # -- conversion -------------------------------------------------------------------------------
@@ -135,6 +151,11 @@ class _Converter:
         self.ops: list[_Op] = []
         self.seq = 0
         self.marker: _Var | None = None
+        # (trace id, span id) -> its child spans; -> its operation
+        self.children: dict[tuple[str, str], list[Span]] = {}
+        self.op_of: dict[tuple[str, str], _Op] = {}
+        self.unknown_kind: list[str] = []  # names of spans no rule or convention recognised
+        self.unread: list[list[str]] = []  # per span with content but no variable: its keys
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -165,6 +186,9 @@ class _Converter:
                     f"(first at {seen[key].location})",
                 )
             seen[key] = span
+        for span in self.spans:
+            if span.parent_id is not None:
+                self.children.setdefault((span.trace_id, span.parent_id), []).append(span)
         for span in self.spans:
             depth, parent = 0, span.parent_id
             while parent is not None and (span.trace_id, parent) in seen and depth < 10_000:
@@ -221,7 +245,9 @@ class _Converter:
 
     def _operation(self, span: Span) -> None:
         attributes = span.attributes
-        kind = span_kind(span)
+        kind, recognized = span_kind(span)
+        if not recognized:
+            self.unknown_kind.append(span.name)
         memory = self._memory_span(span)
         session = span.trace_id
         inputs = []
@@ -235,7 +261,8 @@ class _Converter:
             inputs.append(var)
         op = _Op(span, kind, self.next_seq())
         self.ops.append(op)
-        found = retrieved_documents(attributes)
+        self.op_of[(span.trace_id, span.span_id)] = op
+        found = retrieved_documents(span)
         written = written_documents(attributes.get("output.value"))
         if kind == "retrieval" and written is not None:
             # a search returning Mem0-shaped results reads those memories, it stores nothing
@@ -248,7 +275,7 @@ class _Converter:
             op.reads[var.id] = None
         outputs: list[_Var] = []
         skip_output_value = written is not None and memory is None
-        for io in span_outputs(span, skip_output_value=skip_output_value):
+        for io in self._outputs(span, skip_output_value):
             var = self._existing(io.text, span.end_ns)
             if var is None or var.id in op.reads:
                 var = self._new_var(
@@ -278,6 +305,21 @@ class _Converter:
             for name in [n for n in self.documents if n.startswith(prefix)]:
                 if name not in self.deleted:
                     self._write_document(op, name, None, "DELETE", inputs)
+        if not op.reads and not op.writes:
+            keys = content_keys(span)
+            if keys:
+                self.unread.append(keys)
+
+    @staticmethod
+    def _outputs(span: Span, skip_output_value: bool) -> list[Io]:
+        """The span's output texts; OpenInference's ``output.value`` last, unless it holds the
+        documents the span wrote (then they are read as documents, not as a text)."""
+        outputs = span_outputs(span)
+        value = span.attributes.get("output.value")
+        text = as_text(value)
+        if text and not skip_output_value and all(io.text != text for io in outputs):
+            outputs.append(Io("output", None, text))
+        return outputs
 
     def _memory_records(
         self, op: _Op, memory: MemorySpan, found: list[tuple[str, str | None]]
@@ -388,13 +430,18 @@ class _Converter:
                 where,
                 f"a case needs string attributes {CASE_PREFIX}id and {CASE_PREFIX}question",
             )
-        query = self._existing(question, op.span.end_ns) or self._new_var(
-            f"{op.span.span_id}:question", question, None, op.span.start_ns, op.span.trace_id
-        )
+        query = self._existing(question, op.span.end_ns)
+        if query is None:
+            # the question is in no variable as such (inside a prompt, say): it is what the
+            # case's span was asked, and what happened inside that span answered it
+            query = self._new_var(
+                f"{op.span.span_id}:question", question, None, op.span.start_ns, op.span.trace_id
+            )
+            op.reads[query.id] = None
         prediction_text = text("prediction")
         prediction = self._existing(prediction_text, op.span.end_ns) if prediction_text else None
         if prediction is None:
-            prediction = self._answer_of(query)
+            prediction = self._answer_of(query) or self._answer_inside(op)
         golden = attributes.get(CASE_PREFIX + "golden_answers", [])
         golden_answers = [golden] if isinstance(golden, str) else golden
         if not isinstance(golden_answers, list) or not all(
@@ -484,6 +531,22 @@ class _Converter:
                 return self._var(next(iter(op.writes)))
         return None
 
+    def _answer_inside(self, case_op: _Op) -> _Var | None:
+        """The first output of the last generation to end inside the case's span (the span
+        itself or a descendant): the answer of an app whose prompt wraps the question."""
+        generations: list[_Op] = []
+        stack = [case_op.span]
+        while stack:
+            span = stack.pop()
+            stack.extend(self.children.get((span.trace_id, span.span_id), ()))
+            op = self.op_of[(span.trace_id, span.span_id)]
+            if op.kind == "generation" and op.writes:
+                generations.append(op)
+        if not generations:
+            return None
+        last = max(generations, key=lambda op: (op.span.end_ns, op.seq))
+        return self._var(next(iter(last.writes)))
+
     def _score_of(self, prediction: _Var) -> float | None:
         """The number a judge op reading the prediction wrote (its first numeric output)."""
         for op in self.ops:
@@ -537,6 +600,11 @@ class _Converter:
                 "source_format": "otlp",
                 "otel_trace_ids": sorted({s.trace_id for s in self.spans}),
                 "resource": _jsonable(resource),
+                # what the conventions of otlp_conventions.py could not read (load summary)
+                UNREAD_CONTENT_SPANS: len(self.unread),
+                "unread_content_keys": sorted({key for keys in self.unread for key in keys})[:10],
+                UNKNOWN_KIND_SPANS: len(self.unknown_kind),
+                "unknown_kind_names": sorted(set(self.unknown_kind))[:10],
             },
         )
 
@@ -613,6 +681,7 @@ def _op_metadata(span: Span) -> dict[str, Any]:
     metadata: dict[str, Any] = {
         "otel_trace_id": span.trace_id,
         "otel_status": span.status,
+        **({"otel_status_message": span.status_message} if span.status_message else {}),
         "duration_ms": round((span.end_ns - span.start_ns) / 1e6, 3),
     }
     if span.parent_id:

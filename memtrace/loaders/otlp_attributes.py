@@ -1,50 +1,22 @@
-"""OpenInference and OTel GenAI span attributes: a span's kind, inputs, outputs and documents.
+"""OTLP span attributes beyond a span's texts: categories, documents and GenAI memory records.
 
-The conventions memtrace reads are listed in docs/trace-format.md; everything here is pure.
+A span's kind and texts come from the conventions of otlp_conventions.py; everything here is pure.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from memtrace.loaders.kinds import derive_kind
+from memtrace.loaders.otlp_conventions import (
+    GEN_AI_MEMORY_KINDS,
+    as_text,
+    convention_kind,
+)
 from memtrace.loaders.otlp_json import Span
 from memtrace.taxonomy import Kind
 
-# OpenInference span kinds and OTel GenAI operation names -> memtrace kinds; used when the span
-# name matches no rule of loaders/kinds.py (a name such as memory_system.extract_facts is more
-# specific than "LLM").
-OPENINFERENCE_KINDS: Final[dict[str, Kind]] = {
-    "LLM": "generation",
-    "RETRIEVER": "retrieval",
-    "RERANKER": "retrieval",
-    "EMBEDDING": "embedding",
-    "EVALUATOR": "judge",
-    "CHAIN": "other",
-    "TOOL": "other",
-    "AGENT": "other",
-    "GUARDRAIL": "other",
-}
-GEN_AI_KINDS: Final[dict[str, Kind]] = {
-    "chat": "generation",
-    "text_completion": "generation",
-    "generate_content": "generation",
-    "embeddings": "embedding",
-}
-# OTel GenAI memory operations (semantic conventions, status Development). A create writes what
-# an extraction produced into the store, as Mem0's add_to_vector_store does (kind embedding).
-GEN_AI_MEMORY_KINDS: Final[dict[str, Kind]] = {
-    "search_memory": "retrieval",
-    "create_memory": "embedding",
-    "update_memory": "update",
-    "upsert_memory": "update",
-    "delete_memory": "deletion",
-    "create_memory_store": "other",
-    "delete_memory_store": "deletion",
-}
 # the event each record of a memory operation has when the record names none (Mem0's
 # ADD / UPDATE / DELETE / NONE, NONE = seen and left unchanged)
 _MEMORY_EVENTS: Final[dict[str, str]] = {
@@ -56,35 +28,6 @@ _MEMORY_EVENTS: Final[dict[str, str]] = {
 }
 _RECORD_EVENTS: Final = ("ADD", "UPDATE", "DELETE", "NONE")
 _DOC_TEXT_KEYS: Final = ("memory", "text", "content", "data")
-_INDEXED = re.compile(r"^(\d+)\.(.+)$")
-
-
-@dataclass(frozen=True)
-class Io:
-    """One input or output of a span: where it came from, its role and its text."""
-
-    slot: str
-    role: str | None
-    text: str
-
-
-# -- attribute conventions --------------------------------------------------------------------
-
-
-def span_kind(span: Span) -> Kind:
-    by_name = derive_kind(span.name, None)
-    if by_name != "other":
-        return by_name
-    attributes = span.attributes
-    span_kind = attributes.get("openinference.span.kind")
-    if isinstance(span_kind, str) and span_kind.upper() in OPENINFERENCE_KINDS:
-        return OPENINFERENCE_KINDS[span_kind.upper()]
-    operation = attributes.get("gen_ai.operation.name")
-    if isinstance(operation, str):
-        kind = GEN_AI_KINDS.get(operation) or GEN_AI_MEMORY_KINDS.get(operation)
-        if kind is not None:
-            return kind
-    return "other"
 
 
 def input_category(role: str | None, kind: Kind) -> str:
@@ -98,150 +41,19 @@ def input_category(role: str | None, kind: Kind) -> str:
 def output_category(span: Span, kind: Kind) -> str:
     if kind == "retrieval":
         return "context"
-    attributes = span.attributes
-    llm = attributes.get("openinference.span.kind") == "LLM" or (
-        GEN_AI_KINDS.get(str(attributes.get("gen_ai.operation.name"))) == "generation"
-    )
+    # an LLM call named for its purpose (memory_system.extract_facts) still writes a response
+    llm = convention_kind(span) == "generation"
     return "llm_response" if llm or kind in ("generation", "judge") else "output"
 
 
-def _indexed(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
-    """``prefix.N.rest = value`` attributes as a list of ``{rest: value}`` in N order."""
-    found: dict[int, dict[str, Any]] = {}
-    start = len(prefix) + 1
-    for key, value in attributes.items():
-        if key.startswith(prefix) and key[start - 1 : start] == ".":
-            match = _INDEXED.match(key[start:])
-            if match is not None:
-                found.setdefault(int(match.group(1)), {})[match.group(2)] = value
-    return [found[i] for i in sorted(found)]
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _message_text(message: dict[str, Any]) -> str | None:
-    """OpenInference ``message.content`` / ``message.contents.N.message_content.text``."""
-    content = message.get("message.content")
-    if content is not None:
-        return _text(content)
-    parts = [v for k, v in sorted(message.items()) if k.endswith("message_content.text")]
-    return "\n".join(str(p) for p in parts) if parts else None
-
-
-def _gen_ai_messages(value: Any) -> list[tuple[str | None, str]]:
-    """OTel GenAI ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (JSON text)."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            return [(None, value)]
-    if not isinstance(value, list):
-        return []
-    found: list[tuple[str | None, str]] = []
-    for message in value:
-        if not isinstance(message, dict):
-            continue
-        role = message.get("role")
-        if isinstance(message.get("content"), str):
-            found.append((role, message["content"]))
-            continue
-        texts = [
-            str(part.get("content"))
-            for part in message.get("parts", [])
-            if isinstance(part, dict) and part.get("type") == "text"
-        ]
-        if texts:
-            found.append((role, "\n".join(texts)))
-    return found
-
-
-def span_inputs(span: Span) -> list[Io]:
-    attributes = span.attributes
-    found: list[Io] = []
-    for i, message in enumerate(_indexed(attributes, "llm.input_messages")):
-        text = _message_text(message)
-        if text is not None:
-            role = message.get("message.role")
-            found.append(Io(f"input_messages.{i}", str(role) if role else None, text))
-    for i, (role, text) in enumerate(_gen_ai_messages(attributes.get("gen_ai.input.messages"))):
-        found.append(Io(f"gen_ai.input.{i}", role, text))
-    system = attributes.get("gen_ai.system_instructions")
-    if system is not None:
-        for i, (_, text) in enumerate(_gen_ai_messages(system)):
-            found.append(Io(f"gen_ai.system.{i}", "system", text))
-    for i, prompt in enumerate(_indexed(attributes, "gen_ai.prompt")):
-        if prompt.get("content") is not None:
-            found.append(
-                Io(f"gen_ai.prompt.{i}", prompt.get("role"), _text(prompt["content"]) or "")
-            )
-    for i, (name, event) in enumerate(span.events):
-        if name.startswith("gen_ai.") and name.endswith(".message") and "content" in event:
-            role = name.removeprefix("gen_ai.").removesuffix(".message")
-            found.append(Io(f"event.{i}", role, _text(event["content"]) or ""))
-    for i, embedding in enumerate(_indexed(attributes, "embedding.embeddings")):
-        text = embedding.get("embedding.text")
-        if text is not None:
-            found.append(Io(f"embedding.{i}", None, _text(text) or ""))
-    query = attributes.get("gen_ai.memory.query.text")
-    if isinstance(query, str):
-        found.append(Io("gen_ai.memory.query", None, query))
-    value = attributes.get("input.value")
-    if value is not None:
-        found.append(Io("input", None, _text(value) or ""))
-    return _unique(found)
-
-
-def span_outputs(span: Span, *, skip_output_value: bool) -> list[Io]:
-    attributes = span.attributes
-    found: list[Io] = []
-    for i, message in enumerate(_indexed(attributes, "llm.output_messages")):
-        text = _message_text(message)
-        if text is not None:
-            found.append(Io(f"output_messages.{i}", "assistant", text))
-    for i, (role, text) in enumerate(_gen_ai_messages(attributes.get("gen_ai.output.messages"))):
-        found.append(Io(f"gen_ai.output.{i}", role, text))
-    for i, completion in enumerate(_indexed(attributes, "gen_ai.completion")):
-        if completion.get("content") is not None:
-            found.append(
-                Io(f"gen_ai.completion.{i}", "assistant", _text(completion["content"]) or "")
-            )
-    for i, (name, event) in enumerate(span.events):
-        if name == "gen_ai.choice":
-            choice = event.get("message")
-            content = choice.get("content") if isinstance(choice, dict) else event.get("content")
-            if content is not None:
-                found.append(Io(f"event.{i}", "assistant", _text(content) or ""))
-    value = attributes.get("output.value")
-    if value is not None and not skip_output_value:
-        found.append(Io("output", None, _text(value) or ""))
-    return _unique(found)
-
-
-def _unique(found: list[Io]) -> list[Io]:
-    """One input per text: the same text twice is one variable read once."""
-    seen: set[str] = set()
-    unique = []
-    for io in found:
-        if io.text not in seen:
-            seen.add(io.text)
-            unique.append(io)
-    return unique
-
-
-def retrieved_documents(attributes: dict[str, Any]) -> list[tuple[str, str | None]]:
+def retrieved_documents(span: Span) -> list[tuple[str, str | None]]:
     """``retrieval.documents.N.document.{id,content}`` and ``reranker.input_documents`` with ids."""
     found: list[tuple[str, str | None]] = []
     for prefix in ("retrieval.documents", "reranker.input_documents"):
-        for doc in _indexed(attributes, prefix):
+        for doc in span.indexed(prefix):
             doc_id = doc.get("document.id")
             if doc_id is not None:
-                found.append((str(doc_id), _text(doc.get("document.content"))))
+                found.append((str(doc_id), as_text(doc.get("document.content"))))
     return found
 
 

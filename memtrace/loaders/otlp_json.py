@@ -15,14 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from memtrace.errors import InputError
-from memtrace.loaders.files import read_text
-from memtrace.loaders.native import describe_validation_error
+from memtrace.loaders.files import decode_json, read_text, validate
+from memtrace.taxonomy import SPAN_STATUSES, SpanStatus
 
 _HEX_TRACE = re.compile(r"^[0-9a-fA-F]{32}$")
 _HEX_SPAN = re.compile(r"^[0-9a-fA-F]{16}$")
+_INDEXED_KEY = re.compile(r"^(.+?)\.(\d+)\.(.+)$")  # prefix . N . rest (the first number)
 M = TypeVar("M", bound=BaseModel)
 
 # -- the OTLP JSON structure (unknown fields are ignored: OTLP grows) --------------------------
@@ -100,10 +101,25 @@ class Span:
     end_ns: int
     attributes: dict[str, Any]
     events: list[tuple[str, dict[str, Any]]]
-    status: str
+    status: SpanStatus
     resource: dict[str, Any]
+    status_message: str = ""
     depth: int = 0
     keys: dict[str, int] = field(default_factory=dict)  # attribute key -> index in the file
+    _groups: dict[str, list[dict[str, Any]]] | None = field(default=None, repr=False)
+
+    def indexed(self, prefix: str) -> list[dict[str, Any]]:
+        """``prefix.N.rest = value`` attributes as a list of ``{rest: value}`` in N order. Every
+        prefix is grouped on the first call (conventions ask a span for several)."""
+        if self._groups is None:
+            groups: dict[str, dict[int, dict[str, Any]]] = {}
+            for key, value in self.attributes.items():
+                match = _INDEXED_KEY.match(key)
+                if match is not None:
+                    items = groups.setdefault(match[1], {})
+                    items.setdefault(int(match[2]), {})[match[3]] = value
+            self._groups = {p: [items[i] for i in sorted(items)] for p, items in groups.items()}
+        return self._groups.get(prefix, [])
 
     def attribute_location(self, key: str) -> str:
         """Where attribute ``key`` of this span is in the file, for errors."""
@@ -111,53 +127,47 @@ class Span:
 
 
 def read_spans(file: Path) -> list[Span]:
+    """The spans of a file: one OTLP JSON request, or JSON Lines of them."""
     path = str(file)
     text = read_text(file, "empty file: no OTLP trace data")
-    documents: list[tuple[str, Any]] = []
     try:
-        documents.append(("", json.loads(text)))
+        return document_spans(json.loads(text), path)
     except json.JSONDecodeError:
-        # JSON Lines: one ExportTraceServiceRequest per line (the Collector's file exporter)
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                documents.append((f"line {number}: ", json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    path, str(number), f"malformed JSON: {exc.msg} at column {exc.colno}"
-                ) from None
+        pass
+    # JSON Lines: one ExportTraceServiceRequest per line (the Collector's file exporter)
     spans: list[Span] = []
-    for prefix, data in documents:
-        request = _validate(OtlpRequest, data, path, f"{prefix}$")
-        for r, raw_resource in enumerate(request.resourceSpans):
-            where = f"{prefix}resourceSpans[{r}]"
-            resource = _validate(OtlpResourceSpans, raw_resource, path, where)
-            resource_attributes = _attributes(resource.resource.attributes, path, where)
-            for s, scope in enumerate(resource.scopeSpans):
-                for i, raw_span in enumerate(scope.spans):
-                    location = f"{where}.scopeSpans[{s}].spans[{i}]"
-                    spans.append(_span(raw_span, path, location, resource_attributes))
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            data = decode_json(line, path, str(number))
+            spans += document_spans(data, path, f"line {number}: ")
     return spans
 
 
-def _validate(model: type[M], data: Any, path: str, location: str) -> M:
-    if not isinstance(data, dict):
-        raise InputError(path, location, "expected a JSON object")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        problem = describe_validation_error("", exc).lstrip(".")
-        raise InputError(path, location, problem) from None
+def document_spans(document: Any, path: str, prefix: str = "") -> list[Span]:
+    """The validated spans of one decoded OTLP JSON ``ExportTraceServiceRequest``; ``path`` and
+    ``prefix`` name it in errors."""
+    spans: list[Span] = []
+    request = validate(OtlpRequest, document, path, f"{prefix}$")
+    for r, raw_resource in enumerate(request.resourceSpans):
+        where = f"{prefix}resourceSpans[{r}]"
+        resource = validate(OtlpResourceSpans, raw_resource, path, where)
+        resource_attributes = _attributes(resource.resource.attributes, path, where)
+        for s, scope in enumerate(resource.scopeSpans):
+            for i, raw_span in enumerate(scope.spans):
+                location = f"{where}.scopeSpans[{s}].spans[{i}]"
+                spans.append(_span(raw_span, path, location, resource_attributes))
+    return spans
 
 
 def _span(data: Any, path: str, location: str, resource: dict[str, Any]) -> Span:
-    span = _validate(OtlpSpan, data, path, location)
+    span = validate(OtlpSpan, data, path, location)
     start = _nanos(span.startTimeUnixNano, path, f"{location}.startTimeUnixNano")
     end = _nanos(span.endTimeUnixNano, path, f"{location}.endTimeUnixNano")
     if end < start:
         raise InputError(path, f"{location}.endTimeUnixNano", "ends before it starts")
-    parent = span.parentSpanId
+    # an all-zero parent is how some exporters write "no parent"; an all-zero trace or span id
+    # is invalid (OpenTelemetry) and refused
+    parent = "" if span.parentSpanId.strip("0") == "" else span.parentSpanId
     return Span(
         location=location,
         trace_id=_hex_id(span.traceId, 16, path, f"{location}.traceId"),
@@ -171,7 +181,8 @@ def _span(data: Any, path: str, location: str, resource: dict[str, Any]) -> Span
             (event.name, _attributes(event.attributes, path, f"{location}.events[{j}]"))
             for j, event in enumerate(span.events)
         ],
-        status=str(span.status.code),
+        status=_status(span.status.code, path, f"{location}.status.code"),
+        status_message=span.status.message,
         resource=resource,
         keys={pair.key: i for i, pair in enumerate(span.attributes)},
     )
@@ -180,14 +191,33 @@ def _span(data: Any, path: str, location: str, resource: dict[str, Any]) -> Span
 def _hex_id(value: str, size: int, path: str, location: str) -> str:
     """OTLP JSON ids are hex; protobuf's JSON mapping writes them base64: both are read."""
     if (_HEX_TRACE if size == 16 else _HEX_SPAN).match(value):
-        return value.lower()
-    try:
-        raw = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) == size and any(raw):
+        raw = bytes.fromhex(value)
+    else:
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raw = b""
+    if len(raw) == size:
+        if not any(raw):
+            raise InputError(path, location, f"{value!r}: an all-zero id is invalid")
         return raw.hex()
     raise InputError(path, location, f"expected {2 * size} hex digits, got {value!r}")
+
+
+def _status(code: int | str, path: str, location: str) -> SpanStatus:
+    """OTLP's status code (0 / 1 / 2, or its enum name) in memtrace's words: UNSET / OK / ERROR."""
+    name = str(code).upper().removeprefix("STATUS_CODE_")
+    if name.isdigit() and int(name) < len(SPAN_STATUSES) and not isinstance(code, bool):
+        return SPAN_STATUSES[int(name)]
+    for status in SPAN_STATUSES:
+        if name == status:
+            return status
+    raise InputError(
+        path,
+        location,
+        f"unknown status code {code!r} (expected 0, 1, 2 or STATUS_CODE_UNSET, "
+        "STATUS_CODE_OK, STATUS_CODE_ERROR)",
+    )
 
 
 def _nanos(value: int | str, path: str, location: str) -> int:

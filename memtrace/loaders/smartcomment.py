@@ -10,12 +10,12 @@ import json
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from memtrace.errors import InputError
-from memtrace.loaders.files import read_text
+from memtrace.loaders.files import decode_json, read_text, validate
 from memtrace.loaders.kinds import derive_kind
 from memtrace.loaders.models import (
     AnyRecord,
@@ -32,11 +32,9 @@ from memtrace.loaders.models import (
     VariableRecord,
     parse_timestamp,
 )
-from memtrace.loaders.native import TOO_DEEP, describe_json_error, describe_validation_error
 from memtrace.taxonomy import LabelType
 
 Lineno = Int64 | None
-M = TypeVar("M", bound=BaseModel)
 
 
 class _Item(BaseModel):
@@ -125,16 +123,6 @@ class SCGraph(_Item):
     data: SCData
 
 
-def _validate(model: type[M], data: Any, path: str, location: str) -> M:
-    if not isinstance(data, dict):
-        raise InputError(path, location, "expected a JSON object")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        problem = describe_validation_error("", exc)
-        raise InputError(path, location, problem) from None
-
-
 def python_text(value: str | None) -> str | None:
     """The text of a value smartcomment stored as a Python ``repr`` of a string."""
     if value and len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
@@ -174,18 +162,18 @@ def read_smartcomment(file: Path) -> list[tuple[str, AnyRecord]]:
     """Parse, validate and convert one graph file; the first record is the TraceRecord."""
     path = str(file)
     text = read_text(file, "empty file: no graph object")
-    try:
-        raw = json.loads(text)
-    except RecursionError:
-        raise InputError(path, None, TOO_DEEP) from None
-    except json.JSONDecodeError as exc:
-        problem = describe_json_error(exc)
+    end = text.rstrip()
+
+    def truncated(exc: json.JSONDecodeError) -> str | None:
         # A graph file ends with the "}" of its object; one cut short usually fails elsewhere
         # (inside a string or an escape), so look at the end, not at where the parser stopped.
-        if exc.pos >= len(text.rstrip()) or not text.rstrip().endswith("}"):
-            problem += "; the file looks truncated: it ends before the graph object is closed"
-        raise InputError(path, f"{exc.lineno}", problem) from None
-    graph = _validate(SCGraph, raw, path, "$")
+        cut = exc.pos >= len(end) or not end.endswith("}")
+        return (
+            "the file looks truncated: it ends before the graph object is closed" if cut else None
+        )
+
+    raw = decode_json(text, path, None, truncated)
+    graph = validate(SCGraph, raw, path, "$")
     return list(_convert(graph, path))
 
 
@@ -209,7 +197,7 @@ def _convert(graph: SCGraph, path: str) -> Iterator[tuple[str, AnyRecord]]:
     )
     for i, item in enumerate(data.sessions):
         location = f"data.sessions[{i}]"
-        session = _validate(SCSession, item, path, location)
+        session = validate(SCSession, item, path, location)
         yield (
             location,
             SessionRecord(
@@ -226,7 +214,7 @@ def _convert(graph: SCGraph, path: str) -> Iterator[tuple[str, AnyRecord]]:
     node_locations: dict[str, str] = {}
     for i, item in enumerate(data.nodes):
         location = f"data.nodes[{i}]"
-        node = _validate(SCNode, item, path, location)
+        node = validate(SCNode, item, path, location)
         variable = VariableRecord(
             type="variable",
             id=node.full_node_id,
@@ -248,7 +236,7 @@ def _convert(graph: SCGraph, path: str) -> Iterator[tuple[str, AnyRecord]]:
     edges_by_op: dict[str, list[SCEdge]] = defaultdict(list)
     for i, item in enumerate(data.edges):
         location = f"data.edges[{i}]"
-        edge = _validate(SCEdge, item, path, location)
+        edge = validate(SCEdge, item, path, location)
         edges_by_op[edge.op_id].append(edge)
         yield (
             location,
@@ -269,7 +257,7 @@ def _convert(graph: SCGraph, path: str) -> Iterator[tuple[str, AnyRecord]]:
     operations: list[OperationRecord] = []
     for i, item in enumerate(data.operations):
         location = f"data.operations[{i}]"
-        op = _validate(SCOperation, item, path, location)
+        op = validate(SCOperation, item, path, location)
         edges = edges_by_op.get(op.op_id, [])
         targets = dict.fromkeys(e.target_full_node_id for e in edges)
         reads = [s for s in dict.fromkeys(e.source_full_node_id for e in edges) if s not in targets]
@@ -304,7 +292,7 @@ def _cases(
     annotations: dict[str, list[tuple[str, SCAnnotation]]] = defaultdict(list)
     for i, item in enumerate(graph.data.annotations):
         location = f"data.annotations[{i}]"
-        annotation = _validate(SCAnnotation, item, path, location)
+        annotation = validate(SCAnnotation, item, path, location)
         if annotation.query_id not in variables:
             raise InputError(path, location, f"query_id: unknown variable {annotation.query_id!r}")
         if variables[annotation.query_id].class_name != "query":

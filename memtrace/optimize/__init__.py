@@ -2,9 +2,10 @@
 
 ``run_optimization`` is the Python API: it builds the evaluator (system runs on a train and a
 held-out split), the attribution feedback (Neo4j), the lineage store and the proposer, then runs
-``loop.optimize``. ``optimize_system`` is what the CLI calls: it picks backend and proposer for
-the mode from ``PROPOSERS`` (parameters: offline backend + Optuna; prompts: the
-OpenAI-compatible backend + GEPA with the same endpoint as reflection model).
+``loop.optimize``; one ``Budget`` of system runs is passed to each of them that spends it.
+``optimize_system`` is what the CLI calls: it picks backend and proposer for the mode from
+``PROPOSERS`` (parameters: offline backend + Optuna; prompts: the OpenAI-compatible backend +
+GEPA with the same endpoint as reflection model).
 """
 
 from __future__ import annotations
@@ -50,16 +51,17 @@ __all__ = [
     "run_optimization",
 ]
 
-ProposerFactory = Callable[[Evaluator, GraphFeedback | None, OptimizeOptions], Proposer]
+# (evaluator, feedback, options, the budget its trials are charged to) -> a proposer
+ProposerFactory = Callable[[Evaluator, GraphFeedback | None, OptimizeOptions, Budget], Proposer]
 
 
 def parameter_proposer(
-    evaluator: Evaluator, feedback: GraphFeedback | None, options: OptimizeOptions
+    evaluator: Evaluator, feedback: GraphFeedback | None, options: OptimizeOptions, budget: Budget
 ) -> Proposer:
     """Optuna over the routed parameters; leaves the budget for the held-out check."""
 
     def evaluate(config: SystemConfig) -> Score:
-        if not evaluator.budget.affords(evaluator.cost("train") + evaluator.cost("heldout")):
+        if not budget.affords(evaluator.cost("train") + evaluator.cost("heldout")):
             raise OutOfBudget("the rest of the budget is kept for the held-out check")
         return evaluator.score(config, "train")
 
@@ -81,7 +83,10 @@ def prompt_proposer(reflection: LLMClient) -> ProposerFactory:
     full train evaluations' worth of metric calls per round."""
 
     def factory(
-        evaluator: Evaluator, feedback: GraphFeedback | None, options: OptimizeOptions
+        evaluator: Evaluator,
+        feedback: GraphFeedback | None,
+        options: OptimizeOptions,
+        budget: Budget,
     ) -> Proposer:
         from memtrace.optimize.gepa_adapter import MemtraceAdapter, propose_prompts
 
@@ -93,7 +98,7 @@ def prompt_proposer(reflection: LLMClient) -> ProposerFactory:
         ) -> list[Trial]:
             blames = feedback.blames(incumbent) if feedback is not None and routing else {}
             adapter = MemtraceAdapter(
-                evaluator, incumbent, reflection, routing=routing, blames=blames
+                evaluator, incumbent, reflection, budget=budget, routing=routing, blames=blames
             )
             cases = sum(len(c.questions) for c in evaluator.splits["train"])
             return propose_prompts(
@@ -148,11 +153,13 @@ def run_optimization(
     classes_cache: Path | None = None,
     replayer: ReplayerFactory | None = None,
     test: Sequence[Conversation] = (),
+    settings: Settings | None = None,
 ) -> OptimizeResult:
     """Optimize ``options.system`` on ``train``, accepting on ``heldout``; writes to ``out``.
     ``test`` (optional) is only reported: the incumbent's accuracy on it after each round,
     outside the budget, read by no decision. Routed by headroom, the what-if replays go
-    through ``replayer`` (default: the replay engine over the traced train files)."""
+    through ``replayer`` (default: the replay engine over the traced train files).
+    ``settings``: for a system that calls an endpoint itself (mem0-lib)."""
     splits: dict[str, Sequence[Conversation]] = {
         "train": list(train),
         "heldout": list(heldout),
@@ -164,12 +171,16 @@ def run_optimization(
             raise ConfigError(f"conversations {sorted(overlap)} are in both {one} and {other}")
     if not train or not heldout:
         raise ConfigError("optimization needs train and held-out conversations")
+    # one budget, passed to everything that spends it: the evaluator's runs, the attribution
+    # feedback's cached classes and what-if replays, the proposer's trials, the loop's checks
+    budget = Budget(options.budget)
     evaluator = Evaluator(
         options.system,
         backend,
         splits,
-        Budget(options.budget),
+        budget,
         out / "evaluations.jsonl",
+        settings,
     )
     feedback = None
     if options.guided and db is not None:
@@ -179,6 +190,7 @@ def run_optimization(
             evaluator,
             out,
             options.run_id,
+            budget=budget,
             max_cases=options.max_cases,
             seed=options.seed,
             cache=classes_cache,
@@ -188,8 +200,9 @@ def run_optimization(
     return optimize(
         options,
         evaluator,
-        proposer(evaluator, feedback, options),
+        proposer(evaluator, feedback, options, budget),
         out,
+        budget=budget,
         feedback=feedback,
         store=LineageStore(db) if db is not None else None,
         base=base,
@@ -222,4 +235,5 @@ def optimize_system(
         base=base,
         on_round=on_round,
         test=test,
+        settings=settings,
     )

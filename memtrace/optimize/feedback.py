@@ -30,13 +30,14 @@ from memtrace.attribution.store import AttributionStore
 from memtrace.db import Database
 from memtrace.errors import ConfigError
 from memtrace.loaders.load import LoadOptions, load_paths
-from memtrace.optimize.scoring import Blame, Evaluator
+from memtrace.optimize.scoring import Blame, Budget, Evaluator
 from memtrace.patterns import CLASS_COLUMNS, HEADROOM_COLUMNS, failure_classes
 from memtrace.patterns.export import records
 from memtrace.patterns.headroom import BlamedOp, ClassReplayer, ReplayedAnswer, what_if
 from memtrace.patterns.reader import PatternReader
 from memtrace.replay.graph import TraceFiles
 from memtrace.replay.what_if import WhatIfReplayer
+from memtrace.settings import Settings
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.runner import trace_id
 
@@ -44,19 +45,22 @@ from memtrace.systems.runner import trace_id
 ReplayerFactory = Callable[[Mapping[str, Path]], ClassReplayer]
 
 
-def engine_replayer(files: Mapping[str, Path], *, precise_search: bool = False) -> ClassReplayer:
-    """The replay engine over native trace files (offline backends need no settings);
-    ``precise_search``: a repaired search keeps only the results holding the evidence."""
-    return WhatIfReplayer(TraceFiles(files).for_trace, precise_search)
+def engine_replayer(
+    files: Mapping[str, Path], *, precise_search: bool = False, settings: Settings | None = None
+) -> ClassReplayer:
+    """The replay engine over native trace files; ``precise_search``: a repaired search keeps
+    only the results holding the evidence; ``settings``: for a system that calls an endpoint
+    itself (mem0-lib; offline backends need none)."""
+    return WhatIfReplayer(TraceFiles(files, settings).for_trace, precise_search)
 
 
 class BudgetedReplayer:
     """A replayer whose replays are charged to the optimizer's budget in system runs (the
     conversations they re-run) before they run: one past the limit raises OutOfBudget."""
 
-    def __init__(self, inner: ClassReplayer, evaluator: Evaluator) -> None:
+    def __init__(self, inner: ClassReplayer, budget: Budget) -> None:
         self.inner = inner
-        self.evaluator = evaluator
+        self.budget = budget
 
     def replayable(self, trace_id: str) -> str | None:
         return self.inner.replayable(trace_id)
@@ -70,7 +74,7 @@ class BudgetedReplayer:
     def replay(
         self, trace_id: str, repairs: Sequence[BlamedOp], cases: Collection[str] | None = None
     ) -> Mapping[str, ReplayedAnswer]:
-        self.evaluator.budget.charge_replays(self.inner.cost(trace_id, repairs), cached=False)
+        self.budget.charge_replays(self.inner.cost(trace_id, repairs), cached=False)
         return self.inner.replay(trace_id, repairs, cases)
 
 
@@ -83,6 +87,7 @@ class GraphFeedback:
         out: Path,
         run_id: str,
         *,
+        budget: Budget,
         max_cases: int,
         seed: int,
         cache: Path | None = None,
@@ -92,12 +97,15 @@ class GraphFeedback:
         self.db = db
         self.judge = judge
         self.evaluator = evaluator
+        self.budget = budget  # what the cached classes and headroom are charged to
         self.out = out
         self.run_id = run_id
         self.max_cases = max_cases
         self.seed = seed
         self.cache = cache or out / "classes"
-        self.replayer = replayer or partial(engine_replayer, precise_search=precise_search)
+        self.replayer = replayer or partial(
+            engine_replayer, precise_search=precise_search, settings=evaluator.settings
+        )
         # the two search oracles measure different headroom: cached apart
         self.headroom_name = "headroom.precise" if precise_search else "headroom"
         self._charged: set[tuple[str, str]] = set()
@@ -121,7 +129,7 @@ class GraphFeedback:
         cached = self.cache / f"{config.key()}.json"
         if cached.is_file():
             if self._first("classes", config):
-                self.evaluator.budget.charge(self.evaluator.cost("train"), cached=True)
+                self.budget.charge(self.evaluator.cost("train"), cached=True)
             return pd.DataFrame(json.loads(cached.read_text(encoding="utf-8")))
         self._first("classes", config)  # traced() below charges the run
         prefix = f"{self.attribution_run(config)}-"
@@ -176,10 +184,10 @@ class GraphFeedback:
         if cached.is_file():
             data = json.loads(cached.read_text(encoding="utf-8"))
             if self._first("headroom", config):
-                self.evaluator.budget.charge_replays(int(data["replays"]), cached=True)
+                self.budget.charge_replays(int(data["replays"]), cached=True)
             return pd.DataFrame(data["classes"], columns=list(HEADROOM_COLUMNS))
         self._first("headroom", config)  # the replays below are charged as they run
-        replayer = BudgetedReplayer(self.replayer(self.train_files(config)), self.evaluator)
+        replayer = BudgetedReplayer(self.replayer(self.train_files(config)), self.budget)
         blamed = PatternReader(self.db).blamed_cases(self.attribution_run(config), None)
         result = what_if(classes, blamed, replayer, fix_alone=False, joint_top=0, only=keys)
         cached.parent.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from memtrace.errors import ConfigError, LLMError
 from memtrace.llm import LLMClient, Usage
 from memtrace.optimize.routing import Routing
-from memtrace.optimize.scoring import Blame, Evaluator, Score
+from memtrace.optimize.scoring import Blame, Budget, Evaluator, Score
 from memtrace.prompts import PROMPTS, Prompt
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.core import QuestionResult
@@ -80,10 +80,13 @@ class MemtraceAdapter:
         incumbent: SystemConfig,
         reflection: LLMClient,
         *,
+        budget: Budget,
         routing: Routing | None,
         blames: Mapping[str, Blame],
     ) -> None:
+        """``budget``: what the minibatch runs are charged to (and GEPA stops by)."""
         self.evaluator = evaluator
+        self.budget = budget
         self.incumbent = incumbent
         self.reflection = reflection
         self.routing = routing
@@ -120,12 +123,13 @@ class MemtraceAdapter:
         conversations = {c.number: c for c in self.evaluator.splits["train"]}
         # GEPA cannot stop mid-call: a minibatch is charged even past the limit, and the
         # stopper ends the search at its next check
-        self.evaluator.budget.charge(len(wanted), cached=False, strict=False)
+        self.budget.charge(len(wanted), cached=False, strict=False)
         system = make_system(
             self.evaluator.system,
             self.evaluator.backend,
             params=config.params,
             prompts=config.prompts,
+            settings=self.evaluator.settings,
         )
         out: dict[str, QuestionResult] = {}
         for number, case_ids in sorted(wanted.items()):
@@ -266,7 +270,7 @@ def propose_prompts(
         for c in adapter.evaluator.splits["train"]
         for q in c.questions
     ]
-    budget = adapter.evaluator.budget
+    budget = adapter.budget
     guided = adapter.routing is not None
     result: Any = optimize(
         seed_candidate={name: adapter.incumbent.prompts[name].text for name in targets},

@@ -26,19 +26,23 @@ import pandas as pd
 
 from memtrace.errors import ConfigError, OutOfBudget
 from memtrace.optimize.routing import (
-    TUNABLE_PROMPTS,
     Mode,
     RouteBy,
     Routing,
     SearchRepair,
     route,
 )
-from memtrace.optimize.scoring import Evaluator, Score
+from memtrace.optimize.scoring import Budget, Evaluator, Score
 from memtrace.optimize.store import LineageStore
 from memtrace.patterns.classes import class_key
 from memtrace.systems.config import SystemConfig, write_config
 from memtrace.systems.params import RANGES
-from memtrace.systems.registry import parameters_read
+from memtrace.systems.registry import (
+    answer_prompts,
+    native_configs,
+    parameters_read,
+    prompts_tunable,
+)
 
 Trial = tuple[SystemConfig, Score]
 
@@ -196,15 +200,26 @@ def movable(mode: Mode, system: str) -> tuple[str, ...]:
     """What an unguided optimizer moves: every parameter with a range that the system reads
     (another system's would only spend trials), or every tunable prompt."""
     if mode == "prompts":
-        return TUNABLE_PROMPTS
+        return prompts_tunable(system)
     return tuple(name for name in parameters_read(system) if name in RANGES)
 
 
 def _routing(feedback: Feedback, incumbent: SystemConfig, options: OptimizeOptions) -> Routing:
     found = feedback.classes(incumbent)
-    by_count = route(found, options.mode)
+    prompts = prompts_tunable(options.system)
+    answer = answer_prompts(options.system)
+    by_count = route(found, options.mode, prompts=prompts)
+    # a stale-memory class goes where its replay shows (routing.py), also routed by cases
+    stale = {
+        class_key(row)
+        for row in found.to_dict("records")
+        if row.get("failure_mode") == "stale-memory" and options.mode == "prompts"
+    }
     if options.route_by == "cases":
-        return by_count
+        if not stale or not isinstance(feedback, HeadroomFeedback):
+            return by_count
+        replayed = feedback.headroom(incumbent, found, stale)
+        return route(found, options.mode, prompts=prompts, answer_prompts=answer, stale=replayed)
     if not isinstance(feedback, HeadroomFeedback):
         raise ConfigError("routing by headroom needs feedback that executes the what-if")
     # only classes with something to search are worth a replay: the rest get no trials anyway
@@ -213,31 +228,166 @@ def _routing(feedback: Feedback, incumbent: SystemConfig, options: OptimizeOptio
         for row, routed in zip(found.to_dict("records"), by_count.classes, strict=True)
         if routed.targets
     }
-    return route(found, options.mode, headroom=feedback.headroom(incumbent, found, keys))
+    headroom = feedback.headroom(incumbent, found, keys | stale)
+    return route(
+        found,
+        options.mode,
+        prompts=prompts,
+        headroom=headroom,
+        answer_prompts=answer,
+        stale=headroom,
+    )
 
 
-def optimize(
+@dataclass
+class Incumbent:
+    """The loop's state between rounds: the configuration, its accuracies and the versions of
+    its variables."""
+
+    config: SystemConfig
+    train: float
+    held: float
+    versions: Versions
+
+
+@dataclass
+class RoundOutcome:
+    """One round as it happened: its summary, how it routed, the versions its candidate made."""
+
+    summary: RoundSummary
+    routing: Routing | None
+    changes: list[dict[str, Any]]
+
+
+def run_round(
+    number: int,
+    state: Incumbent,
     options: OptimizeOptions,
     evaluator: Evaluator,
+    budget: Budget,
     proposer: Proposer,
-    out: Path,
-    *,
-    feedback: Feedback | None = None,
-    store: LineageStore | None = None,
-    base: SystemConfig | None = None,
-    on_round: Callable[[RoundSummary], None] | None = None,
-) -> OptimizeResult:
-    """Run the rounds; ``feedback`` is required when ``options.guided``. Re-running with the
-    same ``out`` resumes: cached evaluations and classes replay the history without runs."""
-    if options.guided and feedback is None:
-        raise ConfigError("guided optimization needs attribution feedback (a database)")
-    _check_resume(out, options)
-    incumbent = base or SystemConfig()
-    versions = Versions(incumbent)
-    run_id = options.run_id
-    if store is not None:
-        store.begin(
-            run_id,
+    feedback: Feedback | None,
+) -> RoundOutcome | str:
+    """One round, writing nothing: attribute and route (guided), propose, score the best trial
+    on the held-out split, accept or reject it (an accepted one becomes ``state``). Returns the
+    round, or why the loop stops before it (no budget, no target)."""
+    routing: Routing | None = None
+    classes: list[dict[str, Any]] = []
+    try:
+        if options.guided:
+            assert feedback is not None
+            routing = _routing(feedback, state.config, options)
+            targets = routing.targets(options.focus, options.min_share)
+            classes = [{**asdict(c), "case_ids": list(c.case_ids[:3])} for c in routing.classes]
+        else:
+            targets = movable(options.mode, options.system)
+    except OutOfBudget:
+        return "budget"
+    if not targets:
+        if routing is not None and routing.by == "headroom" and routing.classes:
+            return "no failure class with headroom: " + "; ".join(
+                f"{c.key} {c.why_not}" for c in routing.classes
+            )
+        return "no optimizable failure class"
+    incumbent = state.config
+    before = (state.train, state.held)
+    trials = proposer(incumbent, targets, routing, number)
+    candidate, changes = None, []
+    if trials:
+        candidate, best = _candidate(number, state, trials, routing, evaluator)
+        changes = state.versions.changes(candidate.changes, _motivating(candidate, routing))
+        if candidate.accepted:
+            state.versions.adopt(changes)
+            state.config = best
+            state.train, state.held = candidate.train, candidate.heldout or state.held
+    summary = RoundSummary(
+        round=number,
+        train_before=before[0],
+        heldout_before=before[1],
+        targets=list(targets),
+        classes=classes,
+        trials=[
+            {"changes": {k: v[1] for k, v in incumbent.diff(c).items()}, "train": s.accuracy}
+            for c, s in trials
+        ],
+        candidate=candidate,
+        train_after=state.train,
+        heldout_after=state.held,
+        budget_spent=budget.spent,
+        runs_made=budget.runs_made,
+        replays=budget.replays,
+        test_after=_reported(evaluator, state.config).get("test"),
+        llm_calls=evaluator.llm_usage().calls,
+        tokens_in=evaluator.llm_usage().tokens_in,
+        tokens_out=evaluator.llm_usage().tokens_out,
+    )
+    return RoundOutcome(summary, routing, changes)
+
+
+def _candidate(
+    number: int,
+    state: Incumbent,
+    trials: Sequence[Trial],
+    routing: Routing | None,
+    evaluator: Evaluator,
+) -> tuple[ConfigCandidate, SystemConfig]:
+    """The best trial on train (on a tie the first: fewest trials spent to find it), scored on
+    the held-out split when it beats the incumbent, and the verdict."""
+    best_config, best_score = max(trials, key=lambda t: t[1].accuracy)
+    diff = state.config.diff(best_config)
+    heldout: float | None = None
+    if best_score.accuracy > state.train and diff:
+        try:
+            heldout = evaluator.score(best_config, "heldout").accuracy
+            accepted, reason = accept((state.train, state.held), (best_score.accuracy, heldout))
+        except OutOfBudget:
+            accepted, reason = False, "no budget left to score the held-out split"
+    elif diff:
+        accepted, reason = False, f"no trial beat the incumbent on train ({state.train:.4f})"
+    else:
+        accepted, reason = False, "the best trial is the incumbent"
+    candidate = ConfigCandidate(
+        id=f"r{number}",
+        round=number,
+        changes=diff,
+        train=best_score.accuracy,
+        heldout=heldout,
+        accepted=accepted,
+        reason=reason,
+    )
+    motivating = _motivating(candidate, routing).values()
+    candidate.classes = sorted({key for keys in motivating for key in keys})
+    return candidate, best_config
+
+
+def _motivating(candidate: ConfigCandidate, routing: Routing | None) -> dict[str, list[str]]:
+    """Changed variable -> the keys of the failure classes that routed it."""
+    if routing is None:
+        return {}
+    return {
+        name: sorted(cls.key for cls in routing.motivating(name.split(":", 1)[1]))
+        for name in candidate.changes
+    }
+
+
+class Recorder:
+    """Writes what the loop did: the run directory's files (``rounds.json``,
+    ``update_results.json``, ``accepted/``, ``summary.json``) and, given a store, the lineage in
+    Neo4j."""
+
+    def __init__(self, out: Path, store: LineageStore | None, options: OptimizeOptions) -> None:
+        self.out = out
+        self.store = store
+        self.options = options
+        self.rounds: list[RoundSummary] = []
+        self.updates: dict[str, dict[str, Any]] = {}
+
+    def begin(self, incumbent: SystemConfig) -> None:
+        if self.store is None:
+            return
+        options = self.options
+        self.store.begin(
+            options.run_id,
             {
                 "system": options.system,
                 "mode": options.mode,
@@ -251,174 +401,130 @@ def optimize(
                 for k, v in incumbent.values().items()
             ],
         )
-    train = evaluator.score(incumbent, "train").accuracy
-    held = evaluator.score(incumbent, "heldout").accuracy
-    initial = {"train": train, "heldout": held} | _reported(evaluator, incumbent)
-    rounds: list[RoundSummary] = []
-    updates: dict[str, dict[str, Any]] = {}
-    stopped = "rounds done"
-    for number in range(1, options.rounds + 1):
-        routing: Routing | None = None
-        classes: list[dict[str, Any]] = []
-        try:
-            if options.guided:
-                assert feedback is not None
-                routing = _routing(feedback, incumbent, options)
-                targets = routing.targets(options.focus, options.min_share)
-                classes = [{**asdict(c), "case_ids": list(c.case_ids[:3])} for c in routing.classes]
-                if store is not None:
-                    store.classes(run_id, number, routing)
-            else:
-                targets = movable(options.mode, options.system)
-        except OutOfBudget:
-            stopped = "budget"
-            break
-        if not targets:
-            stopped = (
-                "no failure class with headroom: "
-                + "; ".join(f"{c.key} {c.why_not}" for c in routing.classes)
-                if routing is not None and routing.by == "headroom" and routing.classes
-                else "no optimizable failure class"
-            )
-            break
-        trials = proposer(incumbent, targets, routing, number)
-        summary_trials = [
-            {"changes": {k: v[1] for k, v in incumbent.diff(c).items()}, "train": s.accuracy}
-            for c, s in trials
-        ]
-        candidate = None
-        before = (train, held)
-        if trials:
-            # the best on train; on a tie the first (fewest trials spent to find it)
-            best_config, best_score = max(trials, key=lambda t: t[1].accuracy)
-            diff = incumbent.diff(best_config)
-            heldout_score: float | None = None
-            if best_score.accuracy > train and diff:
-                try:
-                    heldout_score = evaluator.score(best_config, "heldout").accuracy
-                    accepted, reason = accept(before, (best_score.accuracy, heldout_score))
-                except OutOfBudget:
-                    accepted, reason = False, "no budget left to score the held-out split"
-            else:
-                accepted, reason = (
-                    False,
-                    (
-                        f"no trial beat the incumbent on train ({train:.4f})"
-                        if diff
-                        else "the best trial is the incumbent"
-                    ),
-                )
-            motivating = (
-                {
-                    name: sorted(cls.key for cls in routing.motivating(name.split(":", 1)[1]))
-                    for name in diff
-                }
-                if routing
-                else {}
-            )
-            candidate = ConfigCandidate(
-                id=f"r{number}",
-                round=number,
-                changes=diff,
-                train=best_score.accuracy,
-                heldout=heldout_score,
-                accepted=accepted,
-                reason=reason,
-                classes=sorted({k for keys in motivating.values() for k in keys}),
-            )
-            changes = versions.changes(diff, motivating)
-            if store is not None and changes:
-                store.candidate(
+
+    def round(self, outcome: RoundOutcome, incumbent: SystemConfig) -> None:
+        run_id, summary, candidate = self.options.run_id, outcome.summary, outcome.summary.candidate
+        if self.store is not None and outcome.routing is not None:
+            self.store.classes(run_id, summary.round, outcome.routing)
+        if candidate is not None and outcome.changes:
+            if self.store is not None:
+                self.store.candidate(
                     run_id,
                     {
-                        "id": f"{run_id}/r{number}",
-                        "round": number,
+                        "id": f"{run_id}/{candidate.id}",
+                        "round": summary.round,
                         "score_train": candidate.train,
                         "score_heldout": candidate.heldout,
-                        "accepted": accepted,
-                        "reason": reason,
+                        "accepted": candidate.accepted,
+                        "reason": candidate.reason,
                     },
-                    changes,
+                    outcome.changes,
                 )
-            for change in changes:
-                updates[f"{change['name']}@{change['version']}"] = {
+            for change in outcome.changes:
+                self.updates[f"{change['name']}@{change['version']}"] = {
                     "kind": change["kind"],
                     "value": change["value"],
                     "derived_from": f"{change['name']}@{change['parent']}",
-                    "round": number,
-                    "accepted": accepted,
+                    "round": summary.round,
+                    "accepted": candidate.accepted,
                     "score_train": candidate.train,
                     "score_heldout": candidate.heldout,
-                    "reason": reason,
+                    "reason": candidate.reason,
                 }
-            if accepted:
-                versions.adopt(changes)
-                incumbent = best_config
-                train, held = best_score.accuracy, heldout_score or held
-        summary = RoundSummary(
-            round=number,
-            train_before=before[0],
-            heldout_before=before[1],
-            targets=list(targets),
-            classes=classes,
-            trials=summary_trials,
-            candidate=candidate,
-            train_after=train,
-            heldout_after=held,
-            budget_spent=evaluator.budget.spent,
-            runs_made=evaluator.budget.runs_made,
-            replays=evaluator.budget.replays,
-            test_after=_reported(evaluator, incumbent).get("test"),
-            llm_calls=evaluator.llm_usage().calls,
-            tokens_in=evaluator.llm_usage().tokens_in,
-            tokens_out=evaluator.llm_usage().tokens_out,
-        )
-        rounds.append(summary)
-        _write(out / "rounds.json", [asdict(r) for r in rounds])
-        _write(out / "update_results.json", updates)
-        write_config(incumbent, out / "accepted")
-        if on_round is not None:
-            on_round(summary)
-        if not evaluator.budget.affords(evaluator.cost("train") + evaluator.cost("heldout")):
-            stopped = "budget"
-            break
-    result = OptimizeResult(
-        run_id=run_id,
-        options=asdict(options),
-        initial=initial,
-        final={"train": train, "heldout": held} | _reported(evaluator, incumbent),
-        rounds=rounds,
-        config=incumbent,
-        budget_spent=evaluator.budget.spent,
-        runs_made=evaluator.budget.runs_made,
-        stopped=stopped,
-        replays=evaluator.budget.replays,
-    )
-    write_config(incumbent, out / "accepted")
-    _write(out / "update_results.json", updates)
-    _write(out / "summary.json", result.as_dict())
-    if store is not None:
+        self.rounds.append(summary)
+        _write(self.out / "rounds.json", [asdict(r) for r in self.rounds])
+        _write(self.out / "update_results.json", self.updates)
+        write_accepted(incumbent, self.out / "accepted", self.options.system)
+
+    def finish(self, result: OptimizeResult) -> None:
+        write_accepted(result.config, self.out / "accepted", self.options.system)
+        _write(self.out / "update_results.json", self.updates)
+        _write(self.out / "summary.json", result.as_dict())
+        if self.store is None:
+            return
+        initial, final = result.initial, result.final
         # the report-only test split, when there is one
         tested = {
             f"{when}_test": acc["test"]
-            for when, acc in (("initial", initial), ("final", result.final))
+            for when, acc in (("initial", initial), ("final", final))
             if "test" in acc
         }
-        store.finish(
-            run_id,
+        self.store.finish(
+            result.run_id,
             {
                 "initial_train": initial["train"],
                 "initial_heldout": initial["heldout"],
-                "final_train": train,
-                "final_heldout": held,
+                "final_train": final["train"],
+                "final_heldout": final["heldout"],
                 **tested,
-                "budget_spent": evaluator.budget.spent,
-                "replays": evaluator.budget.replays,
-                "stopped": stopped,
-                "rounds": len(rounds),
+                "budget_spent": result.budget_spent,
+                "replays": result.replays,
+                "stopped": result.stopped,
+                "rounds": len(result.rounds),
             },
         )
+
+
+def optimize(
+    options: OptimizeOptions,
+    evaluator: Evaluator,
+    proposer: Proposer,
+    out: Path,
+    *,
+    budget: Budget,
+    feedback: Feedback | None = None,
+    store: LineageStore | None = None,
+    base: SystemConfig | None = None,
+    on_round: Callable[[RoundSummary], None] | None = None,
+) -> OptimizeResult:
+    """Run the rounds (``run_round``), recording each (``Recorder``); ``budget`` is what the
+    evaluator's runs are charged to (the loop stops when the next round's checks no longer fit);
+    ``feedback`` is required when ``options.guided``. Re-running with the same ``out`` resumes:
+    cached evaluations and classes replay the history without runs."""
+    if options.guided and feedback is None:
+        raise ConfigError("guided optimization needs attribution feedback (a database)")
+    _check_resume(out, options)
+    config = base or SystemConfig()
+    recorder = Recorder(out, store, options)
+    recorder.begin(config)
+    train = evaluator.score(config, "train").accuracy
+    held = evaluator.score(config, "heldout").accuracy
+    initial = {"train": train, "heldout": held} | _reported(evaluator, config)
+    state = Incumbent(config, train, held, Versions(config))
+    stopped = "rounds done"
+    for number in range(1, options.rounds + 1):
+        outcome = run_round(number, state, options, evaluator, budget, proposer, feedback)
+        if isinstance(outcome, str):
+            stopped = outcome
+            break
+        recorder.round(outcome, state.config)
+        if on_round is not None:
+            on_round(outcome.summary)
+        if not budget.affords(evaluator.cost("train") + evaluator.cost("heldout")):
+            stopped = "budget"
+            break
+    result = OptimizeResult(
+        run_id=options.run_id,
+        options=asdict(options),
+        initial=initial,
+        final={"train": state.train, "heldout": state.held} | _reported(evaluator, state.config),
+        rounds=recorder.rounds,
+        config=state.config,
+        budget_spent=budget.spent,
+        runs_made=budget.runs_made,
+        stopped=stopped,
+        replays=budget.replays,
+    )
+    recorder.finish(result)
     return result
+
+
+def write_accepted(config: SystemConfig, directory: Path, system: str) -> None:
+    """The accepted configuration: memtrace's TOML (``memtrace run --prompts --params``) and,
+    for a system with terms of its own, its files (mem0-lib: a Mem0 config)."""
+    write_config(config, directory)
+    for name, data in native_configs(system, config).items():
+        _write(directory / name, data)
 
 
 def _reported(evaluator: Evaluator, incumbent: SystemConfig) -> dict[str, float]:

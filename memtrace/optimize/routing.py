@@ -9,6 +9,12 @@ Routed by **headroom** (``route(..., headroom=...)``, the executed what-if of
 ``memtrace.patterns.headroom``), classes are ordered by what repairing them buys (net cases
 rescued) instead of how many cases they hold, and a class whose repair rescues nothing (or
 could not be replayed) gets no target: no trials go to it, and ``why_not`` says why.
+
+A **stale-memory** class (an old and a newer memory both reached the answer; blamed on the
+extraction of the newer message) is routed by what its replay shows (``stale``: the executed
+what-if of these classes): when repairing the extraction rescues none of its cases, the answer
+had what it needed and followed the old memory, so the class goes to the answer prompt; when
+it rescues some, to what the extraction reads (its instructions).
 """
 
 from __future__ import annotations
@@ -22,14 +28,12 @@ import pandas as pd
 
 from memtrace.patterns.classes import class_key
 from memtrace.systems.params import RANGES
-from memtrace.systems.prompts import FACT_EXTRACTION, QUESTION_ANSWERING, UPDATE_DECISION
+from memtrace.systems.prompts import TUNABLE_PROMPTS
 
 Mode = Literal["parameters", "prompts"]
 RouteBy = Literal["cases", "headroom"]
 SearchRepair = Literal["same-size", "precise"]
 MODE_BY_NAME: dict[str, Mode] = {"parameters": "parameters", "prompts": "prompts"}
-# The judge's prompt and threshold are never targets: loosening the judge "improves" accuracy.
-TUNABLE_PROMPTS = (FACT_EXTRACTION, UPDATE_DECISION, QUESTION_ANSWERING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,8 @@ class RoutedClass:
     rescued: int | None = None
     broken: int | None = None
     headroom_why: str = ""
+    failure_mode: str = ""
+    rerouted: str = ""  # why the targets are not what the blamed operation read
 
     @property
     def key(self) -> str:
@@ -94,15 +100,20 @@ def route(
     parameters: Collection[str] = tuple(RANGES),
     prompts: Collection[str] = TUNABLE_PROMPTS,
     headroom: pd.DataFrame | None = None,
+    answer_prompts: Collection[str] = (),
+    stale: pd.DataFrame | None = None,
 ) -> Routing:
-    """``classes``: rows with the failure_classes columns (system, op_name, error_type, inputs,
-    prompts, parameters, cases, share_of_failures, case_ids). ``headroom``: rows of
-    ``memtrace.patterns.headroom.what_if`` (key, replayable, net, rescued, broken, why) to
-    route by headroom; a class missing from it has no known headroom and gets no target."""
+    """``classes``: rows with the failure_classes columns (system, op_name, error_type,
+    failure_mode, inputs, prompts, parameters, cases, share_of_failures, case_ids).
+    ``headroom``: rows of ``memtrace.patterns.headroom.what_if`` (key, replayable, net, rescued,
+    broken, why) to route by headroom; a class missing from it has no known headroom and gets no
+    target. ``stale``: such rows of the stale-memory classes (routed by cases too), which go to
+    ``answer_prompts`` (the prompts the system's answer reads) when their repair rescues none."""
     movable = set(parameters if mode == "parameters" else prompts)
     measured = (
         {str(r["key"]): r for r in headroom.to_dict("records")} if headroom is not None else {}
     )
+    replayed = {str(r["key"]): r for r in stale.to_dict("records")} if stale is not None else {}
     routed = []
     for row in classes.to_dict("records"):
         read = list(row["parameters"] if mode == "parameters" else row["prompts"])
@@ -110,7 +121,17 @@ def route(
         why_not = "" if targets else _why_not(mode, row["prompts"], row["parameters"])
         what_if = measured.get(class_key(row), {})
         net = _int(what_if.get("net"))
-        if headroom is not None and targets and (net is None or net <= 0):
+        rerouted = ""
+        shown = replayed.get(class_key(row), {})
+        stale_class = row.get("failure_mode") == "stale-memory" and mode == "prompts"
+        if stale_class and _int(shown.get("rescued")) == 0:
+            targets = tuple(name for name in answer_prompts if name in movable)
+            why_not = "" if targets else "the answer's prompt may not be rewritten"
+            rerouted = (
+                "the replay: repairing the extraction rescues none of its cases (both "
+                "memories reached the answer), so the answer prompt decides"
+            )
+        if headroom is not None and targets and not rerouted and (net is None or net <= 0):
             why_not = _no_headroom(net, str(what_if.get("why") or ""))
             targets = ()
         routed.append(
@@ -127,6 +148,8 @@ def route(
                 rescued=_int(what_if.get("rescued")),
                 broken=_int(what_if.get("broken")),
                 headroom_why=str(what_if.get("why") or ""),
+                failure_mode=str(row.get("failure_mode") or ""),
+                rerouted=rerouted,
             )
         )
     if headroom is None:

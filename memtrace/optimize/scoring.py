@@ -20,6 +20,7 @@ from pathlib import Path
 
 from memtrace.errors import OutOfBudget
 from memtrace.llm import Usage
+from memtrace.settings import Settings
 from memtrace.systems.config import SystemConfig
 from memtrace.systems.core import Backend, ConversationRun
 from memtrace.systems.locomo import Conversation
@@ -93,8 +94,11 @@ class Evaluator:
         splits: Mapping[str, Sequence[Conversation]],
         budget: Budget,
         cache_path: Path,
+        settings: Settings | None = None,
     ) -> None:
+        """``settings``: for a system that calls an endpoint itself (mem0-lib)."""
         self.system = system
+        self.settings = settings
         self.backend = backend
         self.splits = dict(splits)
         self.budget = budget
@@ -141,7 +145,11 @@ class Evaluator:
         if cached is not None:
             return cached
         system = make_system(
-            self.system, self.backend, params=config.params, prompts=config.prompts
+            self.system,
+            self.backend,
+            params=config.params,
+            prompts=config.prompts,
+            settings=self.settings,
         )
         runs = [run_conversation(system, conv, None)[0] for conv in self.splits[split]]
         return self.remember(config, split, score_runs(runs))
@@ -161,7 +169,11 @@ class Evaluator:
         """Run ``split`` traced into ``out`` (for attribution); charged like any run."""
         self.budget.charge(self.cost(split), cached=False)
         system = make_system(
-            self.system, self.backend, params=config.params, prompts=config.prompts
+            self.system,
+            self.backend,
+            params=config.params,
+            prompts=config.prompts,
+            settings=self.settings,
         )
         paths, runs = [], []
         for conv in self.splits[split]:

@@ -1,10 +1,12 @@
-"""Pattern tables as CSV and strict JSON, and back (lists travel as JSON arrays in CSV cells)."""
+"""Pattern tables as CSV and strict JSON, and back (lists travel as JSON arrays in CSV cells);
+stored timestamps as people read them."""
 
 from __future__ import annotations
 
 import io
 import json
 import math
+from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
@@ -68,3 +70,19 @@ def from_csv(
     for column in text_columns:
         frame[column] = frame[column].astype(object).fillna("").astype(str)
     return frame
+
+
+def for_people(stamp: object) -> str:
+    """A stored timestamp (ISO text, or nanoseconds since the epoch) as date, minutes, UTC."""
+    if not stamp:
+        return "-"
+    if isinstance(stamp, int | float) and stamp == stamp:
+        moment = datetime.fromtimestamp(stamp / 1e9 if stamp > 1e12 else stamp, UTC)
+    else:
+        try:
+            moment = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+        except ValueError:
+            return str(stamp)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M UTC")

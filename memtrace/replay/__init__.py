@@ -23,8 +23,9 @@ Public API (kept stable; changes are noted here):
 * ``replayer.replays``: how many replays ran (the cost the replay judge reports);
   ``replayer.steps()``: original op id -> step key; ``replayer.evidence_sources(case_id)``.
 
-* ``mem0-lib`` traces (the real Mem0 library, mem0ai 1.0.x; added after the first commit of
-  this API) replay with ``make_replayer(inputs, settings)``, the settings naming the endpoint:
+* ``mem0-lib`` traces (the real Mem0 library, mem0ai 1.0.x, and 2.x since issue 29; added
+  after the first commit of this API) replay with ``make_replayer(inputs, settings)``, the
+  settings naming the endpoint:
   ``TraceInputs.recorded`` (request digest -> replies in execution order, from the ops'
   ``llm_request`` / ``llm_reply`` metadata) answers every model call a repair did not change
   (the n-th asking of a request gets the n-th reply); the others, and

@@ -120,8 +120,8 @@ def _inputs(items: list[dict[str, Any]], where: str) -> TraceInputs:
     recorded = _recorded(of.get("operation", []))
     if SYSTEMS[system].replay_needs_calls and not recorded:
         raise NotReplayableError(
-            f"{where}: trace of {system!r} records no model calls of its operations (made with "
-            "mem0ai 2.x or an older memtrace): a replay would ask the model everything again"
+            f"{where}: trace of {system!r} records no model calls of its operations (made by an "
+            "older memtrace): a replay would ask the model everything again"
         )
     variables = sorted(of.get("variable", []), key=lambda v: int(v.get("seq") or 0))
     values = {v["id"]: v.get("value") for v in variables}

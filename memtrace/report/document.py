@@ -12,6 +12,9 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from memtrace.patterns import with_headroom
+from memtrace.patterns.classes import class_key
+from memtrace.patterns.export import for_people
 from memtrace.patterns.reader import pattern_query
 from memtrace.report.charts import Chart
 from memtrace.report.data import ReportData
@@ -45,13 +48,14 @@ class Figure:
 class Code:
     text: str
     link: str | None = None  # opens the text in Neo4j Browser's editor
+    language: str = "cypher"
 
 
 @dataclass(frozen=True)
 class Items:
-    """A bullet list of (label, text) pairs."""
+    """A bullet list of (label, text) pairs; a list of texts becomes a nested list."""
 
-    items: list[tuple[str, str]]
+    items: list[tuple[str, str | list[str]]]
 
 
 @dataclass(frozen=True)
@@ -167,12 +171,105 @@ def _summary(data: ReportData) -> Section:
     return section
 
 
-def _case_items(case: Mapping[Hashable, object]) -> list[tuple[str, str]]:
-    def variables(key: str) -> str:
+def _start_here(data: ReportData) -> Section:
+    """The answer first: the class to fix first (by net headroom when the what-if was measured,
+    else by cases), what it would buy, the inputs to change, one case and the commands."""
+    section = Section("start-here", "Start here")
+    if data.classes.empty:
+        section.blocks.append(Paragraph("No attributed failures in this run: nothing to fix."))
+        return section
+    measured = not data.headroom.empty and data.what_if is not None
+    ranked = with_headroom(data.classes, data.headroom) if measured else data.classes
+    if measured:
+        ranked = ranked.sort_values(["net", "cases"], ascending=False, na_position="last")
+    first = ranked.iloc[0].to_dict()
+    index = 1 + next((n for n, key in enumerate(_keys(data.classes)) if key == class_key(first)), 0)
+    failed = int(data.summary["failed"].sum()) if "failed" in data.summary else 0
+    facts = [
+        (
+            "fix first",
+            f"{first['system']} {first['op_name']} - {first['error_type']} "
+            f"({first['cases']} of {failed} failed cases)",
+        )
+    ]
+    if measured and first.get("net") is not None and first["net"] == first["net"]:
+        delta = first.get("accuracy_delta")
+        facts.append(
+            (
+                "what fixing it buys",
+                f"net {int(first['net']):+d} answers ({first['rescued']} rescued, "
+                f"{first['also_rescued']} more on the way, {first['broken']} broken"
+                + (f"; {float(delta):+.1%} accuracy" if isinstance(delta, float) else "")
+                + ")",
+            )
+        )
+        share = first.get("fix_alone_share")
+        if share is not None and share == share:
+            facts.append(("fixed alone", f"{float(share):.0%} of its cases need no other fix"))
+    else:
+        facts.append(
+            (
+                "ranked by",
+                f"cases (what fixing it buys is not measured: `memtrace patterns --run "
+                f"{data.run_id} --what-if`)",
+            )
+        )
+    inputs = first.get("inputs") or []
+    facts.append(
+        (
+            "inputs to change",
+            ", ".join(map(str, inputs))
+            if inputs
+            else "none: it reads no prompt or parameter, so its code (or model) must change",
+        )
+    )
+    refs = first.get("case_refs") or []
+    if refs:
+        trace_id, case_id = (str(part) for part in refs[0])
+        facts.append(("one case", f"{case_id} (trace {trace_id}), in class {index} below"))
+    section.blocks.append(Facts(facts))
+    commands = []
+    if refs:
+        commands.append(f"memtrace explain {case_id} --trace {trace_id}   # why this case failed")
+    if inputs:
+        mode = "parameters" if first.get("parameters") else "prompts"
+        commands.append(
+            f"memtrace optimize {first['system']} --mode {mode} --route-by headroom "
+            "--train 1,2,3 --heldout 4,5,6   # your conversation split"
+        )
+    commands.append(f"memtrace review --run {data.run_id}   # confirm or correct the verdicts")
+    section.blocks.append(Code("\n".join(commands), language="bash"))
+    return section
+
+
+def _keys(classes: pd.DataFrame) -> list[str]:
+    return [class_key(row) for row in classes.to_dict(orient="records")]
+
+
+def readable(value: object) -> str:
+    """A stored value as a person reads it: a JSON object's fields as ``key: value`` pairs, a
+    JSON list's items joined; anything else as it is."""
+    text = "" if value is None else str(value)
+    try:
+        return _spelled(json.loads(text))
+    except ValueError:
+        return text
+
+
+def _spelled(value: object) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {_spelled(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return "; ".join(_spelled(item) for item in value) or "(empty list)"
+    return str(value)
+
+
+def _case_items(case: Mapping[Hashable, object]) -> list[tuple[str, str | list[str]]]:
+    def variables(key: str) -> str | list[str]:
         values = case[key]
         assert isinstance(values, list)
-        shown = [f"{v['id']}: {excerpt(v['value'], 160)}" for v in values if v.get("id")]
-        return " | ".join(shown) or "-"
+        shown = [f"{v['id']}: {excerpt(readable(v['value']), 160)}" for v in values if v.get("id")]
+        return shown or "-"
 
     confidence = case["confidence"]
     return [
@@ -218,11 +315,29 @@ def _class_section(index: int, row: Mapping[Hashable, object], data: ReportData)
         section.blocks.append(Items(_case_items(case)))
         params = case_params(data.run_id, trace_id, case_id)
         section.blocks.append(
-            Paragraph("In Neo4j Browser, run these parameters, then the case view query:")
+            Paragraph(
+                "In Neo4j Browser, run these parameters, then the case view query "
+                "(section 'Open a case in Neo4j Browser'):"
+            )
         )
         section.blocks.append(Code(params, browser_link(data.browser_url, params)))
-        section.blocks.append(Code(pattern_query("case_view").text))
     return section
+
+
+def _case_view() -> Section:
+    """The case view query, once for every case above (each case gives its parameters)."""
+    return Section(
+        "case-view",
+        "Open a case in Neo4j Browser",
+        blocks=[
+            Paragraph(
+                "Set a case's parameters (each example case above lists them), then run this "
+                "query: the case's question, answer, verdict and the blamed operation's "
+                "neighbourhood."
+            ),
+            Code(pattern_query("case_view").text),
+        ],
+    )
 
 
 @dataclass(frozen=True)
@@ -270,6 +385,10 @@ def _headroom(data: ReportData) -> Section:
     )
     joint = run.get("joint_keys") or []
     assert isinstance(joint, list)
+    named = {  # a class key holds its inputs too: a reader knows a class by op and type
+        str(row["key"]): f"{row['system']} {row['op_name']} - {row['error_type']}"
+        for row in data.headroom.to_dict(orient="records")
+    }
     total = run.get("total_cases")
     delta = run.get("joint_accuracy_delta")
     section.blocks.append(
@@ -278,14 +397,14 @@ def _headroom(data: ReportData) -> Section:
                 (
                     f"top {len(joint)} classes repaired together",
                     f"{run.get('joint_rescued')} rescued, {run.get('joint_broken')} broken, "
-                    f"net {run.get('joint_net')} "
+                    f"net {run.get('joint_net'):+} "
                     f"({delta:+.1%} of {total} cases)"
                     if joint and isinstance(delta, float)
                     else "-",
                 ),
-                ("classes together", ", ".join(map(str, joint)) or "-"),
+                ("classes together", "; ".join(named.get(str(k), str(k)) for k in joint) or "-"),
                 ("system runs replayed", str(run.get("replays"))),
-                ("measured", str(run.get("computed_at"))),
+                ("measured", for_people(run.get("computed_at"))),
             ]
         )
     )
@@ -388,7 +507,7 @@ def build(
     *,
     max_classes: int = 10,
 ) -> Document:
-    sections = [_summary(data)]
+    sections = [_start_here(data), _summary(data)]
     if narrative is not None:
         sections.append(_narrative(narrative))
     sections.append(Section("charts", "Charts", blocks=[Figure(c) for c in charts]))
@@ -428,11 +547,15 @@ def build(
             "categories",
             "Question categories",
             blocks=[
+                Paragraph(
+                    "Attributed failed cases by question category and error type; share of "
+                    "category: of the category's attributed failed cases in that system."
+                ),
                 table(
                     data.categories,
                     ["system", "category", "error_type", "cases", "share_of_category"],
                     shares=["share_of_category"],
-                )
+                ),
             ],
         )
     )
@@ -456,8 +579,9 @@ def build(
             "Evidence-loss funnel",
             blocks=[
                 Paragraph(
-                    "Of the evidence messages the failed questions needed, how many got past "
-                    "each stage (from each case's verdict: the stage its evidence was lost at)."
+                    "Failed questions only: of the evidence messages they needed, how many got "
+                    "past each stage (from each case's verdict: the stage its evidence was lost "
+                    "at); share: of those evidence messages, per system."
                 ),
                 table(data.funnel, ["system", "stage", "evidence", "share"], shares=["share"]),
             ],
@@ -486,6 +610,8 @@ def build(
         )
     if data.optimization_run is not None:
         sections.append(_optimization(data))
+    if not data.classes.empty:
+        sections.append(_case_view())
     failed = Section("failed-attributions", "Cases whose attribution failed")
     failed.blocks.append(
         table(data.failed, ["system", "trace_id", "case_id", "error"])

@@ -25,14 +25,19 @@ CHART_DIR = "charts"
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; color: #222;
-       line-height: 1.45; padding: 0 1rem; }
+       line-height: 1.45; padding: 0 1rem; overflow-wrap: break-word; }
+#start-here { background: #fff8e6; border: 1px solid #f0d28a; border-radius: 6px;
+              padding: .2rem 1rem .6rem; }
+#start-here h2 { margin-top: .6rem; border: none; }
+.table-box { max-width: 100%; overflow-x: auto; }
 h1 { font-size: 1.6rem; } h2 { border-bottom: 1px solid #ddd; margin-top: 2.2rem; }
 table { border-collapse: collapse; margin: .6rem 0; font-size: .9rem; }
 th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; }
 dl.facts { display: grid; grid-template-columns: max-content auto; gap: .2rem 1rem; }
 dl.facts dt { font-weight: 600; }
-pre { background: #f6f8fa; padding: .6rem; overflow-x: auto; font-size: .8rem; }
+dl.facts dd { margin: 0; min-width: 0; overflow-wrap: anywhere; }
+pre { background: #f6f8fa; padding: .6rem; white-space: pre-wrap; font-size: .8rem; }
 figure { margin: 1rem 0; } figcaption { font-weight: 600; }
 img { max-width: 100%; }
 nav li { display: inline; margin-right: 1rem; }
@@ -43,6 +48,18 @@ def _h(text: str) -> str:
     return html.escape(text, quote=True)
 
 
+def _html_value(value: str | list[str]) -> str:
+    if isinstance(value, str):
+        return _h(value)
+    return "<ul>" + "".join(f"<li>{_h(item)}</li>" for item in value) + "</ul>"
+
+
+def _md_value(value: str | list[str]) -> str:
+    if isinstance(value, str):
+        return _md(value)
+    return "".join(f"\n  - {_md(item)}" for item in value)
+
+
 def _html_block(block: Block) -> str:
     if isinstance(block, Paragraph):
         return f"<p>{_h(block.text)}</p>"
@@ -50,7 +67,7 @@ def _html_block(block: Block) -> str:
         items = "".join(f"<dt>{_h(k)}</dt><dd>{_h(v)}</dd>" for k, v in block.items)
         return f'<dl class="facts">{items}</dl>'
     if isinstance(block, Items):
-        items = "".join(f"<li><b>{_h(k)}</b>: {_h(v)}</li>" for k, v in block.items)
+        items = "".join(f"<li><b>{_h(k)}</b>: {_html_value(v)}</li>" for k, v in block.items)
         return f"<ul>{items}</ul>"
     if isinstance(block, Bullets):
         return "<ul>" + "".join(f"<li>{_h(item)}</li>" for item in block.items) + "</ul>"
@@ -59,7 +76,10 @@ def _html_block(block: Block) -> str:
         body = "".join(
             "<tr>" + "".join(f"<td>{_h(c)}</td>" for c in row) + "</tr>" for row in block.rows
         )
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        return (
+            f'<div class="table-box"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>"
+        )
     if isinstance(block, Figure):
         data = base64.b64encode(block.chart.png).decode("ascii")
         return (
@@ -72,21 +92,23 @@ def _html_block(block: Block) -> str:
         if block.link
         else ""
     )
-    return f'<pre class="cypher">{_h(block.text)}</pre>{link}'
+    return f'<pre class="{_h(block.language)}">{_h(block.text)}</pre>{link}'
 
 
 def render_html(document: Document) -> str:
     nav = "".join(f'<li><a href="#{_h(s.id)}">{_h(s.title)}</a></li>' for s in document.sections)
-    body = "".join(
+    sections = [
         f'<section id="{_h(s.id)}"><h{s.level}>{_h(s.title)}</h{s.level}>'
         + "".join(_html_block(b) for b in s.blocks)
         + "</section>"
         for s in document.sections
-    )
+    ]
+    # the first section (the answer) before the table of contents
+    body = "".join(sections[:1]) + f"<nav><ul>{nav}</ul></nav>" + "".join(sections[1:])
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{_h(document.title)}</title><style>{STYLE}</style></head>"
-        f"<body><h1>{_h(document.title)}</h1><nav><ul>{nav}</ul></nav>{body}</body></html>\n"
+        f"<body><h1>{_h(document.title)}</h1>{body}</body></html>\n"
     )
 
 
@@ -97,8 +119,10 @@ def _md(text: str) -> str:
 def _md_block(block: Block) -> str:
     if isinstance(block, Paragraph):
         return block.text
-    if isinstance(block, (Facts, Items)):
+    if isinstance(block, Facts):
         return "\n".join(f"- **{_md(k)}**: {_md(v)}" for k, v in block.items)
+    if isinstance(block, Items):
+        return "\n".join(f"- **{_md(k)}**: {_md_value(v)}" for k, v in block.items)
     if isinstance(block, Bullets):
         return "\n".join(f"- {_md(item)}" for item in block.items)
     if isinstance(block, TableBlock):
@@ -110,7 +134,7 @@ def _md_block(block: Block) -> str:
         return f"![{block.chart.title}]({CHART_DIR}/{block.chart.name}.png)"
     assert isinstance(block, Code)
     link = f"\n\n[open in Neo4j Browser]({block.link})" if block.link else ""
-    return f"```cypher\n{block.text.rstrip()}\n```{link}"
+    return f"```{block.language}\n{block.text.rstrip()}\n```{link}"
 
 
 def render_markdown(document: Document) -> str:

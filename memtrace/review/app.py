@@ -29,10 +29,12 @@ from starlette.templating import Jinja2Templates
 
 from memtrace.browser import BrowserTarget, launch_url
 from memtrace.errors import MemtraceError, ReviewError
+from memtrace.patterns.export import for_people
 from memtrace.review.model import DECISIONS, Queue, ReviewInput
+from memtrace.review.picture import variable_label
 from memtrace.review.queues import next_case
 from memtrace.review.service import LABEL_TYPES, Review
-from memtrace.taxonomy import default_error_type
+from memtrace.taxonomy import default_error_type, type_fits_kind
 
 COOKIE = "memtrace_review_token"
 TOKEN_HEADER = "x-review-token"
@@ -107,8 +109,18 @@ def create_app(
 ) -> Starlette:
     """The app over one reviewer's session; Host headers other than the loopback names and
     ``bound_host`` are refused unless ``allow_remote``."""
-    templates = Jinja2Templates(directory=str(_PACKAGE / "templates"))
-    templates.env.globals |= {"token": token, "run_id": review.run_id, "reviewer": review.reviewer}
+    templates = Jinja2Templates(
+        directory=str(_PACKAGE / "templates"),
+        context_processors=[lambda request: {"saved": review.last_saved()}],
+    )
+    templates.env.filters["when"] = for_people
+    templates.env.globals |= {
+        "token": token,
+        "run_id": review.run_id,
+        "reviewer": review.reviewer,
+        "case_url": case_url,
+        "variable_label": variable_label,
+    }
 
     def queue_named(queues: list[Queue], key: str) -> Queue | None:
         return next((q for q in queues if q.key == key), None)
@@ -137,7 +149,7 @@ def create_app(
     def case(request: Request) -> Response:
         trace_id = request.query_params.get("trace", "")
         case_id = request.query_params.get("case", "")
-        key = request.query_params.get("queue", "unreviewed")
+        key = request.query_params.get("queue", "all")
         try:
             page = review.case_page(trace_id, case_id)
         except MemtraceError as exc:
@@ -159,6 +171,10 @@ def create_app(
                 "position": position,
                 "label_types": LABEL_TYPES,
                 "default_type": {c.op.id: default_error_type(c.op.kind) for c in page.candidates},
+                "fits": {
+                    c.op.id: [t for t in LABEL_TYPES if type_fits_kind(t, c.op.kind)]
+                    for c in page.candidates
+                },
                 "browser_link": link,
             },
         )
@@ -187,19 +203,36 @@ def create_app(
         )
         ref = (values["trace_id"], values["case_id"])
         try:
-            written = await run_in_threadpool(review.record, ref[0], ref[1], given)
+            saved = await run_in_threadpool(review.record, ref[0], ref[1], given)
         except ReviewError as exc:
             return _error(422, str(exc))
         except MemtraceError as exc:
             return _error(404, str(exc))
-        key = values["queue"] or "unreviewed"
+        key = values["queue"] or "all"
         cases, queues = await run_in_threadpool(review.queues)
         found = queue_named(queues, key)
         after = next_case(found, cases, ref) if found else None
         target = case_url(after, key) if after else f"/queue/{key}"
         return JSONResponse(
-            {"review_id": written["review_id"], "labeled": written["labeled"], "next": target}
+            {"review_id": saved.review_id, "decision": saved.decision, "next": target}
         )
+
+    async def post_undo(request: Request) -> Response:
+        try:
+            body = await request.json()
+        except ValueError:
+            return _error(400, "the body must be JSON")
+        review_id = body.get("review_id") if isinstance(body, dict) else None
+        if not isinstance(review_id, str) or not review_id:
+            return _error(400, "review_id is required")
+        queue_key = body.get("queue")
+        try:
+            undone = await run_in_threadpool(review.undo, review_id)
+        except ReviewError as exc:
+            return _error(409, str(exc))
+        key = queue_key if isinstance(queue_key, str) and queue_key else "all"
+        ref = (undone.trace_id, undone.case_id)
+        return JSONResponse({"undone": undone.review_id, "next": case_url(ref, key)})
 
     return Starlette(
         routes=[
@@ -207,6 +240,7 @@ def create_app(
             Route("/queue/{key}", queue),
             Route("/case", case),
             Route("/api/review", post_review, methods=["POST"]),
+            Route("/api/undo", post_undo, methods=["POST"]),
             Mount("/static", StaticFiles(directory=str(_PACKAGE / "static")), name="static"),
         ],
         middleware=[

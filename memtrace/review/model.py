@@ -45,7 +45,7 @@ class QueueCase:
 
 @dataclass(frozen=True)
 class Queue:
-    key: str  # in URLs: unreviewed, low-confidence, disagree, class-1, ...
+    key: str  # in URLs: all, low-confidence, disagree, class-1, ...
     title: str
     cases: tuple[tuple[str, str], ...]  # (trace_id, case_id), in review order
     done: int  # cases the reviewer has decided (confirm / correct; a skip is not done)
@@ -76,3 +76,15 @@ class HumanLabel:
     reason: str | None
     evidence_ids: tuple[str, ...]
     attributions: tuple[dict[str, str | None], ...]  # {run_id, judge, op_id, op_name, error_type}
+
+
+@dataclass(frozen=True)
+class Saved:
+    """A decision this session wrote, as the saved-state line shows it and undo takes it back."""
+
+    review_id: str
+    trace_id: str
+    case_id: str
+    decision: Decision
+    op_id: str | None
+    error_type: str | None

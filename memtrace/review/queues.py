@@ -1,7 +1,7 @@
 """Review queues of one attribution run: pure, over the rows the store read.
 
-One queue per failure class (as ``memtrace patterns`` groups them), plus the cases the reviewer
-has not decided yet, those whose verdict has a low confidence, and those where several runs
+One queue per failure class (as ``memtrace patterns`` groups them), plus every case of the run,
+those whose verdict has a low confidence, and those where several runs
 (offline, hybrid, replay, ... judges) blame different operations.
 """
 
@@ -45,7 +45,9 @@ def build_queues(
         return Queue(key, title, known, sum(decided(by_ref[ref]) for ref in known))
 
     queues = [
-        queue("unreviewed", "not yet reviewed", [c.ref for c in cases if not decided(c)]),
+        # every case, so that its progress counts the decided ones (a queue of the undecided
+        # cases alone would always read "0 reviewed"); the next case is the next undecided one
+        queue("all", "every case", [c.ref for c in cases]),
         queue(
             "low-confidence",
             f"low confidence (< {threshold:g})",
@@ -65,7 +67,7 @@ def next_case(
 ) -> tuple[str, str] | None:
     """The case to show after ``after``: the next one of ``queue`` (in the order of ``cases``)
     the reviewer has not decided, wrapping around; None when every case of it is decided.
-    ``after`` may have left the queue (a decided case leaves 'not yet reviewed')."""
+    ``after`` itself is skipped (decided or skipped, it was just shown)."""
     by_ref = {case.ref: case for case in cases}
     order = {case.ref: n for n, case in enumerate(cases)}
     position = order.get(after, -1)

@@ -29,7 +29,7 @@ from memtrace.review.annotations import (
     problems,
     resolve_requests,
 )
-from memtrace.review.model import DECISIONS, Queue, QueueCase, ReviewInput
+from memtrace.review.model import DECISIONS, Queue, QueueCase, ReviewInput, Saved
 from memtrace.review.picture import case_svg
 from memtrace.review.queues import LOW_CONFIDENCE, build_queues
 from memtrace.review.store import ReviewStore
@@ -59,6 +59,7 @@ class Review:
         # decisions are applied to them as they are written; the run's verdicts do not change.
         self._lock = threading.Lock()
         self._rows: tuple[list[QueueCase], list[tuple[str, list[tuple[str, str]]]]] | None = None
+        self._saved: list[Saved] = []  # this session's decisions, newest last (undo pops)
 
     def queues(self, fresh: bool = False) -> tuple[list[QueueCase], list[Queue]]:
         """Every queue with its progress; ``fresh``: re-read the run (else the kept rows)."""
@@ -124,13 +125,15 @@ class Review:
             ),
         )
 
-    def record(self, trace_id: str, case_id: str, given: ReviewInput) -> dict[str, Any]:
-        """Write one decision (and, for confirm / correct, the reviewer's label); raises
-        ``ReviewError`` and writes nothing when the decision does not fit the case."""
+    def record(self, trace_id: str, case_id: str, given: ReviewInput) -> Saved:
+        """Write one decision (and, for confirm / correct, the reviewer's label); a correction
+        that changes nothing is stored as a confirm. Raises ``ReviewError`` and writes nothing
+        when the decision does not fit the case."""
         if given.decision not in DECISIONS:
             known = ", ".join(DECISIONS)
             raise ReviewError(f"unknown decision {given.decision!r} (one of {known})")
         case = self._case(trace_id, case_id, budget=0)
+        given = _as_confirm_if_unchanged(given, case.verdict)
         op_id, error_type, reason = _label_of(
             given, case.verdict, case.candidates, case.graph.anchor.answer
         )
@@ -159,7 +162,41 @@ class Review:
                 decided = [replace(c, my_decision=given.decision) if c.ref == ref else c
                            for c in cases]  # fmt: skip
                 self._rows = (decided, titled)
-        return written[0]
+            saved = Saved(
+                written[0]["review_id"], trace_id, case_id, given.decision, op_id, error_type
+            )
+            self._saved.append(saved)
+        return saved
+
+    def last_saved(self) -> Saved | None:
+        with self._lock:
+            return self._saved[-1] if self._saved else None
+
+    def undo(self, review_id: str) -> Saved:
+        """Take back this session's latest decision (``review_id`` must name it: a page open
+        since an older save cannot undo a newer one); the case's label returns to the
+        reviewer's previous decision on it, if any."""
+        with self._lock:
+            if not self._saved or self._saved[-1].review_id != review_id:
+                raise ReviewError("only the latest decision of this session can be undone")
+            undone = self._saved[-1]
+            if self.store.undo_review(review_id, self.reviewer) is None:
+                raise ReviewError(f"review {review_id!r} is no longer stored")
+            self._saved.pop()
+            self._rows = None  # the case's decision is the previous one again: re-read
+        return undone
+
+
+def _as_confirm_if_unchanged(given: ReviewInput, verdict: dict[str, Any] | None) -> ReviewInput:
+    """A correction that names the verdict's own op and type changes nothing: it is a confirm."""
+    if (
+        given.decision == "correct"
+        and verdict is not None
+        and verdict["op_id"] is not None
+        and (given.op_id, given.error_type) == (verdict["op_id"], verdict["error_type"])
+    ):
+        return replace(given, decision="confirm")
+    return given
 
 
 def _label_of(

@@ -51,6 +51,12 @@ class ReviewStore:
         review (a row whose case or op does not resolve writes nothing)."""
         return self.db.run(get_query("review/write_reviews"), rows=list(rows))
 
+    def undo_review(self, review_id: str, reviewer: str) -> dict[str, Any] | None:
+        """Delete one review of ``reviewer`` and hand their label back to their previous
+        decision on the case; None when no such review exists."""
+        rows = self.db.run(get_query("review/undo_review"), review_id=review_id, reviewer=reviewer)
+        return rows[0] if rows else None
+
     def human_labels(self, trace_id: str | None, reviewer: str | None) -> list[HumanLabel]:
         rows = self.db.run(get_query("review/human_labels"), trace_id=trace_id, reviewer=reviewer)
         return [

@@ -119,6 +119,9 @@ def render_conf(layout: ServerLayout, options: ServerOptions, memory: MemoryPlan
         "server.directories.import": str(layout.import_dir),
         "server.config.strict_validation.enabled": "true",
         "dbms.usage_report.enabled": "false",
+        # Neo4j Browser's product analytics (and its consent banner) start off: nothing leaves
+        # the machine, and the guide's first screen is not covered by the banner.
+        "client.allow_telemetry": "false",
         "db.tx_log.rotation.retention_policy": "1G size",
         # Preallocating 256 MiB per transaction log file wastes half a GiB on a fresh dev server.
         "db.tx_log.preallocate": "false",

@@ -11,7 +11,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from memtrace.prompts import Prompt
 from memtrace.settings import Settings
@@ -32,7 +32,7 @@ from memtrace.systems.evidence import evidence
 from memtrace.systems.judge import parse_label
 from memtrace.systems.locomo import Conversation, Question, Turn
 from memtrace.systems.params import Params, parameter, use
-from memtrace.systems.prompts import DEFAULTS, JUDGE, QUESTION_ANSWERING
+from memtrace.systems.prompts import DEFAULTS, JUDGE, QUESTION_ANSWERING, TUNABLE_PROMPTS
 from memtrace.systems.rankers import BM25Ranker, Ranker
 from memtrace.systems.text import sentences
 from memtrace.taxonomy import ErrorType
@@ -126,6 +126,8 @@ class System(ABC):
     # optimizer moves those of them that have a range. A test checks them against a traced run.
     parameters: ClassVar[tuple[str, ...]] = ("answer_items", "judge_f1_threshold")
     answer_prompt = QUESTION_ANSWERING  # the prompt of the question-answering op
+    # the prompts an optimizer may rewrite (an unguided one rewrites all of them)
+    tunable_prompts: ClassVar[tuple[str, ...]] = TUNABLE_PROMPTS
     # A replay starts a repaired run at the session of its first repaired step from a deep copy
     # of the memory before that session; a system whose memory lives outside Python objects
     # (Mem0's vector store) is rebuilt from the first session instead.
@@ -161,6 +163,12 @@ class System(ABC):
         # per trace (and again when changed), then only marked read
         self._prompt_vars: dict[Prompt, Registered] = {}
         self._retriever_var = parameter("retriever")
+
+    @classmethod
+    def native_configs(cls, prompts: Mapping[str, Prompt], params: Params) -> dict[str, Any]:
+        """A configuration in the system's own terms, for an application to use: file name ->
+        JSON data (none for the reference systems: memtrace's TOML is their configuration)."""
+        return {}
 
     def prompt(self, name: str) -> str:
         """The prompt text, registered as a variable and read by the current operation. A new

@@ -9,26 +9,33 @@ telemetry is off (``MEM0_TELEMETRY=False``; ``MEM0_DIR`` under ``$MEMTRACE_HOME`
 and the judge come from ``--backend`` like the other systems. Each message is one ``add()``
 (``"<speaker>: <text>"`` as the user), each question one ``search()`` of the conversation's
 memories; faults cannot be planted here (Mem0 is not ours to break; a test plants them in the
-endpoint's replies instead).
+endpoint's replies instead). On 2.x the ``custom-instructions`` prompt is Mem0's config
+``custom_instructions`` and the search takes ``top_k`` and ``search_threshold``; an optimizer may
+move them (``native_configs`` writes them in Mem0's terms).
 
-Replays (``memtrace.replay``). The operations the integration writes for one message are the
-steps ``extract:<dia_id>``, ``decide:<dia_id>`` and ``add:<dia_id>``; a question's search is
-``search:<case id>``. Three things make a run reproducible:
+Replays (``memtrace.replay``). The operations the integration writes for one message are steps
+named by the pipeline (``step_kinds``): 1.0.x ``extract:<dia_id>``, ``decide:<dia_id>``,
+``add:<dia_id>``; 2.x ``lookup:<dia_id>``, ``extract:<dia_id>``, ``add:<dia_id>``; a question's
+search is ``search:<case id>``. Three things make a run reproducible:
 
 - memory ids: Mem0 names each memory ``uuid4()``; while a message is added, ``MemoryIds`` hands
   out uuid5s of the conversation and a creation count instead, so every run of a conversation
   names its memories alike (and writes the same variables);
-- model calls: the trace records each extraction's and decision's request digest and reply (op
-  metadata ``llm_request`` / ``llm_reply``); a replay answers a request it finds there from
-  the trace and sends only those a repair changed to the endpoint (embeddings always go to it);
+- model calls: the trace records each call's request digest (the pipeline's ``digest``) and
+  reply (op metadata ``llm_request`` / ``llm_reply``); a replay answers a request it finds there
+  from the trace and sends only those a repair changed to the endpoint (embeddings always go
+  to it);
 - a fresh store: every run (each replay too) gets its own temporary Qdrant and history folder.
 
-A repair corrects the model's reply before Mem0 reads it (``REPLY_REPAIRS``, by the step kind
-of the call) or, for a search, the results before the answer reads them: extraction keeps the
-evidence sentences of its message (each as a fact, and the whole message), the decision does
-not delete a memory holding the case's evidence, keeps its text in an update, and stores an
-evidence fact it let go; the search adds the live memories holding the evidence. A memory or
-fact *holds* an evidence sentence when it has every content word of it (Mem0 keeps no
+A repair (``PIPELINE_REPAIRS``) corrects the model's reply before Mem0 reads it (by the step kind
+of the call) or, for a search, the results before the answer reads them. 1.0.x: extraction keeps
+the evidence sentences of its message (each as a fact, and the whole message), the decision
+does not delete a memory holding the case's evidence, keeps its text in an update, and stores
+an evidence fact it let go; the search adds the live memories holding the evidence. 2.x: the
+additive extraction's reply gains the evidence sentences no memory of it holds; the ``add``
+step stores a text the MD5 de-dup drops as a duplicate of a looked-up memory holding the
+evidence; the search adds the live memories holding the evidence, all in Mem0's own ranking. A
+memory or fact *holds* an evidence sentence when it has every content word of it (Mem0 keeps no
 provenance of message sentences).
 """
 
@@ -40,28 +47,25 @@ import tempfile
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, ClassVar, Final
 
-from memtrace.errors import ConfigError, NotReplayableError
-from memtrace.integrations.mem0 import parse_json, request_digest
+from memtrace.errors import ConfigError
+from memtrace.integrations.mem0 import parse_json, pipeline_class
+from memtrace.prompts import Prompt
 from memtrace.settings import LLMSettings, Settings
 from memtrace.systems.base import System, evidence_facts, op_id, with_evidence
 from memtrace.systems.core import Item, Loss
 from memtrace.systems.locomo import Question, Turn
-from memtrace.systems.params import use
+from memtrace.systems.params import Params, use
+from memtrace.systems.prompts import MEM0_CUSTOM_INSTRUCTIONS, QUESTION_ANSWERING
 from memtrace.systems.text import content, sentences
 from memtrace.tracing import OFF, Var
 
-# the operations the integration writes for one add() (mem0ai 1.0.x) -> their step kind
-STEP_KINDS: Final = {
-    "memory_system.extract_facts": "extract",
-    "memory_system.update_memory_decision": "decide",
-    "memory_system.add_to_vector_store": "add",
-}
-CALL_STEPS: Final = ("extract", "decide")  # the step each model call of one add() answers for
 ID_NAMESPACE: Final = uuid.UUID("6d656d74-7261-6365-6d65-6d306c696221")
 
 
@@ -118,8 +122,8 @@ def import_mem0(home: Path) -> Any:
         import mem0.memory.telemetry
     except ImportError:
         raise ConfigError(
-            "mem0-lib needs the mem0 extra: pip install 'memtrace[mem0]' (mem0ai 2.x) or "
-            "'memtrace[mem0-v1]' (1.0.x)"
+            "mem0-lib needs the mem0 extra: pip install 'memtrace-graph[mem0]' (mem0ai 2.x) or "
+            "'memtrace-graph[mem0-v1]' (1.0.x)"
         ) from None
     # imported earlier with telemetry on: turn it off where it is read
     mem0.memory.telemetry.MEM0_TELEMETRY = False
@@ -166,7 +170,11 @@ def holds(sentence: str, text: str) -> bool:
 
 class Mem0LibSystem(System):
     name = "mem0-lib"
-    parameters = (*System.parameters, "top_k")  # Mem0's own settings are not ours to move
+    # top_k: the search's; search_threshold: its least similarity (mem0ai 2.x only)
+    parameters = (*System.parameters, "top_k", "search_threshold")
+    # the application's answer prompt and 2.x's custom instructions (Mem0's own prompts are not
+    # ours to rewrite)
+    tunable_prompts = (QUESTION_ANSWERING, MEM0_CUSTOM_INSTRUCTIONS)
     replay_snapshots: ClassVar[bool] = False  # the memory is in Mem0's store: rebuilt per replay
     replay_needs_calls: ClassVar[bool] = True
     needs_endpoint = True  # Mem0's LLM and embedder; faults cannot be planted (Mem0 is not ours)
@@ -177,6 +185,22 @@ class Mem0LibSystem(System):
         endpoint(self.settings)
         assert self.settings is not None
         self.memory_class = import_mem0(self.settings.home)
+        self.pipeline = pipeline_class()
+
+    @classmethod
+    def native_configs(cls, prompts: Mapping[str, Prompt], params: Params) -> dict[str, Any]:
+        """``mem0_config.json``: the part of Mem0's config memtrace tunes, what
+        ``Memory.from_config`` takes (merge it into your own: it names no LLM or store);
+        ``mem0_search.json``: the keyword arguments of ``memory.search``."""
+        pipeline = pipeline_class()
+        search: dict[str, Any] = {"top_k": params.top_k}
+        if pipeline.takes_threshold:
+            search["threshold"] = params.search_threshold
+        files: dict[str, Any] = {"mem0_search.json": search}
+        if pipeline.takes_custom_instructions:
+            text = prompts[MEM0_CUSTOM_INSTRUCTIONS].text
+            files["mem0_config.json"] = {"custom_instructions": text}
+        return files
 
     def reset(self) -> None:
         from memtrace.integrations.mem0 import Instrumented, instrument
@@ -184,46 +208,63 @@ class Mem0LibSystem(System):
         self._folder = tempfile.TemporaryDirectory(prefix="memtrace-mem0-")
         folder = Path(self._folder.name)
         self.user = "locomo"
-        self.memory = self.memory_class.from_config(
-            memory_config(self.settings, folder, "memtrace")
-        )
+        config = memory_config(self.settings, folder, "memtrace")
+        if self.pipeline.takes_custom_instructions:
+            config["custom_instructions"] = self.prompts[MEM0_CUSTOM_INSTRUCTIONS].text
+        self.memory = self.memory_class.from_config(config)
         self.created = 0
         self.said: dict[str, Turn] = {}  # dia_id -> the message
         self._turn: Turn | None = None  # the message being added
         self._calls = 0  # model calls of its add() so far
         self._facts: list[str] = []  # its extraction's facts
+        # texts of evidence memories its lookup showed Mem0 without their hash -> their ids
+        self._unhashed: dict[str, str] = {}
         self._asked: Counter[str] = Counter()  # request digest -> times served from the trace
         # under the tracing wrappers: the trace records the replies Mem0 got
         self.memory.llm.generate_response = self._model(self.memory.llm.generate_response)
+        self.memory.vector_store.search = self._lookup(self.memory.vector_store.search)
         self.traced: Instrumented[Any] = instrument(self.memory)
-        if self.recorded and not self.traced.records_calls:
-            raise NotReplayableError(
-                f"the installed mem0ai ({self.traced.version_range}) does not name the steps a "
-                "replay repairs; mem0-lib traces replay with mem0ai 1.0.x"
-            )
+        self.repairs = PIPELINE_REPAIRS[type(self.traced).__name__]
 
     def ingest(self, turn: Turn, date: str, message: Var) -> None:
         self.user = self.run_state.sample_id or "locomo"
         self.said[turn.dia_id] = turn
-        self._turn, self._calls, self._facts = turn, 0, []
+        self._turn, self._calls, self._facts, self._unhashed = turn, 0, [], {}
         with self.traced.inputs(message), MEMORY_IDS.drawn_from(self._memory_id):
-            self.memory.add(
+            added = self.memory.add(
                 [{"role": "user", "content": f"{turn.speaker}: {turn.text}"}],
                 user_id=self.user,
                 metadata={"dia_id": turn.dia_id, "date": date},
             )
         self._turn = None
-        for name, op in self.traced.written:  # (1.0.x: 2.x names no steps yet)
-            self.run_state.steps[op] = f"{STEP_KINDS[name]}:{turn.dia_id}"
+        kept = [r for r in added.get("results", []) if r.get("memory") in self._unhashed]
+        if kept and self.repairing(f"add:{turn.dia_id}"):
+            for result in kept:
+                original = self._unhashed[result["memory"]]
+                self.repaired(f"kept {result['id']} (a duplicate of {original})", "ExtractionError")
+        for name, op in self.traced.written:
+            self.run_state.steps[op] = f"{self.traced.step_kinds[name]}:{turn.dia_id}"
+
+    def repairing(self, step: str) -> bool:
+        """This replay repairs ``step``: it becomes the step its changes are recorded under."""
+        if self.repair is None or step not in self.repair.steps:
+            return False
+        self.current_step = step
+        return True
 
     def _memory_id(self) -> uuid.UUID:
         self.created += 1
         return uuid.uuid5(ID_NAMESPACE, f"{self.user}:{self.created}")
 
     def retrieve(self, query: Var, question: Question, case_id: str) -> tuple[list[Item], Var, str]:
-        # top_k is a parameter of the search, as in the reference mem0 (a replay reads it back)
-        with self.traced.query(query, lambda: use(self.params, "top_k")):
-            found = self.traced.search(question.text, user_id=self.user, top_k=self.params.top_k)
+        # the search's settings are its parameters, as in the reference mem0 (a replay reads
+        # them back)
+        settings = ("top_k", "search_threshold") if self.pipeline.takes_threshold else ("top_k",)
+        threshold = self.params.search_threshold if self.pipeline.takes_threshold else None
+        with self.traced.query(query, lambda: use(self.params, *settings)):
+            found = self.traced.search(
+                question.text, user_id=self.user, top_k=self.params.top_k, threshold=threshold
+            )
         search = self.traced.last_search
         memories = self.traced.memories  # empty while tracing is off
         items = [
@@ -231,9 +272,8 @@ class Mem0LibSystem(System):
             for r in found.get("results", [])
         ]
         step = f"search:{case_id}"
-        if self.repair is not None and step in self.repair.steps:
-            self.current_step = step
-            items = self.repair_search(items)
+        if self.repairing(step):
+            items = self.repairs.search(self, items, question)
         if search is None:  # tracing off
             return items, OFF, op_id()
         self.run_state.steps[search.op_id] = step
@@ -247,25 +287,49 @@ class Mem0LibSystem(System):
         def generate_response(*args: Any, **kwargs: Any) -> Any:
             messages = list(kwargs.get("messages", args[0] if args else []))
             options = {k: v for k, v in kwargs.items() if k != "messages"}
-            digest = request_digest(messages, options)
+            digest = self.traced.digest(messages, options)
             replies = self.recorded.get(digest)
             if replies:  # the n-th asking gets the n-th reply (the last once they run out)
                 reply: Any = replies[min(self._asked[digest], len(replies) - 1)]
                 self._asked[digest] += 1
             else:  # not in the trace, or its request changed: ask the model
                 reply = original(*args, **kwargs)
-            turn = self._turn
-            stage = CALL_STEPS[self._calls] if turn and self._calls < len(CALL_STEPS) else ""
+            turn, stages = self._turn, self.traced.call_steps
+            stage = stages[self._calls] if turn and self._calls < len(stages) else ""
             self._calls += 1
             step = f"{stage}:{turn.dia_id}" if turn else ""
-            if self.repair is not None and step in self.repair.steps and isinstance(reply, str):
-                self.current_step = step
-                reply = REPLY_REPAIRS[stage](self, reply)
+            repair = self.repairs.replies.get(stage)
+            if repair and self.repairing(step) and isinstance(reply, str):
+                reply = repair(self, reply)
             if stage == "extract":
                 self._facts = _texts((parse_json(reply) or {}).get("facts"))
             return reply
 
         return generate_response
+
+    def _lookup(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """The vector store's search, under the tracing wrappers: while a replay repairs the
+        ``add`` step of the message being added (a pipeline that de-duplicates by MD5), the
+        memories its lookup found holding the evidence are handed to Mem0 without their hash,
+        so that an extracted text equal to one of them is stored, not dropped."""
+
+        def search(*args: Any, **kwargs: Any) -> Any:
+            found = original(*args, **kwargs)
+            turn, repair = self._turn, self.repair
+            step = f"add:{turn.dia_id}" if turn is not None else ""
+            if not (self.repairs.keeps_duplicates and repair and step in repair.steps):
+                return found
+            shown = []
+            for item in found or []:
+                payload = dict(getattr(item, "payload", None) or {})
+                text = str(payload.get("data", ""))
+                if payload.pop("hash", None) and self.holds_evidence(text):
+                    self._unhashed[text] = str(item.id)
+                    item = SimpleNamespace(id=item.id, score=item.score, payload=payload)
+                shown.append(item)
+            return shown
+
+        return search
 
     def evidence(self, only: str | None = None) -> list[tuple[str, str]]:
         """The repair's evidence sentences as (key, text), of message ``only`` if given."""
@@ -341,7 +405,57 @@ class Mem0LibSystem(System):
         """An update from ``old`` to ``new`` drops an evidence sentence ``old`` held."""
         return any(holds(said, old) and not holds(said, new) for _, said in self.evidence())
 
-    def repair_search(self, items: list[Item]) -> list[Item]:
+    def repair_additive_extraction(self, reply: str) -> str:
+        """2.x: the reply's memories gain the evidence sentences of this message that no memory
+        of it holds (each sentence, and the whole message: ``evidence_facts``)."""
+        turn = self._turn
+        assert turn is not None
+        parsed = parse_json(reply) or {}
+        memories = [m for m in _listed(parsed, "memory") if isinstance(m, dict)]
+        have = [str(m.get("text") or "") for m in memories]
+        evidence = self.evidence(turn.dia_id)
+        missing = [k for k, said in evidence if not any(holds(said, t) for t in have)]
+        added = [
+            {"id": str(len(memories) + i), "text": fact.text, "attributed_to": "user"}
+            for i, fact in enumerate(
+                f
+                for f in evidence_facts(turn.dia_id, turn.speaker, turn.text, missing)
+                if f.text not in have
+            )
+        ]
+        if not added:
+            return reply
+        self.repaired(f"added evidence {', '.join(missing)} and its message", "ExtractionError")
+        return json.dumps({**parsed, "memory": [*memories, *added]})
+
+    def repair_ranked_search(self, items: list[Item], question: Question) -> list[Item]:
+        """2.x: the results plus the live memories holding the evidence, each in the place of
+        the lowest-ranked result holding none, all in the order Mem0's own scoring ranks them
+        (its search over every memory with no threshold; one it does not rank comes last)."""
+        every = self.traced.all_memories(self.user)
+        shown = {item.key for item in items}
+        extra = [
+            Item(str(m["id"]), str(m["memory"]), "", frozenset(), OFF)
+            for m in every
+            if str(m["id"]) not in shown and self.holds_evidence(str(m["memory"]))
+        ]
+        if not extra and not self.precise_search:
+            return items
+        if extra:
+            self.repaired(f"added {', '.join(item.key for item in extra)}", "RetrievalError")
+        ranked = self.traced.search(
+            question.text, user_id=self.user, top_k=max(len(every), 1), threshold=0.0
+        )
+        order = {str(r["id"]): i for i, r in enumerate(ranked.get("results", []))}
+        return with_evidence(
+            items,
+            extra,
+            lambda item: self.holds_evidence(item.text),
+            precise=self.precise_search,
+            rank=lambda item: order.get(item.key, len(order)),
+        )
+
+    def repair_search(self, items: list[Item], question: Question) -> list[Item]:
         """The results plus the live memories holding the evidence, each in the place of the
         lowest-ranked result holding none (``with_evidence``)."""
         shown = {item.key for item in items}
@@ -355,10 +469,27 @@ class Mem0LibSystem(System):
         return with_evidence(items, extra, lambda item: self.holds_evidence(item.text))
 
 
-# the step kind of a model call -> how a repair corrects its reply
-REPLY_REPAIRS: Final[dict[str, Callable[[Mem0LibSystem, str], str]]] = {
-    "extract": Mem0LibSystem.repair_extraction,
-    "decide": Mem0LibSystem.repair_decision,
+@dataclass(frozen=True)
+class PipelineRepairs:
+    """How a replay repairs the steps of one Mem0 pipeline."""
+
+    # the step kind of a model call -> how a repair corrects its reply before Mem0 reads it
+    replies: Mapping[str, Callable[[Mem0LibSystem, str], str]]
+    search: Callable[[Mem0LibSystem, list[Item], Question], list[Item]]
+    keeps_duplicates: bool = False  # the add step's repair keeps what the MD5 de-dup drops
+
+
+# the instrumentation's pipeline class -> its repairs
+PIPELINE_REPAIRS: Final[dict[str, PipelineRepairs]] = {
+    "Mem0V1": PipelineRepairs(
+        {"extract": Mem0LibSystem.repair_extraction, "decide": Mem0LibSystem.repair_decision},
+        Mem0LibSystem.repair_search,
+    ),
+    "Mem0V2": PipelineRepairs(
+        {"extract": Mem0LibSystem.repair_additive_extraction},
+        Mem0LibSystem.repair_ranked_search,
+        keeps_duplicates=True,
+    ),
 }
 
 

@@ -25,6 +25,7 @@ class Params:
     window: int = 120  # long-context: messages kept in the window
     judge_f1_threshold: float = 0.5  # offline judge: token F1 that counts as correct
     answer_items: int = 2  # offline answers quote this many best-matching context items
+    search_threshold: float = 0.1  # mem0ai 2.x: the least similarity of a search result
     # EverMemOS-style: boundaries, episodes, agentic retrieval
     boundary_max_messages: int = 50  # a MemCell is force-split at this many messages
     boundary_max_tokens: int = 8192  # ... or at this many tokens of "speaker: text"
@@ -64,6 +65,7 @@ RANGES: Final[dict[str, Range]] = {
     "chunk_size": Range(2, 24, integer=True),
     "window": Range(20, 400, integer=True),
     "answer_items": Range(1, 6, integer=True),
+    "search_threshold": Range(0.0, 0.6, integer=False),
     "boundary_max_messages": Range(5, 80, integer=True),
     "boundary_max_tokens": Range(512, 16384, integer=True),
     "boundary_overlap": Range(0, 2, integer=True),

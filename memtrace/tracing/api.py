@@ -8,6 +8,7 @@ lookup and one extra call.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Iterator
@@ -18,7 +19,7 @@ from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
 
 from memtrace.tracing.clock import Clock
-from memtrace.tracing.tracer import OFF, OpState, Tracer, Var
+from memtrace.tracing.tracer import CASE_FIELDS, CASE_REQUIRED, OFF, OpState, Tracer, Var
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -47,11 +48,14 @@ def trace(
     metadata: dict[str, Any] | None = None,
     enabled: bool = True,
     tracer_class: Callable[..., Tracer] = Tracer,
+    **unknown: Any,
 ) -> Iterator[Tracer | None]:
     """Record everything inside the block into the native trace file ``path``.
 
     ``tracer_class`` builds the tracer (a subclass may record elsewhere too, e.g. OTel spans).
     """
+    if unknown:
+        _refuse_unknown(trace, unknown)
     if not enabled:
         yield None
         return
@@ -75,8 +79,11 @@ def session(
     session_id: str | None = None,
     category: str | None = None,
     metadata: dict[str, Any] | None = None,
+    **unknown: Any,
 ) -> Iterator[str | None]:
     """A stage of the run; operations and variables created inside belong to it."""
+    if unknown:
+        _refuse_unknown(session, unknown)
     tracer = active()
     if tracer is None:
         yield None
@@ -105,7 +112,10 @@ class operation:  # lower-case: used like a function, @operation(...) or with op
         category: str | None = None,
         kind: str | None = None,
         metadata: dict[str, Any] | None = None,
+        **unknown: Any,
     ) -> None:
+        if unknown:
+            _refuse_unknown(operation, unknown)
         self.name = name
         self.category = category
         self.kind = kind
@@ -235,7 +245,10 @@ class Registered:
         category: str | None = None,
         class_name: str | None = None,
         metadata: dict[str, Any] | None = None,
+        **unknown: Any,
     ) -> None:
+        if unknown:
+            _refuse_unknown(Registered, unknown)
         self.name = name
         self.category = category
         self.class_name = class_name
@@ -322,11 +335,22 @@ def mutation(
     *,
     category: str | None = None,
     metadata: dict[str, Any] | None = None,
+    **unknown: Any,
 ) -> Var:
-    """An in-place update of ``var``: a new version, written by the current operation."""
+    """An in-place update of ``var``: a new version, written by the current operation.
+
+    The new version keeps what identifies the variable: its class (part of its identity) and
+    its category unless ``category`` is given (attribution finds memories by category, so a
+    memory overwritten without one would no longer be a memory).
+    """
+    if unknown:
+        _refuse_unknown(mutation, unknown)
     tracer = active()
     if tracer is None or not var.id:
         return OFF
+    if category is None:
+        latest = tracer.latest((var.class_name, var.name))
+        category = latest[4] if latest is not None else None
     new = tracer.variable(
         var.name,
         value,
@@ -349,7 +373,35 @@ def delete(var: Var) -> None:
 
 
 def case(**record: Any) -> None:
-    """Record one evaluated question (a native ``case`` record; see docs/trace-format.md)."""
+    """Record one evaluated question (a native ``case`` record; see docs/trace-format.md).
+
+    A field the format does not have, a missing ``id`` or ``query``, or one text where a list of
+    texts belongs fails here, at the call, instead of when the trace is loaded.
+    """
+    unknown = {key: value for key, value in record.items() if key not in CASE_FIELDS}
+    if unknown:
+        _refuse_unknown(case, unknown, CASE_FIELDS)
+    missing = [key for key in CASE_REQUIRED if record.get(key) is None]
+    if missing:
+        raise TypeError(f"case() needs {' and '.join(f'{key}=' for key in missing)}")
+    for key in ("golden_answers", "evidence", "missing_evidence"):
+        if isinstance(record.get(key), str):
+            raise TypeError(f"case({key}=...) takes a list of texts, not one text")
     tracer = active()
     if tracer is not None:
         tracer.case(record)
+
+
+def _refuse_unknown(
+    call: Callable[..., Any], unknown: dict[str, Any], known: Iterable[str] = ()
+) -> None:
+    """Raise TypeError naming the first unknown keyword and the closest known one."""
+    name = getattr(call, "__name__", str(call))
+    if not known:
+        parameters = inspect.signature(call).parameters.values()
+        known = [p.name for p in parameters if p.kind is p.KEYWORD_ONLY]
+    known = list(known)
+    word = next(iter(unknown))
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}=?" if close else f"it takes {', '.join(known)}"
+    raise TypeError(f"{name}() got an unexpected keyword argument {word!r}: {hint}")

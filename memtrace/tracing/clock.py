@@ -41,12 +41,35 @@ class WallClock:
 
 
 class SimClock:
-    """Advances a fixed step per reading, so record order is strict and reruns repeat exactly."""
+    """Advances a fixed step per reading, so record order is strict and reruns repeat exactly.
 
-    def __init__(self, start: datetime | None = None, step_ms: int = 1) -> None:
-        self._moment = start or datetime(2026, 1, 1, tzinfo=UTC)
+    ``start`` is a ``datetime`` or ISO 8601 text (``"2024-05-01"``,
+    ``"2024-05-01T09:30:00+02:00"``); a moment without a zone is UTC.
+    """
+
+    def __init__(self, start: datetime | str | None = None, step_ms: int = 1) -> None:
+        moment = _start(start) if start is not None else datetime(2026, 1, 1, tzinfo=UTC)
+        # the text is written with a "Z": keep the moment in UTC
+        self._moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
         self._step = timedelta(milliseconds=step_ms)
 
     def now(self) -> str:
         self._moment += self._step
         return _iso(self._moment)
+
+
+def _start(start: object) -> datetime:
+    if isinstance(start, datetime):
+        return start
+    if isinstance(start, str):
+        try:
+            return datetime.fromisoformat(start)
+        except ValueError:
+            raise ValueError(
+                f"SimClock start {start!r}: not an ISO 8601 date or time "
+                "(e.g. '2024-05-01' or '2024-05-01T09:30:00Z')"
+            ) from None
+    raise ValueError(
+        f"SimClock start {start!r}: give a datetime or ISO 8601 text such as '2024-05-01', "
+        f"not {type(start).__name__}"
+    )

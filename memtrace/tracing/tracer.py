@@ -40,6 +40,29 @@ class Var(NamedTuple):
 
 OFF = Var(id="", name="", version=0)  # what the API hands out while tracing is off
 
+# The tracer's entry for the latest version of an identity: id, version, value text, the value if
+# an immutable scalar, category.
+Latest = tuple[str, int, str | None, Any, str | None]
+
+# The fields of a ``case`` record (docs/trace-format.md), checked by ``case()`` while tracing;
+# tests/unit/test_tracing_sdk.py keeps them equal to the loader's CaseRecord.
+CASE_FIELDS = (
+    "id",
+    "query",
+    "query_text",
+    "prediction",
+    "prediction_text",
+    "golden_answers",
+    "judge_score",
+    "failed",
+    "category",
+    "evidence",
+    "missing_evidence",
+    "labels",
+    "metadata",
+)
+CASE_REQUIRED = ("id", "query")
+
 
 def text(value: Any) -> str | None:
     """Variable values are text; structured values become canonical JSON."""
@@ -147,11 +170,11 @@ class Tracer:
         self._seq = 0
         self._ops = 0
         self._session_count = 0
-        # (class_name, name) -> (id, version, value text, the value if an immutable scalar) of the
-        # latest version. Only atomic fields in a plain tuple: the garbage collector stops
-        # tracking such a tuple, so a long trace does not make full collections ever costlier
-        # (a Var is a tuple subclass and would stay tracked for the whole run).
-        self._latest: dict[tuple[str | None, str], tuple[str, int, str | None, Any]] = {}
+        # (class_name, name) -> (id, version, value text, the value if an immutable scalar,
+        # category) of the latest version. Only atomic fields in a plain tuple: the garbage
+        # collector stops tracking such a tuple, so a long trace does not make full collections
+        # ever costlier (a Var is a tuple subclass and would stay tracked for the whole run).
+        self._latest: dict[tuple[str | None, str], Latest] = {}
         self._sessions: dict[str, str] = {}  # name -> id of sessions opened without an id
         self._session_ids: set[str] = set()
         with self._lock:
@@ -233,7 +256,8 @@ class Tracer:
             else:
                 version = latest[1] + 1
             var_id = f"{class_name}:{name}@{version}" if class_name else f"{name}@{version}"
-            self._latest[key] = (var_id, version, value_text, value if cls in _SCALARS else None)
+            scalar = value if cls in _SCALARS else None
+            self._latest[key] = (var_id, version, value_text, scalar, category)
             self._seq += 1
             record: dict[str, Any] = {
                 "type": "variable",
@@ -256,9 +280,9 @@ class Tracer:
             self._append(_dumps(record, option=_LINE))
         return _new_tuple(Var, (var_id, name, version, class_name))
 
-    def latest(self, key: tuple[str | None, str]) -> tuple[str, int, str | None, Any] | None:
-        """The entry ``(id, version, value text, scalar)`` of the latest version of ``key``
-        (``(class_name, name)``); a new version replaces the entry with a new tuple."""
+    def latest(self, key: tuple[str | None, str]) -> Latest | None:
+        """The entry ``(id, version, value text, scalar, category)`` of the latest version of
+        ``key`` (``(class_name, name)``); a new version replaces the entry with a new tuple."""
         return self._latest.get(key)
 
     def marker(self) -> Var:

@@ -115,9 +115,9 @@ def test_candidate_query_holds_the_labeled_ops(db: Database, traces: list[str]) 
             assert {"answer", "retrieval"} <= {row["role"] for row in rows}
             total += 1
             found += label["op_id"] in {row["op_id"] for row in rows}
-    # Every label but the content-only losses (an update that rewrote a memory reached through
-    # another message's flow) is found by the graph query alone.
-    assert found / total >= 0.9
+    # Every label is found by the graph query alone (docs/performance.md): one that is not
+    # fails here, no margin.
+    assert (found, total) == (46, 46)
 
 
 def test_backward_reachability_variants(db: Database, traces: list[str]) -> None:
@@ -148,9 +148,8 @@ def test_offline_accuracy_on_labeled_shared_files(
             op_ok += verdict.op_id == label["op_id"]
             type_ok += verdict.error_type == label["error_type"]
             assert verdict.llm_calls == 0
-    assert total == 46
-    assert op_ok / total >= 0.90
-    assert type_ok / total >= 0.95
+    # docs/performance.md: 100% / 100% on the 46 labeled cases; one regressed case fails
+    assert (op_ok, type_ok, total) == (46, 46, 46)
 
 
 def test_attribute_writes_idempotent_results_and_eval_scores_them(
@@ -187,7 +186,7 @@ def test_attribute_writes_idempotent_results_and_eval_scores_them(
     assert (rows["flat_tokens"] > 1000).all()  # the whole trace, one size query for all traces
     scores = score(rows)
     ours = scores.summary.iloc[0]
-    assert ours["cases"] == 19 and ours["op_accuracy"] >= 0.9
+    assert (ours["cases"], ours["op_accuracy"]) == (19, 1.0)
     baseline = scores.summary.iloc[1]
     assert baseline["op_accuracy"] < ours["op_accuracy"]
     assert int(scores.confusion.to_numpy().sum()) == 19
@@ -214,7 +213,8 @@ def test_retrieved_evidence_finds_the_evidence(db: Database, traces: list[str]) 
         )
         assert all(t.message_id.startswith("U1:") for t in analysis.trails)
         results.append(analysis.verdict.op_id == label["op_id"])
-    assert sum(results) / len(results) >= 0.9
+    # every case of this file (docs/performance.md: 95.7% over both files); one miss fails
+    assert (sum(results), len(results)) == (27, 27)
 
 
 def test_messages_carry_the_day_they_were_said(db: Database, traces: list[str]) -> None:
@@ -242,7 +242,7 @@ def test_cli_attribute_eval_explain(traces: list[str], run_id: str, db: Database
     result = runner.invoke(cli, ["eval", "--run-id", run_id, "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)["summary"]
-    assert summary[0]["cases"] == 27 and summary[0]["op_accuracy"] >= 0.9
+    assert (summary[0]["cases"], summary[0]["op_accuracy"]) == (27, 1.0)
     assert summary[1]["method"] == "baseline:answer-op"
     # The file's labels were planted (injected faults and derived losses): --labels planted keeps
     # every one of them, another source none.

@@ -36,15 +36,15 @@ def test_offline_judge_on_a_bench_make_set(db: Database, tmp_path: Path) -> None
     load_paths(db, [str(path)], LoadOptions(trace_id=trace_id))
     try:
         rows = db.run(LABELS, t=trace_id)
-        assert len(rows) >= 5
+        assert len(rows) >= 5  # 10 faults planted; some land on no failed case
         reader = AttributionStore(db)
         hits = types = 0
         for row in rows:
             verdict = analyse_case(reader, OfflineJudge(), trace_id, row["case_id"], Options())
             hits += verdict.verdict.op_id == row["op_id"]
             types += verdict.verdict.error_type == row["error_type"]
-        assert hits / len(rows) >= 0.9
-        assert types / len(rows) >= 0.95
+        # docs/performance.md: 100% / 100% on bench sets; one missed planted fault fails
+        assert (hits, types) == (len(rows), len(rows))
     finally:
         delete_trace(db, trace_id)
 

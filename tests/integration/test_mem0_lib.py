@@ -14,30 +14,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
-
-try:
-    MEM0_VERSION = importlib.metadata.version("mem0ai")
-except importlib.metadata.PackageNotFoundError:
-    MEM0_VERSION = ""
-if not MEM0_VERSION.startswith("1.0."):
-    pytest.skip("needs mem0ai 1.0.x (memtrace[mem0-v1])", allow_module_level=True)
-
 from fake_openai import FakeOpenAI, Mem0Replies, Reply, fake_openai_fixture  # noqa: F401
+from mem0_lib_helpers import (
+    cli_json,
+    recorded_calls,
+    replays_identically,
+    skip_unless_mem0,
+    step_op,
+    traced_run,
+    use_endpoint,
+)
 
 from memtrace.admin import delete_trace
-from memtrace.cli import cli
 from memtrace.db import Database
 from memtrace.integrations import mem0 as integration
-from memtrace.replay import TraceReplayer, make_replayer, read_native
+from memtrace.replay import make_replayer, read_native
 from memtrace.settings import load_settings
-from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.mem0_lib import import_mem0, memory_config
 from memtrace.systems.params import Params
-from memtrace.systems.registry import make_backend, make_system
-from memtrace.systems.runner import run_conversation
-from memtrace.tracing import SimClock, trace, variable
+from memtrace.tracing import trace, variable
 
+skip_unless_mem0("1.0.", "memtrace-graph[mem0-v1]")
 pytestmark = pytest.mark.integration
 
 
@@ -45,18 +42,8 @@ pytestmark = pytest.mark.integration
 def endpoint(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> Mem0Replies:
     replies = Mem0Replies()
     fake_openai.responder = replies
-    fake_openai.bag_of_words = 64
-    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("MEMTRACE_LLM_MODEL", "fake-model")
-    monkeypatch.setenv("MEMTRACE_EMBEDDING_DIMS", "64")
+    use_endpoint(fake_openai, monkeypatch)
     return replies
-
-
-def cli_json(*args: str) -> Any:
-    result = CliRunner().invoke(cli, list(args))
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 @pytest.fixture
@@ -220,41 +207,19 @@ def test_a_broken_pinned_range_assumption_is_a_clear_error(
 # -- replays: the real Mem0 re-run with operations repaired ---------------------------------
 
 
-def traced_run(
-    tmp_path: Path, params: Params | None = None
-) -> tuple[Path, dict[str, tuple[bool, str]]]:
-    """Conversation 1 of the sample, run and traced (no database): the trace and the answers."""
-    settings = load_settings()
-    system = make_system("mem0-lib", make_backend("offline"), params=params, settings=settings)
-    run, path = run_conversation(system, load_locomo(SAMPLE_PATH)[0], tmp_path, clock=SimClock())
-    assert path is not None
-    return path, {r.case_id: (r.passed, r.prediction) for r in run.results}
-
-
 def test_a_replay_without_repairs_reproduces_every_answer_from_the_trace(
     endpoint: Mem0Replies, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
     endpoint.drop.add("5k race")  # a failing case or two among the passing ones
     path, answers = traced_run(tmp_path, Params(top_k=3))  # the replay reads top_k back
-    before = path.read_bytes()
-    ops = [json.loads(line) for line in before.decode().splitlines()]
-    recorded = [o for o in ops if (o.get("metadata") or {}).get("llm_request")]
-    assert {o["name"] for o in recorded} == {
+    assert {o["name"] for o in recorded_calls(path)} == {
         "memory_system.extract_facts",
         "memory_system.update_memory_decision",
     }
-    sent = len(fake_openai.chat_requests)
-    inputs = read_native(path)
-    assert inputs.params.top_k == 3
-    replayer = make_replayer(inputs, load_settings())
-    again = {case: replayer.replay(case) for case in answers}
-    assert {case: (r.passed, r.prediction) for case, r in again.items()} == answers
-    assert False in {passed for passed, _ in answers.values()}
-    assert len(fake_openai.chat_requests) == sent  # every model call came from the trace
+    replayer = replays_identically(path, answers, fake_openai)
     assert set(replayer.steps().values()) >= {
         "extract:D1:3", "decide:D2:6", "add:D2:6", "search:locomo-qa-1-7",
     }  # fmt: skip
-    assert path.read_bytes() == before  # a replay never writes the trace it replays
 
 
 def test_a_request_answered_differently_twice_replays_in_order(
@@ -280,10 +245,6 @@ def test_a_request_answered_differently_twice_replays_in_order(
     again = {case: replayer.replay(case) for case in answers}
     assert {case: (r.passed, r.prediction) for case, r in again.items()} == answers
     assert len(fake_openai.chat_requests) == sent
-
-
-def step_op(replayer: TraceReplayer, step: str) -> str:
-    return next(op for op, name in replayer.steps().items() if name == step)
 
 
 def test_each_repair_restores_what_its_planted_fault_lost(

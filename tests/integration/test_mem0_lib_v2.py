@@ -17,15 +17,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-
-try:
-    MEM0_VERSION = importlib.metadata.version("mem0ai")
-except importlib.metadata.PackageNotFoundError:
-    MEM0_VERSION = ""
-if not MEM0_VERSION.startswith("2."):
-    pytest.skip("needs mem0ai 2.x (memtrace[mem0])", allow_module_level=True)
-
 from fake_openai import FakeOpenAI, Mem0V2Replies, fake_openai_fixture  # noqa: F401
+from mem0_lib_helpers import cli_json, skip_unless_mem0, use_endpoint
 
 from memtrace.admin import delete_trace
 from memtrace.cli import cli
@@ -35,6 +28,7 @@ from memtrace.settings import load_settings
 from memtrace.systems.mem0_lib import import_mem0, memory_config
 from memtrace.tracing import trace, variable
 
+skip_unless_mem0("2.", "memtrace-graph[mem0]")
 pytestmark = pytest.mark.integration
 
 STALE = "Chloe: I started a new job as a cashier at the mall."
@@ -46,18 +40,8 @@ def endpoint(
 ) -> Iterator[tuple[FakeOpenAI, Mem0V2Replies]]:
     replies = Mem0V2Replies()
     fake_openai.responder = replies
-    fake_openai.bag_of_words = 64
-    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("MEMTRACE_LLM_MODEL", "fake-model")
-    monkeypatch.setenv("MEMTRACE_EMBEDDING_DIMS", "64")
+    use_endpoint(fake_openai, monkeypatch)
     yield fake_openai, replies
-
-
-def cli_json(*args: str) -> Any:
-    result = CliRunner().invoke(cli, list(args))
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 @pytest.fixture

@@ -82,7 +82,9 @@ def test_routing_from_the_classes_of_a_seeded_graph(
     evaluator = Evaluator(
         "mem0", OfflineBackend(), {"train": convs}, Budget(10), out / "evaluations.jsonl"
     )
-    feedback = GraphFeedback(db, OfflineJudge(), evaluator, out, run_id, max_cases=100, seed=0)
+    feedback = GraphFeedback(
+        db, OfflineJudge(), evaluator, out, run_id, budget=evaluator.budget, max_cases=100, seed=0
+    )
     classes = feedback.classes(STARVED)
     failed = evaluator.cached(STARVED, "train")
     assert failed is not None and classes["cases"].sum() == len(failed.failed) > 0

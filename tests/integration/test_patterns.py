@@ -204,7 +204,7 @@ def test_warm_up_runs_the_default_queries_for_the_newest_run(db: Database, seede
     warmed = patterns.warm_up(db)
     # the newest run of the shared database (another writer's, maybe): one that exists
     assert warmed.run_id in set(patterns.runs(db)["run_id"])
-    assert warmed.queries == 3 and warmed.seconds > 0
+    assert warmed.queries == 3
 
 
 def test_cli_unknown_run_is_an_error(seeded: Seed) -> None:

@@ -14,6 +14,8 @@ import pytest
 from click.testing import CliRunner
 from fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
 from patterns_seed import Seed, seed, unseed
+from test_browser import ARTIFACTS, CHROMIUM_ARGS
+from test_review import _chromium
 
 from memtrace.cli import cli
 from memtrace.db import Database
@@ -22,6 +24,7 @@ pytestmark = pytest.mark.integration
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SECTIONS = {
+    "start-here",
     "summary",
     "charts",
     "classes",
@@ -33,6 +36,7 @@ SECTIONS = {
     "funnel",
     "comparison",
     "failed-attributions",
+    "case-view",
 }
 CHARTS = {"failures-by-stage", "evidence-funnel", "top-classes", "comparison"}
 
@@ -108,6 +112,34 @@ def test_report_html_is_complete_and_self_contained(seeded: Seed, tmp_path: Path
     assert "Question q3?" in text and "seeded verdict for q4" in text  # example cases
     assert ':params {run_id: "' + seeded.run2 + '", trace_id: "' in text  # a case's view
     assert "MATCH (c:Case {trace_id: $trace_id, id: $case_id})" in text
+    assert html.count("MATCH (c:Case {trace_id: $trace_id, id: $case_id})") == 1  # once
+    # the answer first: the class to fix, its inputs, one case, the commands
+    start = html.split('<section id="start-here">', 1)[1].split("</section>", 1)[0]
+    assert "fix first" in start and "inputs to change" in start and "one case" in start
+    assert "memtrace explain q" in start and f"memtrace review --run {seeded.run2}" in start
+    assert "what fixing it buys is not measured" in start  # no what-if for this run
+
+
+def test_report_first_screen_in_chromium_at_1280(seeded: Seed, tmp_path: Path) -> None:
+    """No sideways scroll at 1280 px, and the 'start here' block is on the first screen."""
+    executable = _chromium()
+    from playwright import sync_api
+
+    code, output, out = _report(tmp_path, "--run", seeded.run2, "--compare-with", seeded.run1)
+    assert code == 0, output
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto((out / "report.html").as_uri())
+            page.screenshot(path=str(ARTIFACTS / "report-first-screen.png"))
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+            box = page.locator("#start-here").bounding_box()
+            assert box is not None and box["y"] + box["height"] <= 900, box
+        finally:
+            browser.close()
+    assert (ARTIFACTS / "report-first-screen.png").stat().st_size > 10_000
 
 
 def test_markdown_twin_has_every_section_and_chart(seeded: Seed, tmp_path: Path) -> None:

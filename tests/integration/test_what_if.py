@@ -175,15 +175,28 @@ def test_report_has_the_section_and_chart(db: Database, seeded: Seeded, tmp_path
     assert (tmp_path / "charts" / "headroom.png").stat().st_size > 1000
 
 
-def test_cli_what_if_prints_strict_json(db: Database, seeded: Seeded) -> None:
-    result = CliRunner().invoke(
-        cli, ["patterns", "--run", seeded.run_id, "--what-if", "--format", "json"]
-    )
+def test_cli_what_if_prints_strict_json_and_shows_the_stored_one(
+    db: Database, seeded: Seeded
+) -> None:
+    args = ["patterns", "--run", seeded.run_id, "--what-if", "--format", "json"]
+    result = CliRunner().invoke(cli, [*args, "--rerun"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.output)
+    assert document["stored_at"] is None  # replayed just now
     rows = {r["error_type"]: r for r in document["classes"]}
     assert rows["ExtractionError"]["rescued"] == 2 and rows["RetrievalError"]["net"] == 0
     assert document["joint"]["joint_rescued"] == 2
+    # without --rerun: the stored what-if, the same figures, no replay
+    again = json.loads(CliRunner().invoke(cli, args).output)
+    assert again["stored_at"] is not None
+    stored = {r["error_type"]: r for r in again["classes"]}
+    assert stored["ExtractionError"]["rescued"] == 2 and stored["RetrievalError"]["net"] == 0
+    assert again["joint"]["joint_rescued"] == 2
+    table = CliRunner().invoke(cli, args[:-2], env={"COLUMNS": "100"}).output
+    assert "stored what-if of" in table and "--rerun replays again" in table
+    assert "memory_system.extract_facts" in table
+    lonely = CliRunner().invoke(cli, ["patterns", "--run", seeded.run_id, "--rerun"])
+    assert lonely.exit_code == 2 and "--rerun" in lonely.output
     refused = CliRunner().invoke(cli, ["patterns", "--run", seeded.run_id, "--what-if",
                                        "--view", "funnel"])  # fmt: skip
     assert refused.exit_code == 2 and "--what-if" in refused.output

@@ -44,6 +44,9 @@ PURE_ATTRIBUTION = {
         "walk", "evaluate", "records", "counterfactual", "replay_judge", "answer_model",
     )
 }  # fmt: skip
+# The check of a trace (what will degrade attribution) sees records only: no file, no database.
+PURE_LOADERS = {"memtrace.loaders.checks"}
+PURE_LOADER_IMPORTS = ("memtrace.loaders.models", "memtrace.loaders.kinds")
 IO_MODULES = (
     "memtrace.db",
     "memtrace.cypher",
@@ -150,6 +153,12 @@ def violations(imports: list[Import], allowed: dict[str, set[str]]) -> list[str]
         if top != "memtrace":
             continue
         target = package_of(item.target)
+        if (
+            item.module in PURE_LOADERS
+            and target not in COMMON
+            and not item.target.startswith(PURE_LOADER_IMPORTS)
+        ):
+            found.append(f"{where}: the trace checks import only the record models and kinds")
         if "memtrace" in (source, target) or target == source:  # the root holds __version__
             continue
         if source not in allowed:
@@ -200,6 +209,7 @@ def test_settings_are_resolved_only_at_the_cli_boundary() -> None:
         ("memtrace.attribution.judges", "def f():\n    import memtrace.llm", "no I/O"),
         ("memtrace.attribution.run", "from memtrace.cypher import get_query", "one store"),
         ("memtrace.loaders.load", "from memtrace.cli import cli", "may not import 'cli'"),
+        ("memtrace.loaders.checks", "from memtrace.loaders.index import KINDS", "record models"),
         ("memtrace.novel.x", "from memtrace.db import Database", "not on docs"),
     ],
 )

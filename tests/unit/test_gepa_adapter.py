@@ -34,6 +34,7 @@ def adapter(tmp_path: Path, guided: bool) -> MemtraceAdapter:
         evaluator,
         SystemConfig(),
         client,
+        budget=evaluator.budget,
         routing=route(CLASSES, "prompts") if guided else None,
         blames=blames if guided else {},
     )

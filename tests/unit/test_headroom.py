@@ -201,15 +201,10 @@ def test_explain_names_what_still_misses_the_cases() -> None:
     )
 
 
-class NoRuns(Evaluator):
-    def __init__(self, budget: Budget) -> None:
-        self.budget = budget
-
-
 def test_replays_count_against_the_budget_before_they_run() -> None:
     budget = Budget(limit=10, spent=4)
     inner = toy()
-    replayer = BudgetedReplayer(inner, NoRuns(budget))
+    replayer = BudgetedReplayer(inner, budget)
     result = what_if(CLASSES, BLAMED, replayer, fix_alone=False, joint_top=2)
     assert result.replays == 3  # one per class, one joint
     assert (budget.spent, budget.replays, budget.runs_made) == (7, 3, 3)
@@ -233,7 +228,7 @@ class ReplayingFeedback:
 
     def headroom(self, config: SystemConfig, classes: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
         if config.key() not in self.measured:
-            budgeted = BudgetedReplayer(self.replayer, self.evaluator)
+            budgeted = BudgetedReplayer(self.replayer, self.evaluator.budget)
             result = what_if(classes, BLAMED, budgeted, fix_alone=False, joint_top=0, only=keys)
             self.measured[config.key()] = result.classes
         return self.measured[config.key()]
@@ -277,7 +272,12 @@ def test_the_loop_pays_replays_from_the_budget_and_searches_only_what_has_headro
     options = OptimizeOptions("mem0", "unit", rounds=2, trials=1, budget=12, route_by="headroom")
     searched = Searched()
     result = loop.optimize(
-        options, evaluator, searched, tmp_path, feedback=ReplayingFeedback(evaluator, replayer)
+        options,
+        evaluator,
+        searched,
+        tmp_path,
+        budget=evaluator.budget,
+        feedback=ReplayingFeedback(evaluator, replayer),
     )
     # initial 1 + 2 runs; round 1 replays the two classes with a target (1 run each); round 2
     # keeps the incumbent, whose what-if is not paid for again
@@ -291,7 +291,7 @@ def test_the_loop_pays_replays_from_the_budget_and_searches_only_what_has_headro
     # when no class has headroom the loop stops and says why, per class
     replayer.needs["q5"] = replayer.needs["q6"] = {"never"}
     stopped = loop.optimize(
-        options, evaluator, searched, tmp_path / "again",
+        options, evaluator, searched, tmp_path / "again", budget=evaluator.budget,
         feedback=ReplayingFeedback(evaluator, replayer),
     )  # fmt: skip
     assert stopped.stopped.startswith("no failure class with headroom: ")

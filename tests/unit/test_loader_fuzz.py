@@ -4,15 +4,15 @@ counts or fails with an InputError at the expected place that names the problem.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from trace_fuzz import (
     COUNTED,
     FuzzTrace,
+    fuzz_settings,
     mutated_graphs,
     mutated_traces,
     valid_graphs,
@@ -23,17 +23,7 @@ from memtrace.errors import InputError
 from memtrace.loaders.load import LoadOptions, load_paths
 
 # FUZZ_EXAMPLES raises the count for a longer run (docs/reliability.md records one).
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    # tmp_path is shared by the examples; each one overwrites its file.
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
+FUZZ = fuzz_settings("FUZZ_EXAMPLES", 25)
 
 
 def check(fuzz: FuzzTrace, path: Path) -> None:

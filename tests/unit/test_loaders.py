@@ -14,12 +14,12 @@ from pydantic import BaseModel
 
 import memtrace.loaders
 from memtrace.errors import InputError
+from memtrace.loaders.formats import detect
 from memtrace.loaders.index import build_index
 from memtrace.loaders.kinds import derive_kind
 from memtrace.loaders.load import (
     LoadInterrupted,
     LoadOptions,
-    detect_format,
     expand_paths,
     load_paths,
     stages_line,
@@ -238,8 +238,8 @@ def test_rows_skip_repeated_records_and_mark_deletes() -> None:
 
 
 def test_detect_and_expand(tmp_path: Path) -> None:
-    assert detect_format(SMALL) == "native"
-    assert detect_format(DATA / "malformed" / "smartcomment_truncated.json") == "smartcomment"
+    assert detect(SMALL).format == "native"
+    assert detect(DATA / "malformed" / "smartcomment_truncated.json").format == "smartcomment"
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "a.jsonl").write_text("{}")
     (tmp_path / "b.json").write_text("{}")

@@ -16,6 +16,7 @@ from memtrace.optimize.loop import Trial
 from memtrace.optimize.routing import Routing
 from memtrace.optimize.scoring import Budget, Evaluator, Score
 from memtrace.patterns import CLASS_COLUMNS
+from memtrace.patterns.classes import class_key
 from memtrace.systems.config import SystemConfig, read_config
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.offline import OfflineBackend
@@ -101,6 +102,78 @@ def test_routing_sends_each_class_to_what_its_blamed_operation_read() -> None:
     assert route(CLASSES.iloc[0:0], "parameters").targets() == ()
 
 
+def test_routing_by_headroom_shares_the_positive_headroom_and_says_why_not() -> None:
+    search, answer, update = [class_key(row) for row in CLASSES.to_dict("records")][:3]
+    headroom = pd.DataFrame(
+        [
+            {"key": search, "net": 3, "rescued": 4, "broken": 1, "why": "4 rescued, 1 broken"},
+            {"key": update, "net": 1, "rescued": 1, "broken": 0, "why": ""},
+            {"key": answer, "net": 0, "rescued": 0, "broken": 0, "why": "nothing changed"},
+        ]
+    )
+    routing = route(CLASSES, "parameters", headroom=headroom)
+    assert (routing.mode, routing.by) == ("parameters", "headroom")
+    assert [(c.op_name, c.headroom) for c in routing.classes[:3]] == [
+        ("memory_system.search_vector_store", 3),
+        ("memory_system.update_memory_decision", 1),
+        ("question-answering", 0),
+    ]
+    first, second, third = routing.classes[:3]
+    assert (routing.share(first), routing.share(second), routing.share(third)) == (0.75, 0.25, 0)
+    assert (first.headroom_why, second.headroom_why) == ("4 rescued, 1 broken", "")
+    unmeasured = {c.op_name: c for c in routing.classes if c.headroom is None}
+    assert set(unmeasured) == {"llm-judge", "memory_system.add_to_vector_store"}
+    assert unmeasured["llm-judge"].why_not == (
+        "no search range for judge_f1_threshold (the judge and the retriever stay fixed)"
+    )
+    why = {c.op_name: c.why_not for c in route(CLASSES, "prompts", headroom=headroom).classes}
+    assert why["memory_system.search_vector_store"] == (
+        "the blamed operation reads only parameters; run the parameter mode"
+    )
+    assert why["llm-judge"] == (
+        "locomo-judge-prompt may not be rewritten (the judge's prompt stays fixed)"
+    )
+    unknown = route(CLASSES, "parameters", headroom=headroom.iloc[0:0])
+    assert unknown.classes[0].why_not == "no trials: its headroom is unknown (not measured)"
+    by_cases = route(CLASSES, "parameters")
+    assert by_cases.share(by_cases.classes[0]) == 9 / 20  # by cases: the share of failures
+
+
+def test_a_stale_memory_class_goes_where_its_replay_shows() -> None:
+    """Both memories reached the answer: when repairing the blamed extraction rescues none of
+    the class's cases, the answer prompt decides; when it rescues some (the newer memory was
+    not stored), the extraction's instructions do."""
+    stale = {
+        **class_row(
+            "memory_system.extract_memories", "UpdateError", 2, ["custom-instructions"], []
+        ),
+        "system": "mem0-lib",
+        "failure_mode": "stale-memory",
+    }
+    classes = pd.DataFrame([stale], columns=list(CLASS_COLUMNS))
+    key = class_key(classes.to_dict("records")[0])
+    prompts = ("custom-instructions", QUESTION_ANSWERING)
+
+    def routed(rescued: int | None) -> Routing:
+        replayed = pd.DataFrame([{"key": key, "rescued": rescued, "net": rescued}])
+        return route(
+            classes,
+            "prompts",
+            prompts=prompts,
+            answer_prompts=(QUESTION_ANSWERING,),
+            stale=replayed,
+        )
+
+    (answer,) = routed(0).classes
+    assert answer.targets == (QUESTION_ANSWERING,) and "rescues none" in answer.rerouted
+    (extraction,) = routed(2).classes
+    assert extraction.targets == ("custom-instructions",) and not extraction.rerouted
+    (unknown,) = routed(None).classes  # not replayed: what the blamed operation read
+    assert unknown.targets == ("custom-instructions",)
+    (parameters,) = route(classes, "parameters", stale=None).classes
+    assert parameters.failure_mode == "stale-memory" and parameters.targets == ()
+
+
 def test_acceptance_needs_a_train_gain_and_no_held_out_loss() -> None:
     assert accept((0.5, 0.4), (0.6, 0.4))[0]
     assert accept((0.5, 0.4), (0.6, 0.45))[0]
@@ -140,7 +213,9 @@ class ScriptedEvaluator(Evaluator):
 
 
 def scripted_proposer(*values: int) -> Any:
-    def factory(evaluator: Evaluator, feedback: Any, options: OptimizeOptions) -> Any:
+    def factory(
+        evaluator: Evaluator, feedback: Any, options: OptimizeOptions, budget: Budget
+    ) -> Any:
         def propose(
             incumbent: SystemConfig, targets: Sequence[str], routing: Routing | None, number: int
         ) -> list[Trial]:
@@ -158,11 +233,12 @@ def scripted_run(tmp_path: Path, budget: int = 100, test: bool = False, **kwargs
     splits = {"train": convs[:1], "heldout": convs[1:]}
     if test:
         splits = {"train": convs[:1], "heldout": convs[1:2], "test": convs[2:]}
+    spent = Budget(budget)
     evaluator = ScriptedEvaluator(
-        "mem0", OfflineBackend(), splits, Budget(budget), tmp_path / "evaluations.jsonl"
+        "mem0", OfflineBackend(), splits, spent, tmp_path / "evaluations.jsonl"
     )
-    proposer = scripted_proposer(3, 20, 25)(evaluator, None, options)
-    return loop.optimize(options, evaluator, proposer, tmp_path, **kwargs)
+    proposer = scripted_proposer(3, 20, 25)(evaluator, None, options, spent)
+    return loop.optimize(options, evaluator, proposer, tmp_path, budget=spent, **kwargs)
 
 
 def test_a_held_out_worse_candidate_is_rejected_a_better_one_kept_both_recorded(
@@ -278,18 +354,20 @@ def test_the_offline_parameter_loop_runs_real_systems_and_writes_strict_json(
     options = OptimizeOptions("mem0", "unit", rounds=2, trials=3, budget=40)
     from memtrace.optimize import parameter_proposer
 
+    budget = Budget(40)
     evaluator = Evaluator(
         "mem0",
         OfflineBackend(),
         {"train": convs[:1], "heldout": convs[1:]},
-        Budget(40),
+        budget,
         tmp_path / "evaluations.jsonl",
     )
     result = loop.optimize(
         options,
         evaluator,
-        parameter_proposer(evaluator, None, options),
+        parameter_proposer(evaluator, None, options, budget),
         tmp_path,
+        budget=budget,
         feedback=feedback,
     )
     assert feedback.calls >= 1 and result.budget_spent <= 40

@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from otlp_spans import request, span, value
 
 from memtrace.cli.load import locomo_labels
 from memtrace.errors import InputError
+from memtrace.loaders.formats import detect
 from memtrace.loaders.index import build_index
-from memtrace.loaders.load import LoadOptions, detect_format, load_paths
+from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.loaders.models import (
     AnyRecord,
     CaseRecord,
@@ -23,53 +25,6 @@ from memtrace.loaders.models import (
 )
 from memtrace.loaders.otlp import read_otlp
 from memtrace.systems.locomo import SAMPLE_PATH
-
-TRACE = "0af7651916cd43dd8448eb211c80319c"
-START = 1_700_000_000_000_000_000
-
-
-def value(v: Any) -> dict[str, Any]:
-    if isinstance(v, bool):
-        return {"boolValue": v}
-    if isinstance(v, int):
-        return {"intValue": str(v)}
-    if isinstance(v, float):
-        return {"doubleValue": v}
-    if isinstance(v, list):
-        return {"arrayValue": {"values": [value(x) for x in v]}}
-    if isinstance(v, dict):
-        return {"kvlistValue": {"values": [{"key": k, "value": value(x)} for k, x in v.items()]}}
-    return {"stringValue": v}
-
-
-def span(
-    number: int, name: str, attributes: dict[str, Any], parent: int | None = None, **extra: Any
-) -> dict[str, Any]:
-    found = {
-        "traceId": TRACE,
-        "spanId": f"{number:016x}",
-        "name": name,
-        "kind": 1,
-        "startTimeUnixNano": str(START + number * 1000),
-        "endTimeUnixNano": str(START + number * 1000 + 500),
-        "attributes": [{"key": k, "value": value(v)} for k, v in attributes.items()],
-    }
-    if parent is not None:
-        found["parentSpanId"] = f"{parent:016x}"
-    found.update(extra)
-    return found
-
-
-def request(*spans: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "resourceSpans": [
-            {
-                "resource": {"attributes": [{"key": "service.name", "value": value("my-memory")}]},
-                "scopeSpans": [{"scope": {"name": "test"}, "spans": list(spans)}],
-            }
-        ]
-    }
-
 
 MESSAGE = "Caroline: I went to a LGBTQ support group yesterday."
 FACT = "Caroline went to a LGBTQ support group on 7 May 2023"
@@ -245,7 +200,7 @@ def test_updates_and_deletes_version_documents(write: Callable[[Any, str], Path]
 def test_detection_and_json_lines(write: Callable[[Any, str], Path], tmp_path: Path) -> None:
     pretty = write(request(*pipeline()), "pretty.json")
     lines = write("\n".join(json.dumps(request(s)) for s in pipeline()) + "\n", "collector.jsonl")
-    assert detect_format(pretty) == detect_format(lines) == "otlp"
+    assert detect(pretty).format == detect(lines).format == "otlp"
     assert [r for _, r in read_otlp(lines)][1:] == [r for _, r in read_otlp(pretty)][1:]
 
 

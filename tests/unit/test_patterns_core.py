@@ -121,3 +121,12 @@ def test_json_is_strict_and_csv_round_trips() -> None:
     assert back["inputs"].tolist() == classes["inputs"].tolist()
     assert back["cases"].tolist() == classes["cases"].tolist()
     assert back["median_confidence"].isna().tolist() == [True, False]
+
+
+def test_timestamps_for_people() -> None:
+    from memtrace.patterns.export import for_people
+
+    assert for_people("2026-12-01T18:51:07.123456789Z") == "2026-12-01 18:51 UTC"
+    assert for_people("2026-12-01T19:51:07+01:00") == "2026-12-01 18:51 UTC"
+    assert for_people(1_764_615_067_000_000_000) == "2025-12-01 18:51 UTC"  # nanoseconds
+    assert for_people(None) == "-" and for_people("soon") == "soon"

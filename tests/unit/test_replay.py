@@ -220,13 +220,15 @@ class Scripted:
     """A replayer whose answers are given per repaired set (to test the label logic alone)."""
 
     rescued: set[tuple[str, ...]]
-    changes: dict[str, str] = field(default_factory=dict)
+    unchanged: set[str] = field(default_factory=set)  # ops whose repair restores nothing
     calls: list[tuple[str, ...]] = field(default_factory=list)
 
     def replay(self, case_id: str, repaired: Sequence[str] = ()) -> CaseReplay:
         key = tuple(repaired)
         self.calls.append(key)
-        done = tuple(Repaired("", op, self.changes.get(op, "x"), "RetrievalError") for op in key)
+        done = tuple(
+            Repaired("", op, "x", "RetrievalError") for op in key if op not in self.unchanged
+        )
         return CaseReplay(case_id, key in self.rescued, "", done)
 
 
@@ -240,12 +242,13 @@ def test_interacting_repairs_leave_no_single_decisive_op_and_are_kept() -> None:
 
 
 def test_a_repair_that_changed_nothing_is_not_replayed_alone() -> None:
-    replayer = Scripted(rescued={("a", "b")})
-    replayer_calls_before = len(replayer.calls)
-    suspects = [Suspect("a", "extraction"), Suspect("b", "retrieval")]
+    # b is in the middle: b alone is no downstream replay, so only the shortcut spares it
+    replayer = Scripted(rescued={("a", "b", "c"), ("a",)}, unchanged={"b"})
+    suspects = [Suspect("a", "extraction"), Suspect("b", "update"), Suspect("c", "retrieval")]
     found = executed_label(replayer, "case", suspects, "answer")
-    assert found.op_id == "a" and found.replays == len(set(replayer.calls))
-    assert replayer_calls_before == 0 and ("a",) in replayer.calls
+    assert found.op_id == "a" and found.replays == len(set(replayer.calls)) == 4
+    assert ("b",) not in replayer.calls and {("a",), ("c",)} <= set(replayer.calls)
+    assert [o.alone for o in found.outcomes] == [True, False, False]
 
 
 def test_imported_traces_are_refused(tmp_path: Path) -> None:

@@ -14,9 +14,10 @@ from memtrace.errors import ConfigError, InputError
 from memtrace.review.agreement import cohen_kappa, judge_agreement, reviewer_agreement
 from memtrace.review.annotations import parse_annotations, problems
 from memtrace.review.model import HumanLabel, OtherBlame, QueueCase
-from memtrace.review.picture import case_svg
+from memtrace.review.picture import case_svg, middle_cut
 from memtrace.review.queues import build_queues, next_case
 from memtrace.review.serve import check_host
+from memtrace.taxonomy import type_fits_kind
 
 PACKAGE = Path(__file__).resolve().parents[2] / "memtrace" / "review"
 PURE = ("model", "queues", "agreement", "annotations", "picture")
@@ -83,14 +84,15 @@ def test_queues_and_the_next_case() -> None:
     ]
     classes = [("mem0: extract", [("t", "q1"), ("t", "q2")]), ("mem0: update", [("t", "q3")])]
     queues = {q.key: q for q in build_queues(cases, classes)}
-    assert [ref[1] for ref in queues["unreviewed"].cases] == ["q2", "q3", "q4"]  # skip: not done
+    assert [ref[1] for ref in queues["all"].cases] == ["q1", "q2", "q3", "q4"]
+    assert queues["all"].done == 1  # q1; a skip is not done
     assert [ref[1] for ref in queues["low-confidence"].cases] == ["q2", "q3"]
     assert [ref[1] for ref in queues["disagree"].cases] == ["q2"]  # q3: the other run agrees
     assert (len(queues["class-1"].cases), queues["class-1"].done) == (2, 1)
     assert [ref[1] for ref in queues["no-blame"].cases] == ["q4"]
     assert next_case(queues["class-1"], cases, ("t", "q2")) is None  # q1 is decided
-    assert next_case(queues["unreviewed"], cases, ("t", "q3")) == ("t", "q4")
-    assert next_case(queues["unreviewed"], cases, ("t", "q4")) == ("t", "q2")  # wraps around
+    assert next_case(queues["all"], cases, ("t", "q3")) == ("t", "q4")
+    assert next_case(queues["all"], cases, ("t", "q4")) == ("t", "q2")  # wraps around, past q1
 
 
 MANUAL = (
@@ -127,16 +129,38 @@ def test_annotations_parse_both_shapes_and_say_what_is_wrong() -> None:
     ]  # fmt: skip
 
 
-def test_the_picture_escapes_names_and_marks_the_blamed_op() -> None:
+def test_the_picture_escapes_names_marks_the_blamed_op_and_keeps_labels_distinct() -> None:
+    units = tuple(
+        {"id": f"memory-unit-0000{n}@1", "name": f"memory-unit-0000{n}", "version": 1, "value": ""}
+        for n in range(6)
+    )
     ops = [
         OperationView("ex1", "memory_system.extract<script>", "extraction", 3,
-                      ({"id": "m1@1", "value": "x"},), ({"id": "f1@1", "value": "y"},), ()),
-        OperationView("qa1", "answer", "generation", 9, ({"id": "f1@1", "value": "y"},), (), ()),
+                      ({"id": "m1@1", "name": "m1", "version": 1, "value": "x"},),
+                      ({"id": "f1@2", "name": "f1", "version": 2, "value": "y"},), ()),
+        OperationView("s1", "memory_system.search_vector_store", "retrieval", 7, units, (), ()),
+        OperationView("qa1", "answer", "generation", 9,
+                      ({"id": "f1@2", "name": "f1", "version": 2, "value": "y"},), (), ()),
     ]  # fmt: skip
     svg = case_svg(ops, blamed="ex1", answer="qa1")
     assert "<script>" not in svg and "&lt;script&gt;" in svg
     assert svg.count('class="op blamed"') == 1 and svg.count('class="op answer"') == 1
-    assert svg.count("<line") == 3  # m1 -> ex1 -> f1 -> qa1
+    assert svg.count('class="edge"') == 2 + 5 + 1  # m1 -> ex1 -> f1; 4 units + "more"; f1 -> qa1
+    assert "f1 v2 ← #3" in svg  # the answer read what op #3 wrote
+    assert "#7 memory_system.search_vector_store" in svg  # the op name whole
+    shown = [f"memory-unit-0000{n} v1" for n in range(4)]
+    assert all(f">{label}<" in svg for label in shown) and "+ 2 more" in svg
+    assert 'viewBox="0 0 1160 ' in svg and "width=" not in svg.split(">", 1)[0]
+
+
+def test_a_long_label_is_cut_in_the_middle_and_types_that_contradict_a_kind() -> None:
+    assert middle_cut("fact-extraction:D1:3:session-7", 15) == "fact-ex…ssion-7"
+    assert type_fits_kind("UpdateError", "update") and type_fits_kind("DeletionError", "update")
+    assert type_fits_kind("ExtractionError", "embedding")
+    assert type_fits_kind("AnnotationError", "retrieval")
+    assert type_fits_kind("RetrievalError", "other")
+    assert not type_fits_kind("RetrievalError", "generation")
+    assert not type_fits_kind("ResponseError", "extraction")
 
 
 def test_only_loopback_binds_without_allow_remote() -> None:

@@ -1,0 +1,427 @@
+"""Each instrumentation family's spans, written here from that family's published conventions
+(docs/trace-format.md names them), read by the OTLP importer: the span's kind, its texts, and the
+case around it finding its prediction. Each test reads content that only its convention maps,
+so removing that convention's entry from otlp_conventions.CONVENTIONS fails it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from otlp_spans import START, event, request, span
+
+from memtrace.cli.load import load_command
+from memtrace.errors import InputError
+from memtrace.loaders.load import LoadOptions, load_paths
+from memtrace.loaders.models import AnyRecord, CaseRecord, OperationRecord, VariableRecord
+from memtrace.loaders.otlp import read_otlp
+
+NOTES = "Notes: the green bin goes out on Thursday evenings; paper on alternate Mondays."
+QUESTION = "Which evening does the green bin go out?"
+PROMPT = f"{NOTES}\nQuestion: {QUESTION}"
+SYSTEM = "Answer from the household notes only."
+ANSWER = "Thursday evening."
+CASE = {
+    "memtrace.case.id": "bins-1",
+    "memtrace.case.question": QUESTION,
+    "memtrace.case.golden_answers": ["Thursday"],
+}
+
+
+def around(number: int, name: str, attributes: dict[str, Any]) -> dict[str, Any]:
+    """A span that encloses the children that follow it (the app's span around its calls)."""
+    return span(
+        number,
+        name,
+        attributes,
+        startTimeUnixNano=str(START + number * 1000 - 1),
+        endTimeUnixNano=str(START + 1_000_000),
+    )
+
+
+@pytest.fixture
+def load(tmp_path: Path) -> Callable[..., list[tuple[str, AnyRecord]]]:
+    def read(*spans: dict[str, Any]) -> list[tuple[str, AnyRecord]]:
+        path = tmp_path / "capture.json"
+        path.write_text(json.dumps(request(*spans)))
+        return read_otlp(path)
+
+    return read
+
+
+def ops(records: list[tuple[str, AnyRecord]]) -> dict[str, OperationRecord]:
+    return {r.name: r for _, r in records if isinstance(r, OperationRecord)}
+
+
+def texts(records: list[tuple[str, AnyRecord]]) -> dict[str, VariableRecord]:
+    return {r.value: r for _, r in records if isinstance(r, VariableRecord) and r.value}
+
+
+def the_case(records: list[tuple[str, AnyRecord]]) -> CaseRecord:
+    (case,) = [r for _, r in records if isinstance(r, CaseRecord)]
+    return case
+
+
+def predicted(records: list[tuple[str, AnyRecord]]) -> str | None:
+    case = the_case(records)
+    by_id = {r.id: r for _, r in records if isinstance(r, VariableRecord)}
+    return by_id[case.prediction].value if case.prediction else None
+
+
+def test_openllmetry_indexed_prompt_and_completion(load: Callable[..., Any]) -> None:
+    # opentelemetry-instrumentation-openai before the current GenAI attributes: no
+    # gen_ai.operation.name, the request type in llm.request.type
+    records = load(
+        around(1, "answer_question", CASE),
+        span(2, "openai.chat", {
+            "llm.request.type": "chat", "gen_ai.system": "openai",
+            "gen_ai.request.model": "gpt-4o-mini",
+            "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": SYSTEM,
+            "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": PROMPT,
+            "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": ANSWER,
+            "gen_ai.completion.0.finish_reason": "stop"}, parent=1),
+    )  # fmt: skip
+    chat = ops(records)["openai.chat"]
+    assert chat.kind == "generation"
+    found = texts(records)
+    assert found[SYSTEM].category == "prompt" and found[PROMPT].category == "message"
+    assert found[ANSWER].category == "llm_response" and found[ANSWER].id in chat.writes
+    # the question is inside a prompt, in no variable of its own: the generation inside the
+    # case's span answered it
+    assert predicted(records) == ANSWER
+
+
+def test_traceloop_entity_input_and_output(load: Callable[..., Any]) -> None:
+    # an OpenLLMetry @workflow / @task: the function's arguments and result as JSON
+    records = load(
+        around(1, "household_qa.workflow", {
+            **CASE, "traceloop.span.kind": "workflow", "traceloop.entity.name": "household_qa",
+            "traceloop.entity.input": json.dumps({"args": [], "kwargs": {"question": QUESTION}}),
+            "traceloop.entity.output": json.dumps(ANSWER)}),
+        span(2, "recall_notes.task", {
+            "traceloop.span.kind": "task",
+            "traceloop.entity.input": json.dumps({"args": [QUESTION], "kwargs": {}}),
+            "traceloop.entity.output": json.dumps(NOTES)}, parent=1),
+    )  # fmt: skip
+    workflow, task = ops(records)["household_qa.workflow"], ops(records)["recall_notes.task"]
+    found = texts(records)
+    case = the_case(records)
+    assert case.query == found[QUESTION].id  # the argument is the question's variable
+    assert found[QUESTION].id in task.reads and found[NOTES].id in task.writes
+    assert found[ANSWER].id in workflow.writes
+
+
+def test_traceloop_langchain_entity_inputs(load: Callable[..., Any]) -> None:
+    # OpenLLMetry's LangChain spans: {"inputs": ..., "tags": ..., "metadata": ...}
+    records = load(
+        span(1, "RunnableSequence.workflow", {
+            "traceloop.span.kind": "workflow",
+            "traceloop.entity.input": json.dumps(
+                {"inputs": {"question": QUESTION}, "tags": [], "metadata": {}, "kwargs": {}}),
+            "traceloop.entity.output": json.dumps({"outputs": ANSWER, "kwargs": {}})}),
+    )  # fmt: skip
+    chain = ops(records)["RunnableSequence.workflow"]
+    found = texts(records)
+    assert chain.reads == [found[QUESTION].id] and chain.writes == [found[ANSWER].id]
+
+
+def test_openlit_content_events(load: Callable[..., Any]) -> None:
+    # OpenLit / GenAI before v1.28: the whole prompt and completion as one text each, in events
+    records = load(
+        around(1, "answer_question", CASE),
+        span(2, "chat gpt-4o-mini", {
+            "gen_ai.operation.name": "chat", "gen_ai.system": "openai",
+            "gen_ai.request.model": "gpt-4o-mini"}, parent=1,
+            events=[event("gen_ai.content.prompt", {"gen_ai.prompt": f"user: {PROMPT}"}),
+                    event("gen_ai.content.completion", {"gen_ai.completion": ANSWER})]),
+    )  # fmt: skip
+    chat = ops(records)["chat gpt-4o-mini"]
+    assert chat.kind == "generation" and len(chat.reads) == 1
+    assert predicted(records) == ANSWER
+
+
+def test_openlit_content_as_attributes(load: Callable[..., Any]) -> None:
+    records = load(
+        span(1, "chat gpt-4o-mini", {
+            "gen_ai.operation.name": "chat", "gen_ai.prompt": PROMPT, "gen_ai.completion": ANSWER,
+            **CASE}),
+    )  # fmt: skip
+    assert predicted(records) == ANSWER
+
+
+def test_gen_ai_current_messages_with_parts(load: Callable[..., Any]) -> None:
+    # OTel GenAI v1.37+: JSON messages with typed parts, system instructions apart
+    records = load(
+        around(1, "answer_question", CASE),
+        span(2, "chat gpt-4o-mini", {
+            "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
+            "gen_ai.system_instructions": json.dumps([{"type": "text", "content": SYSTEM}]),
+            "gen_ai.input.messages": json.dumps([
+                {"role": "user", "parts": [{"type": "text", "content": PROMPT}]}]),
+            "gen_ai.output.messages": json.dumps([
+                {"role": "assistant", "finish_reason": "stop",
+                 "parts": [{"type": "tool_call", "name": "lookup", "arguments": {}},
+                           {"type": "text", "content": ANSWER}]}])}, parent=1),
+    )  # fmt: skip
+    found = texts(records)
+    assert found[SYSTEM].category == "prompt" and found[PROMPT].category == "message"
+    assert predicted(records) == ANSWER
+
+
+def test_gen_ai_operation_details_event(load: Callable[..., Any]) -> None:
+    # the same attributes on the event gen_ai.client.inference.operation.details
+    details = {
+        "gen_ai.input.messages": json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": PROMPT}]}]
+        ),
+        "gen_ai.output.messages": json.dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": ANSWER}]}]
+        ),
+    }
+    records = load(
+        span(
+            1,
+            "chat",
+            {"gen_ai.operation.name": "chat", **CASE},
+            events=[event("gen_ai.client.inference.operation.details", details)],
+        )
+    )
+    assert PROMPT in texts(records) and predicted(records) == ANSWER
+
+
+def test_gen_ai_message_and_choice_events(load: Callable[..., Any]) -> None:
+    # OTel GenAI v1.28-v1.36: one event per message; the choice's message an object
+    records = load(
+        around(1, "answer_question", CASE),
+        span(2, "chat gpt-4o-mini", {"gen_ai.operation.name": "chat"}, parent=1, events=[
+            event("gen_ai.system.message", {"content": SYSTEM, "role": "system"}),
+            event("gen_ai.user.message", {"content": PROMPT}),
+            event("gen_ai.choice", {"index": 0, "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": ANSWER}})]),
+    )  # fmt: skip
+    found = texts(records)
+    assert found[SYSTEM].category == "prompt" and found[PROMPT].category == "message"
+    assert predicted(records) == ANSWER
+
+
+def test_strands_flattened_parts(load: Callable[..., Any]) -> None:
+    # Strands: Bedrock-style content lists, flattened into indexed attributes
+    records = load(
+        around(1, "invoke_agent household", {**CASE, "gen_ai.operation.name": "invoke_agent"}),
+        span(2, "chat", {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content.0.text": NOTES,
+            "gen_ai.prompt.0.content.1.text": f"Question: {QUESTION}",
+            "gen_ai.completion.0.text": ANSWER}, parent=1),
+    )  # fmt: skip
+    assert f"{NOTES}\nQuestion: {QUESTION}" in texts(records)
+    assert ops(records)["invoke_agent household"].kind == "other"
+    assert predicted(records) == ANSWER
+
+
+def test_strands_events_with_json_content(load: Callable[..., Any]) -> None:
+    records = load(
+        around(1, "invoke_agent household", CASE),
+        span(2, "chat", {"gen_ai.operation.name": "chat"}, parent=1, events=[
+            event("gen_ai.user.message", {"content": json.dumps([{"text": PROMPT}])}),
+            event("gen_ai.choice", {"message": json.dumps([{"text": ANSWER}]),
+                                    "finish_reason": "end_turn"})]),
+    )  # fmt: skip
+    assert PROMPT in texts(records) and predicted(records) == ANSWER
+
+
+@pytest.mark.parametrize("operation", ["ai.streamText", "ai.generateText", "ai.streamObject"])
+def test_vercel_ai_sdk_spans(load: Callable[..., Any], operation: str) -> None:
+    # the Vercel AI SDK: the call and its provider call (.doStream / .doGenerate)
+    inner = f"{operation}.doStream" if "stream" in operation else f"{operation}.doGenerate"
+    records = load(
+        around(1, operation, {
+            **CASE, "ai.operationId": operation, "ai.model.id": "gpt-4o-mini",
+            "ai.prompt": json.dumps({"system": SYSTEM, "prompt": PROMPT}),
+            "ai.response.text": ANSWER}),
+        span(2, inner, {
+            "ai.operationId": inner, "gen_ai.request.model": "gpt-4o-mini",
+            "ai.prompt.messages": json.dumps([
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": [{"type": "text", "text": PROMPT}]}]),
+            "ai.response.text": ANSWER}, parent=1),
+    )  # fmt: skip
+    found = ops(records)
+    assert found[operation].kind == found[inner].kind == "generation"
+    assert texts(records)[PROMPT].category == "message"
+    assert predicted(records) == ANSWER
+
+
+def test_pydantic_ai_events_attribute_and_tools(load: Callable[..., Any]) -> None:
+    # pydantic-ai (instrumentation version 1, events as one attribute), Logfire's agent run
+    events = [
+        {"event.name": "gen_ai.system.message", "role": "system", "content": SYSTEM},
+        {"event.name": "gen_ai.user.message", "role": "user", "content": PROMPT},
+        {"event.name": "gen_ai.choice", "index": 0,
+         "message": {"role": "assistant", "content": ANSWER}},
+    ]  # fmt: skip
+    records = load(
+        around(1, "agent run", {**CASE, "gen_ai.agent.name": "household",
+                                "final_result": ANSWER}),
+        span(2, "running tool", {"gen_ai.tool.name": "read_notes",
+                                 "tool_arguments": json.dumps({"topic": "bins"}),
+                                 "tool_response": NOTES}, parent=1),
+        span(3, "chat gpt-4o-mini", {"gen_ai.operation.name": "chat",
+                                     "events": json.dumps(events)}, parent=1),
+    )  # fmt: skip
+    found = texts(records)
+    tool = ops(records)["running tool"]
+    assert found[NOTES].id in tool.writes and found[PROMPT].category == "message"
+    trace = records[0][1]
+    assert trace.metadata["unknown_kind_spans"] == 0  # the agent run and the tool are known
+    assert predicted(records) == ANSWER
+
+
+def test_logfire_openai_request_and_response(load: Callable[..., Any]) -> None:
+    request_data = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": PROMPT}]}
+    response_data = {"message": {"role": "assistant", "content": ANSWER}}
+    records = load(
+        span(1, "Chat Completion with 'gpt-4o-mini'", {
+            **CASE, "request_data": json.dumps(request_data),
+            "response_data": json.dumps(response_data)}),
+    )  # fmt: skip
+    assert ops(records)["Chat Completion with 'gpt-4o-mini'"].kind == "generation"
+    assert predicted(records) == ANSWER
+
+
+def test_openinference_langchain_chain_retriever_llm(load: Callable[..., Any]) -> None:
+    # LangChain through OpenInference: a chain around a retriever and a chat model
+    records = load(
+        around(1, "RunnableSequence", {
+            **CASE, "openinference.span.kind": "CHAIN",
+            "input.value": json.dumps({"question": QUESTION}), "output.value": ANSWER}),
+        span(2, "VectorStoreRetriever", {
+            "openinference.span.kind": "RETRIEVER", "input.value": QUESTION,
+            "retrieval.documents.0.document.id": "note-3",
+            "retrieval.documents.0.document.content": NOTES}, parent=1),
+        span(3, "ChatOpenAI", {
+            "openinference.span.kind": "LLM",
+            "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.message.content": PROMPT,
+            "llm.output_messages.0.message.role": "assistant",
+            "llm.output_messages.0.message.content": ANSWER}, parent=1),
+    )  # fmt: skip
+    found = ops(records)
+    assert [found[n].kind for n in ("RunnableSequence", "VectorStoreRetriever", "ChatOpenAI")] == [
+        "other",
+        "retrieval",
+        "generation",
+    ]
+    case = the_case(records)
+    assert case.query in found["VectorStoreRetriever"].reads  # the question, asked as such
+    assert predicted(records) == ANSWER
+
+
+# -- status, ids, what could not be read -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [
+        (0, "UNSET"),
+        (1, "OK"),
+        (2, "ERROR"),
+        ("STATUS_CODE_ERROR", "ERROR"),
+        ("STATUS_CODE_OK", "OK"),
+    ],
+)
+def test_status_in_one_vocabulary(load: Callable[..., Any], code: object, status: str) -> None:
+    records = load(span(1, "step", {}, status={"code": code, "message": "boom"}))
+    metadata = ops(records)["step"].metadata
+    assert metadata["otel_status"] == status and metadata["otel_status_message"] == "boom"
+
+
+def test_unknown_status_code_is_refused(load: Callable[..., Any]) -> None:
+    with pytest.raises(InputError, match=r"spans\[0\].status.code: unknown status code 7"):
+        load(span(1, "step", {}, status={"code": 7}))
+
+
+@pytest.mark.parametrize(
+    ("field", "zero"),
+    [("traceId", "0" * 32), ("spanId", "0" * 16), ("spanId", "AAAAAAAAAAA=")],
+)
+def test_all_zero_ids_are_refused(load: Callable[..., Any], field: str, zero: str) -> None:
+    with pytest.raises(InputError, match=rf"spans\[0\].{field}: .*all-zero id is invalid"):
+        load({**span(1, "step", {}), field: zero})
+
+
+def test_an_all_zero_parent_is_no_parent(load: Callable[..., Any]) -> None:
+    records = load(span(1, "step", {}, parentSpanId="0" * 16))
+    assert "otel_parent_span_id" not in ops(records)["step"].metadata
+
+
+def counting_spans() -> list[dict[str, Any]]:
+    return [
+        span(1, "GET /notes", {"http.method": "GET"}),  # unknown kind, no content
+        span(2, "remember", {"myapp.prompt_text": PROMPT, "myapp.reply": ANSWER}),  # unread
+        span(3, "chat", {"gen_ai.operation.name": "chat", "gen_ai.prompt": PROMPT}),  # read
+        span(4, "handle question", CASE),  # known: a case span; its question is no lost content
+    ]
+
+
+def test_load_summary_counts_unread_content_and_unknown_kinds(tmp_path: Path) -> None:
+    path = tmp_path / "app.json"
+    path.write_text(json.dumps(request(*counting_spans())))
+    summary = load_paths(None, [str(path)], LoadOptions(dry_run=True)).as_dict()
+    assert summary["unread_content_spans"] == 1 and summary["unknown_kind_spans"] == 2
+    files = summary["files"]
+    assert isinstance(files, list)
+    file = files[0]
+    assert file["unread_content_keys"] == ["myapp.prompt_text", "myapp.reply"]
+    assert file["unknown_kind_names"] == ["GET /notes", "remember"]
+    result = CliRunner().invoke(load_command, [str(path), "--dry-run", "--json"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["unread_content_spans"] == 1
+    assert "1 span carries content no convention read (attributes myapp.prompt_text, " in (
+        result.stderr
+    )
+
+
+def test_a_refused_file_under_json_prints_a_json_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(request(span(1, "step", {}, traceId="0" * 32))))
+    result = CliRunner().invoke(load_command, [str(path), "--dry-run", "--json"])
+    assert result.exit_code == 1
+    error = json.loads(result.stdout)["error"]
+    assert error["type"] == "InputError" and error["path"] == str(path)
+    assert error["location"].endswith("spans[0].traceId") and "all-zero" in error["problem"]
+    assert "all-zero" in result.stderr
+
+
+def test_a_json_object_of_no_format_names_every_format(tmp_path: Path) -> None:
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps({"spans": [{"name": "chat"}]}))
+    with pytest.raises(InputError) as caught:
+        load_paths(None, [str(path)], LoadOptions(dry_run=True))
+    problem = caught.value.problem
+    assert "read as smartcomment because it is one JSON object" in problem
+    assert "`--format native`" in problem and "`--format otlp` reads OTLP JSON" in problem
+
+
+def test_a_case_takes_the_last_generation_inside_its_own_span(load: Callable[..., Any]) -> None:
+    def chat(number: int, parent: int, reply: str) -> dict[str, Any]:
+        return span(number, "chat", {"gen_ai.operation.name": "chat", "gen_ai.prompt": PROMPT,
+                                     "gen_ai.completion": reply}, parent=parent)  # fmt: skip
+
+    first = {**CASE, "memtrace.case.id": "loop"}
+    other = {**CASE, "memtrace.case.id": "other", "memtrace.case.question": "And paper?"}
+    records = load(
+        around(1, "agent turn", first),
+        chat(2, 1, "call read_notes"),  # an agent loop: a tool call planned, then the answer
+        span(3, "execute_tool read_notes", {"gen_ai.operation.name": "execute_tool"}, parent=1),
+        chat(4, 1, ANSWER),
+        around(5, "agent turn", other),
+        chat(6, 5, "Alternate Mondays."),
+    )
+    cases = {r.id: r for _, r in records if isinstance(r, CaseRecord)}
+    by_id = {r.id: r.value for _, r in records if isinstance(r, VariableRecord)}
+    assert by_id[cases["loop"].prediction or ""] == ANSWER
+    assert by_id[cases["other"].prediction or ""] == "Alternate Mondays."
