@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from memtrace.tracing import current_operation
+
 
 @dataclass
 class Run:
@@ -25,3 +27,10 @@ class Run:
     def labels(self, truth: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
         """``truth`` (question -> (step, error type)) with each step replaced by its op id."""
         return {q: (self.steps[step], error_type) for q, (step, error_type) in truth.items()}
+
+
+def mark(steps: dict[str, str], step: str) -> None:
+    """Remember the current operation's id as ``step`` (for ``Run.labels``)."""
+    op = current_operation()
+    if op is not None:
+        steps[step] = op.id

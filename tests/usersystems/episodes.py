@@ -20,7 +20,6 @@ from memtrace.tracing import (
     SimClock,
     Var,
     case,
-    current_operation,
     edge,
     operation,
     read,
@@ -29,7 +28,7 @@ from memtrace.tracing import (
     variable,
     write,
 )
-from usersystems import Run
+from usersystems import Run, mark
 
 SESSIONS = {
     "morning": [
@@ -109,12 +108,6 @@ _FILLER = frozenset(
 steps: dict[str, str] = {}
 
 
-def _mark(step: str) -> None:
-    op = current_operation()
-    if op is not None:
-        steps[step] = op.id
-
-
 def _bag(text: str) -> set[str]:
     return {w.lower() for w in _TOKEN.findall(text)} - _FILLER
 
@@ -129,7 +122,7 @@ async def summarize(
     name: str, messages: list[Var], said: list[tuple[str, str, str]]
 ) -> tuple[str, Var]:
     with operation("episodes.summarize", category="extraction"):
-        _mark(f"summarize:{name}")
+        mark(steps, f"summarize:{name}")
         await asyncio.sleep(0)  # the model call of a real summarizer
         kept = []
         for _, speaker, text in said:
@@ -142,7 +135,7 @@ async def summarize(
 
 async def index(name: str, number: int, episode: Var, text: str) -> tuple[str, Var]:
     with operation("episodes.index", category="embedding"):
-        _mark(f"index:{name}")
+        mark(steps, f"index:{name}")
         read(episode)
         block = f"### Memory {number}:\n{name} chat on {DAYS[name]}\n{text}"
         memory = variable(f"memory:{name}", block, category="episode_memory")
@@ -155,7 +148,7 @@ async def recall(
     question_id: str, question: Var, text: str, store: dict[str, tuple[str, Var]]
 ) -> tuple[str, Var]:
     with operation("episodes.recall", category="retrieval"):
-        _mark(f"recall:{question_id}")
+        mark(steps, f"recall:{question_id}")
         read(question, *(var for _, var in store.values()))
         asked = _bag(text)
         best = max(store, key=lambda name: len(asked & _bag(store[name][0])))
@@ -169,7 +162,7 @@ async def respond(
     question_id: str, question: Var, text: str, block: str, context: Var
 ) -> tuple[str, Var]:
     with operation("episodes.respond", category="generation"):
-        _mark(f"respond:{question_id}")
+        mark(steps, f"respond:{question_id}")
         read(question, context)
         episode = block.splitlines()[-1]
         sentences = re.split(r"(?<=[.!?])\s+", episode)

@@ -19,7 +19,6 @@ from memtrace.tracing import (
     SimClock,
     Var,
     case,
-    current_operation,
     edge,
     mutation,
     operation,
@@ -29,7 +28,7 @@ from memtrace.tracing import (
     variable,
     write,
 )
-from usersystems import Run
+from usersystems import Run, mark
 
 TOPICS = ("dog", "car", "sister", "job", "garden", "flat", "trip", "band", "cake", "bike")
 
@@ -162,9 +161,7 @@ class Notebook:
         self.run = Run()
 
     def _step(self, name: str) -> None:
-        op = current_operation()
-        if op is not None:
-            self.run.steps[name] = op.id
+        mark(self.run.steps, name)
 
     def extract(self, message_id: str, speaker: str, when: str, text: str) -> list[tuple[str, str]]:
         with operation("notebook.extract_notes", category="extraction"):

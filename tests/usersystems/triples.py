@@ -17,7 +17,6 @@ from memtrace.tracing import (
     SimClock,
     Var,
     case,
-    current_operation,
     delete,
     edge,
     operation,
@@ -27,7 +26,7 @@ from memtrace.tracing import (
     variable,
     write,
 )
-from usersystems import Run
+from usersystems import Run, mark
 
 CONVERSATION = [
     ("d1", "[2023-06-02 09:14] Ana: I moved to Porto in 2019."),
@@ -110,12 +109,6 @@ _IGNORED = frozenset(
 steps: dict[str, str] = {}  # step -> op id, of the current run
 
 
-def _mark(step: str) -> None:
-    op = current_operation()
-    if op is not None:
-        steps[step] = op.id
-
-
 def tokens(text: str) -> set[str]:
     return set(_TOKEN.findall(text.lower())) - _IGNORED
 
@@ -137,7 +130,7 @@ def triple(speaker: str, sentence: str) -> str | None:
 
 @operation("triples.extract_triples", category="extraction")
 def extract_triples(message_id: str, line: str) -> tuple[list[str], Var]:
-    _mark(f"extract:{message_id}")
+    mark(steps, f"extract:{message_id}")
     message = variable(message_id, line, category="message")
     read(message)
     match = _LINE.match(line)
@@ -154,7 +147,7 @@ def extract_triples(message_id: str, line: str) -> tuple[list[str], Var]:
 
 @operation("triples.forget_duplicates", category="deletion")
 def forget_duplicates(message_id: str, store: dict[str, Var], new: list[str]) -> None:
-    _mark(f"forget:{message_id}")
+    mark(steps, f"forget:{message_id}")
     for made in new:
         head = made.split(" | ")[:2]
         for text, var in list(store.items()):
@@ -166,7 +159,7 @@ def forget_duplicates(message_id: str, store: dict[str, Var], new: list[str]) ->
 
 @operation("triples.add_triples", category="embedding")
 def add_triples(message_id: str, store: dict[str, Var], new: list[str], source: Var) -> None:
-    _mark(f"add:{message_id}")
+    mark(steps, f"add:{message_id}")
     read(source)
     for index, made in enumerate(new):
         var = variable(f"triple:{message_id}-{index}", made, category="memory")
@@ -179,7 +172,7 @@ def add_triples(message_id: str, store: dict[str, Var], new: list[str], source: 
 def find(
     question_id: str, question: Var, text: str, store: dict[str, Var]
 ) -> tuple[list[str], Var]:
-    _mark(f"find:{question_id}")
+    mark(steps, f"find:{question_id}")
     read(question, *store.values())
     asked = tokens(text)
     ranked = sorted(store, key=lambda t: -len(asked & tokens(t)))[:3]
@@ -191,7 +184,7 @@ def find(
 
 @operation("triples.reply", category="generation")
 def reply(question_id: str, question: Var, found: list[str], context: Var) -> Var:
-    _mark(f"reply:{question_id}")
+    mark(steps, f"reply:{question_id}")
     read(question, context)
     answer = found[0].split(" | ")[2] if found else "I don't know"
     prediction = variable(f"answer:{question_id}", answer, class_name="prediction")
