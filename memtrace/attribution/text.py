@@ -35,8 +35,7 @@ me more most my myself no nor not now of off on once only or other our ours ours
 own same she should so some such than that the their theirs them themselves then there these
 they this those through to too under until up very was we were what when where which while who
 whom why will with would you your yours yourself yourselves also really so just yeah oh wow hey
-im ive id youre thats its dont didnt got get gets like lot lots thing things make makes made
-making"""
+im ive id youre thats its dont didnt got get gets like lot lots thing things"""
 STOP_WORDS = frozenset(_STOP_TEXT.split())
 YES_NO = frozenset({"yes", "no"})
 
