@@ -46,14 +46,15 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _SUFFIXES = (re.compile(r"\s*Below is this message's metadata:.*\Z", re.DOTALL),)
 
 
-# Past forms that suffix stripping cannot bring back to their verb ("grew" / "grow").
+# Past forms that suffix stripping cannot bring back to their verb ("grew" / "grow"); not
+# "made": a question's "What made ..." would then match every sentence that "makes" something.
 _IRREGULAR_TEXT = """arose arise ate eat awoke awake became become began begin bent bend bit bite
 bled bleed blew blow bought buy brought bring broke break built build burnt burn caught catch
 chose choose came come cost cost crept creep dealt deal dug dig dove dive drew draw dreamt dream
 drank drink drove drive fed feed felt feel fought fight found find fled flee flew fly forgot forget
 forgave forgive froze freeze gave give went go grew grow hung hang heard hear hid hide held hold
 hurt hurt kept keep knew know laid lay led lead leapt leap learnt learn left leave lent lend lay lie
-lit light lost lose made make meant mean met meet paid pay quit quit ran run rang ring rode ride
+lit light lost lose meant mean met meet paid pay quit quit ran run rang ring rode ride
 rose rise said say sang sing sank sink sat sit saw see sought seek sold sell sent send set set shook
 shake shone shine shot shoot showed show shrank shrink shut shut slept sleep slid slide spoke speak
 spent spend spun spin split split spread spread sprang spring stood stand stole steal stuck stick
