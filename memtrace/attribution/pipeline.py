@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -214,15 +215,18 @@ def run_attribution(
     on_done: Callable[[Verdict], None] | None = None,
     workers: int = 8,
     resume: bool = False,
+    shard: Shard | None = None,
 ) -> tuple[str, list[Verdict]]:
     """Attribute ``cases`` (default: every failed case, of ``trace_id`` when given) and write
     them under a run id as they finish, in groups of ``WRITE_EVERY``, so a crash keeps the
     finished ones. With ``resume`` the cases this run already attributed without an error are
-    skipped (and not returned)."""
+    skipped (and not returned); with ``shard`` only the cases of that shard's traces."""
     if trace_id is not None:
         require_complete_trace(store, trace_id)
     if cases is None:
         cases = store.failed_cases(trace_id)
+    if shard is not None:
+        cases = [case for case in cases if shard.holds(case[0])]
     resolved = run_id or options.run_id(judge)
     if resume:
         finished = store.finished_cases(resolved)
@@ -246,6 +250,23 @@ def run_attribution(
     if write and pending:
         store.write_attributions(resolved, pending)
     return resolved, verdicts
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` of ``count`` (1-based): the traces whose id hashes to it. Machines that
+    run ``attribute --shard 1/3``, ``2/3`` and ``3/3`` split the cases by trace, each case once."""
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.index <= self.count:
+            raise ValueError(f"shard {self.index}/{self.count}: expected 1 <= i <= n")
+
+    def holds(self, trace_id: str) -> bool:
+        # crc32, not hash(): the same on every machine and in every process
+        return zlib.crc32(trace_id.encode()) % self.count == self.index - 1
 
 
 NAMED_UNSCORED = 5  # case ids a line names

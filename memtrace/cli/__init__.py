@@ -28,6 +28,7 @@ COMMANDS = {
     "report": "memtrace.cli.report:report_command",
     "browser": "memtrace.cli.browser:browser_command",
     "review": "memtrace.cli.review:review_group",
+    "collect": "memtrace.cli.collect:collect_command",
 }
 
 

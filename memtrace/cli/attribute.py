@@ -19,6 +19,7 @@ from memtrace.attribution.model import Verdict
 from memtrace.attribution.pipeline import (
     Analysis,
     Options,
+    Shard,
     analyse_case,
     evaluation_rows,
     failure_summary,
@@ -121,6 +122,16 @@ def _summary(run_id: str, verdicts: list[Verdict], wall_seconds: float) -> Table
     return table
 
 
+def _shard(value: str | None) -> Shard | None:
+    if value is None:
+        return None
+    index, _, count = value.partition("/")
+    try:
+        return Shard(int(index), int(count))
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected I/N with 1 <= I <= N, e.g. 2/3") from None
+
+
 @click.command("attribute")
 @click.option("--trace", "trace_id", help="Only this trace (default: every complete trace).")
 @click.option("--all-failed", is_flag=True, help="Every failed case (the default without --case).")
@@ -142,6 +153,12 @@ def _summary(run_id: str, verdicts: list[Verdict], wall_seconds: float) -> Table
     help="Keep this run's verdicts of cases it already finished (e.g. before a crash); "
     "attribute only the rest.",
 )
+@click.option(
+    "--shard",
+    callback=lambda _ctx, _param, value: _shard(value),
+    metavar="I/N",
+    help="Only the cases of shard I of N (split by trace): run 1/N ... N/N on N machines.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print MemTrace-compatible JSON records.")
 @neo4j_options
 @llm_options
@@ -160,6 +177,7 @@ def attribute_command(
     replayer: str | None,
     no_write: bool,
     resume: bool,
+    shard: Shard | None,
     as_json: bool,
 ) -> None:
     """Name the earliest decisive faulty operation and error type of failed cases."""
@@ -198,6 +216,7 @@ def attribute_command(
                 on_done=lambda _: bar.advance(task),
                 workers=workers,
                 resume=resume,
+                shard=shard,
             )
         wall_seconds = time.perf_counter() - started
         # named cases are attributed whatever their score; otherwise say what was never taken

@@ -36,6 +36,7 @@ QUERYING = {
     "memtrace.optimize.store",
     "memtrace.review.store",
     "memtrace.replay.store",
+    "memtrace.collect.store",
 }
 PURE_ATTRIBUTION = {
     f"memtrace.attribution.{name}"

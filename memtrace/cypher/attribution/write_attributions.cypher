@@ -3,6 +3,11 @@
 // returns: written
 UNWIND $rows AS row
 MATCH (c:Case {trace_id: row.trace_id, id: row.case_id})
+// Lock the case first (a write takes its lock until commit): two `attribute` processes writing
+// the same case then take turns, the second replacing the first's attribution, never adding one.
+SET c._writing = true
+REMOVE c._writing
+WITH c, row
 CALL (c) {
   MATCH (c)-[:HAS_ATTRIBUTION]->(old:Attribution {run_id: $run_id})
   DETACH DELETE old

@@ -1,0 +1,130 @@
+"""`memtrace collect`: receive OTLP/HTTP traces live, spool them durably, load complete ones."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from memtrace.attribution.pipeline import Options
+from memtrace.attribution.registry import make_judge
+from memtrace.cli.attribute import judge_option
+from memtrace.cli.options import llm_options, neo4j_options
+from memtrace.cli.output import make_console
+from memtrace.collect.app import Limits
+from memtrace.collect.ingest import IngestOptions
+from memtrace.collect.receiver import (
+    DEFAULT_PORT,
+    DEFAULT_SPOOL_BYTES,
+    TOKEN_ENV,
+    Receiver,
+    ReceiverOptions,
+    attributing,
+    default_spool,
+)
+from memtrace.settings import Settings
+
+err = make_console(stderr=True)
+
+
+def _log(message: str) -> None:
+    stamp = datetime.now(UTC).strftime("%H:%M:%S")
+    err.print(f"[dim]{stamp}[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+@click.command("collect")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help=f"Address to bind; any other than loopback needs {TOKEN_ENV}.",
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True)
+@click.option(
+    "--spool",
+    "spool_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Spool directory [default: $MEMTRACE_HOME/collect/spool].",
+)
+@click.option(
+    "--spool-max-mb",
+    type=click.IntRange(min=1),
+    default=DEFAULT_SPOOL_BYTES // 2**20,
+    show_default=True,
+    help="Above this many MB not yet loaded, requests get 503 with Retry-After.",
+)
+@click.option(
+    "--quiet-period",
+    type=click.FloatRange(min=0),
+    default=5.0,
+    show_default=True,
+    help="Seconds without a new span (after the root span) before a trace loads.",
+)
+@click.option(
+    "--max-wait",
+    type=click.FloatRange(min=0),
+    default=300.0,
+    show_default=True,
+    help="Seconds after which a trace whose root span never came loads anyway.",
+)
+@click.option(
+    "--attribute",
+    "attribute",
+    is_flag=True,
+    help="Attribute each loaded trace's failed cases at once.",
+)
+@judge_option
+@click.option("--run-id", help="Attribution run id (with --attribute) [default: per judge].")
+@neo4j_options
+@llm_options
+def collect_command(
+    settings: Settings,
+    host: str,
+    port: int,
+    spool_dir: Path | None,
+    spool_max_mb: int,
+    quiet_period: float,
+    max_wait: float,
+    attribute: bool,
+    judge: str | None,
+    run_id: str | None,
+) -> None:
+    """Receive traces on OTLP/HTTP (POST /v1/traces, protobuf or JSON, gzip or not).
+
+    Each accepted batch is fsync'd to the spool before it is acknowledged; a trace is loaded
+    (as `memtrace load` would) once its root span has arrived and it has been quiet for
+    --quiet-period. Serves until Ctrl-C; what is not loaded yet stays in the spool for the
+    next start. The token, if any, is read from the environment, never from the command line.
+    """
+    token = os.environ.get(TOKEN_ENV) or None
+    if judge is not None and not attribute:
+        raise click.UsageError("--judge chooses the judge of --attribute: add --attribute")
+    after_load = None
+    if attribute:
+        after_load = attributing(make_judge(judge, settings), Options(), run_id, _log)
+    options = ReceiverOptions(
+        host=host,
+        port=port,
+        spool_dir=spool_dir,
+        spool_max_bytes=spool_max_mb * 2**20,
+        token=token,
+        ingest=IngestOptions(quiet_seconds=quiet_period, max_wait_seconds=max_wait),
+        limits=Limits(),
+    )
+    receiver = Receiver(settings, options, _log, after_load)
+    pending = receiver.spool.pending()
+    where = options.spool_dir or default_spool(settings)
+    _log(
+        f"receiving OTLP/HTTP on http://{host}:{port}/v1/traces; spool {where} "
+        f"({pending['traces']} trace(s) pending from before); loading into {settings.neo4j.uri}"
+        + (f"; attributing with {judge or 'the default judge'}" if attribute else "")
+    )
+    receiver.serve()
+    status = receiver.status()
+    _log(
+        f"stopped: {status['loaded_traces']} trace(s) loaded, {status['rejected_traces']} "
+        f"refused; {receiver.spool.pending()['traces']} pending in the spool"
+    )

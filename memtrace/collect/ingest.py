@@ -1,0 +1,133 @@
+"""Loading complete traces from the spool into Neo4j, with the validation of ``memtrace load``.
+
+A trace is due once its root span has arrived and no span of it came for the quiet period (or,
+without a root, after the longest wait). Due traces are taken under a lease (store.py: several
+receivers may share a database), assembled into one OTLP JSON file each and loaded together
+through ``load_paths``, the function ``memtrace load`` calls. A trace the loader refuses is set
+aside in the spool's ``rejected/`` with the reason and logged; the others load. Optionally the
+failed cases of the traces just loaded are attributed at once (``after_load``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+
+from memtrace.admin import init_schema
+from memtrace.collect.spool import Assembled, Spool
+from memtrace.collect.store import CollectStore
+from memtrace.db import Database
+from memtrace.errors import InputError, MemtraceError
+from memtrace.loaders.load import LoadOptions, load_paths
+
+AfterLoad = Callable[[Database, list[str]], None]  # the loaded traces' memtrace trace ids
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    quiet_seconds: float = 5.0
+    max_wait_seconds: float = 300.0
+    traces_per_load: int = 200
+    lease_seconds: float = 600.0
+    retry_seconds: float = 5.0  # after Neo4j failed, before trying again
+    idle_seconds: float = 0.2  # between looks at the spool when nothing is due
+
+
+@dataclass
+class Counters:
+    loaded_traces: int = 0
+    loaded_spans: int = 0
+    rejected_traces: int = 0
+    load_errors: int = 0
+    latencies: list[float] = field(default_factory=list)  # last span seen -> loaded, seconds
+
+
+class Ingester:
+    def __init__(
+        self,
+        spool: Spool,
+        options: IngestOptions,
+        owner: str,
+        log: Log,
+        after_load: AfterLoad | None = None,
+    ) -> None:
+        self.spool = spool
+        self.options = options
+        self.owner = owner
+        self.log = log
+        self.after_load = after_load
+        self.counters = Counters()
+
+    def step(self, db: Database) -> int:
+        """Load the traces due now (up to ``traces_per_load``); return how many were loaded."""
+        options = self.options
+        due = self.spool.due(
+            options.quiet_seconds, options.max_wait_seconds, options.traces_per_load
+        )
+        if not due:
+            return 0
+        store = CollectStore(db, self.owner)
+        held = store.acquire(due, options.lease_seconds)
+        if not held:
+            return 0  # another receiver is loading them
+        try:
+            loaded = self._load(db, [self.spool.assemble(trace_id) for trace_id in held])
+        finally:
+            store.release(held)
+        if loaded and self.after_load is not None:
+            self.after_load(db, loaded)
+        return len(loaded)
+
+    def _load(self, db: Database, assembled: list[Assembled]) -> list[str]:
+        remaining = list(assembled)
+        while remaining:
+            try:
+                summary = load_paths(
+                    db, [str(item.path) for item in remaining], LoadOptions(format="otlp")
+                )
+            except InputError as exc:
+                refused = next((item for item in remaining if str(item.path) == exc.path), None)
+                if refused is None:
+                    raise
+                self.spool.mark_rejected(refused, str(exc))
+                self.counters.rejected_traces += 1
+                self.log(f"refused trace {refused.trace_id} (kept in the spool's rejected/): {exc}")
+                remaining.remove(refused)
+                continue
+            by_path = {result.path: result.trace_id for result in summary.files}
+            now = time.monotonic()
+            self.spool.mark_loaded(remaining)
+            for item in remaining:
+                self.counters.loaded_traces += 1
+                self.counters.loaded_spans += item.spans
+                self.counters.latencies.append(now - item.last_seen)
+            del self.counters.latencies[:-10_000]
+            return [by_path[str(item.path)] for item in remaining]
+        return []
+
+    def run(
+        self, connect: Callable[[], AbstractContextManager[Database]], stop: threading.Event
+    ) -> None:
+        """Load due traces until ``stop`` is set; a Neo4j failure is logged and retried."""
+        while not stop.is_set():
+            try:
+                with connect() as db:
+                    # the lease constraint first: without it two receivers starting on an empty
+                    # database could each create a lease node for one trace
+                    init_schema(db)
+                    while not stop.is_set():
+                        if self.step(db) == 0:
+                            stop.wait(self.options.idle_seconds)
+            except (MemtraceError, OSError, ValueError) as exc:
+                # the loader thread must not die quietly: whatever stopped this step (Neo4j
+                # away, a spool file unreadable), say so and try again; the spans stay spooled
+                self.counters.load_errors += 1
+                self.log(
+                    f"loading paused: {exc}; the spans stay in the spool, retrying in "
+                    f"{self.options.retry_seconds:g} s"
+                )
+                stop.wait(self.options.retry_seconds)

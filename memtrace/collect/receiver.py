@@ -1,0 +1,148 @@
+"""`memtrace collect`: the endpoint and the loader together, in one process.
+
+The endpoint answers on uvicorn's event loop; the loader runs on a thread of its own with its
+own Neo4j connection, so a slow or absent database never blocks acknowledging spans (the
+spool's bound does, through 503s). Loopback only unless a token is set.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import quantiles
+from typing import Any
+
+from memtrace.attribution.judges import Judge
+from memtrace.attribution.pipeline import Options, failure_summary, run_attribution
+from memtrace.attribution.store import AttributionStore
+from memtrace.collect.app import Limits, create_app
+from memtrace.collect.ingest import AfterLoad, Ingester, IngestOptions, Log
+from memtrace.collect.spool import Spool
+from memtrace.db import Database, connect
+from memtrace.errors import ConfigError, MemtraceError
+from memtrace.review.serve import is_loopback, prepare, serving_in_thread
+from memtrace.settings import Settings
+
+DEFAULT_PORT = 4318  # OTLP/HTTP's registered port
+DEFAULT_SPOOL_BYTES = 256 * 1024 * 1024
+TOKEN_ENV = "MEMTRACE_COLLECT_TOKEN"
+
+
+@dataclass(frozen=True)
+class ReceiverOptions:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    spool_dir: Path | None = None  # default: $MEMTRACE_HOME/collect/spool
+    spool_max_bytes: int = DEFAULT_SPOOL_BYTES
+    token: str | None = None
+    ingest: IngestOptions = field(default_factory=IngestOptions)
+    limits: Limits = field(default_factory=Limits)
+
+
+def default_spool(settings: Settings) -> Path:
+    return settings.home / "collect" / "spool"
+
+
+def check_exposure(host: str, token: str | None) -> None:
+    """Off loopback the endpoint answers only with a token: refuse to start without one."""
+    if not is_loopback(host) and not token:
+        raise ConfigError(
+            f"refusing to receive spans on {host!r} without a token: set {TOKEN_ENV} (exporters "
+            "then send the header 'Authorization: Bearer <token>'), or bind 127.0.0.1"
+        )
+
+
+class Receiver:
+    def __init__(
+        self,
+        settings: Settings,
+        options: ReceiverOptions,
+        log: Log,
+        after_load: AfterLoad | None = None,
+    ) -> None:
+        check_exposure(options.host, options.token)
+        self.settings = settings
+        self.options = options
+        self.spool = Spool(options.spool_dir or default_spool(settings), options.spool_max_bytes)
+        owner = f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+        self.ingester = Ingester(self.spool, options.ingest, owner, log, after_load)
+        self.app = create_app(self.spool, options.token, self.status, options.host, options.limits)
+
+    def status(self) -> dict[str, Any]:
+        counters = self.ingester.counters
+        latencies = list(counters.latencies)
+        return {
+            "loaded_traces": counters.loaded_traces,
+            "loaded_spans": counters.loaded_spans,
+            "rejected_traces": counters.rejected_traces,
+            "load_errors": counters.load_errors,
+            "seconds_after_last_span": _percentiles(latencies),
+        }
+
+    @contextmanager
+    def loading(self) -> Iterator[None]:
+        """Run the loader thread for the duration of the block."""
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=self.ingester.run,
+            args=(lambda: connect(self.settings), stop),
+            name="memtrace-collect-loader",
+            daemon=True,
+        )
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(timeout=60)
+
+    def serve(self) -> None:
+        """Receive and load until Ctrl-C / SIGTERM (uvicorn stops on both)."""
+        running = prepare(self.app, self.options.host, self.options.port)
+        with self.loading():
+            running.serve()
+
+    @contextmanager
+    def serving_in_thread(self) -> Iterator[str]:
+        """Receive and load in background threads (tests, benchmarks); yields the base URL."""
+        with (
+            self.loading(),
+            serving_in_thread(self.app, self.options.host, self.options.port) as url,
+        ):
+            yield url
+
+
+def _percentiles(values: list[float]) -> dict[str, float] | None:
+    if len(values) < 2:
+        return None
+    cuts = quantiles(values, n=20, method="inclusive")
+    return {"p50": round(cuts[9], 3), "p95": round(cuts[18], 3), "n": len(values)}
+
+
+def attributing(judge: Judge, options: Options, run_id: str | None, log: Log) -> AfterLoad:
+    """Attribute the failed cases of each trace as it is loaded (``memtrace collect
+    --attribute``), so failure classes stay current; a failure is logged, the loading goes on."""
+
+    def after_load(db: Database, trace_ids: list[str]) -> None:
+        store = AttributionStore(db)
+        for trace_id in trace_ids:
+            try:
+                run, verdicts = run_attribution(
+                    store, judge, options, trace_id=trace_id, run_id=run_id, workers=1
+                )
+            except MemtraceError as exc:
+                log(f"attributing trace {trace_id} failed: {exc}")
+                continue
+            problems = failure_summary(verdicts)
+            if verdicts:
+                log(f"attributed {len(verdicts)} failed case(s) of {trace_id} as run {run}")
+            if problems:
+                log(f"trace {trace_id}: {problems}")
+
+    return after_load
