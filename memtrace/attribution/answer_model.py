@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from memtrace.attribution.dates import date_phrases, unglue_dates
 from memtrace.attribution.model import CaseGraph, Trail
-from memtrace.attribution.text import content_words, lines, memory_text
+from memtrace.attribution.text import lines, memory_text, ranking_words
 
 QUOTED_SHARE = 0.9  # of an item's content words in the prediction: the answer quoted the item
 _TIMESTAMP = re.compile(r"^\[[^\]]*\]\s*")  # a context line's leading "[8 May 2023]"
@@ -64,8 +64,8 @@ def _ranked(items: Sequence[frozenset[str]], question: frozenset[str]) -> list[i
 def selection(graph: CaseGraph) -> Selection | None:
     """The case's answer step, when it quoted context items and the quoted ones are exactly the
     best-matching ones; None when the model does not explain what it did."""
-    items = [content_words(text) for text in _items(graph)]
-    answer = content_words(graph.anchor.prediction or "")
+    items = [ranking_words(text) for text in _items(graph)]
+    answer = ranking_words(graph.anchor.prediction or "")
     quoted = {
         i
         for i, words in enumerate(items)
@@ -73,7 +73,7 @@ def selection(graph: CaseGraph) -> Selection | None:
     }
     if not quoted:
         return None
-    question = content_words(graph.anchor.question)
+    question = ranking_words(graph.anchor.question)
     if set(_ranked(items, question)[: len(quoted)]) != quoted:
         return None
     return Selection(tuple(items), len(quoted))
@@ -96,7 +96,7 @@ def restored(graph: CaseGraph, trail: Trail) -> Restored:
 def restored_text(graph: CaseGraph, trail: Trail) -> str:
     """The line of a memory that held the sentence which holds most of it, else the sentence as
     its speaker said it."""
-    words = content_words(trail.key_sentence)
+    words = ranking_words(trail.key_sentence)
     holders = {m.id: m.value for m in graph.memories}
     candidates = [
         _TIMESTAMP.sub("", memory_text(line))
@@ -104,7 +104,7 @@ def restored_text(graph: CaseGraph, trail: Trail) -> str:
         for line in lines(holders.get(holder, ""))
     ]
     if candidates:
-        return max(candidates, key=lambda line: len(words & content_words(line)))
+        return max(candidates, key=lambda line: len(words & ranking_words(line)))
     speaker = next((e.speaker for e in graph.evidence if e.id == trail.message_id), None)
     return f"{speaker}: {trail.key_sentence}" if speaker else trail.key_sentence
 
@@ -116,8 +116,8 @@ def rescues(found: Selection, question: str, restored: Sequence[Restored], gold:
     content word of the gold answer (the dates a restored message refers to count as said: an
     answer step writes them out)."""
     n = len(found.items)
-    items = [*found.items, *(content_words(r.text) for r in restored)]
-    scores = _scores(items, content_words(question))
+    items = [*found.items, *(ranking_words(r.text) for r in restored)]
+    scores = _scores(items, ranking_words(question))
     # a step that quoted its whole context may quote more than it had: every item, then
     quota = len(items) if found.quoted == n else found.quoted
     chosen = sorted(range(len(items)), key=lambda i: (-scores[i], i < n, i))[:quota]
@@ -126,5 +126,5 @@ def rescues(found: Selection, question: str, restored: Sequence[Restored], gold:
     said = set().union(*(items[i] for i in chosen))
     for i in chosen:
         if i >= n:
-            said |= content_words(" ".join(restored[i - n].dates))
-    return content_words(unglue_dates(gold)) <= said
+            said |= ranking_words(" ".join(restored[i - n].dates))
+    return ranking_words(unglue_dates(gold)) <= said

@@ -19,6 +19,7 @@ from memtrace.attribution.dates import date_phrases, is_dated, unglue_dates
 from memtrace.attribution.model import Anchor, Evidence
 from memtrace.attribution.text import (
     MIN_CONTENT_WORDS,
+    YES_NO,
     content_words,
     holds,
     normalize,
@@ -102,14 +103,11 @@ def asks_only(text: str) -> bool:
     return all(part.endswith("?") for part in sentences(text))
 
 
-_YES_NO = frozenset({"yes", "no"})
-
-
 def list_items(answer: str) -> list[str]:
     """The items of an answer that lists several things ("beach, mountains, forest"); a "yes"
     or "no" before a comma is not one."""
     items = [part.strip() for part in answer.split(",") if part.strip()]
-    return [i for i in items if normalize(i) not in _YES_NO] if len(items) > 1 else []
+    return [i for i in items if normalize(i) not in YES_NO] if len(items) > 1 else []
 
 
 def retrieved_evidence(

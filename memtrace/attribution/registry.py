@@ -51,6 +51,38 @@ def default_judge(settings: Settings) -> str:
     return "hybrid" if settings.llm.base_url else "offline"
 
 
+AUTO = "auto"  # the CLI's default: ``choose_judge`` picks one of ``JUDGES`` per run
+JUDGE_CHOICES: tuple[str, ...] = (AUTO, *JUDGES)
+ReplayRefusal = Callable[[str], str | None]  # trace id -> why it cannot be replayed (None: it can)
+
+
+@dataclass(frozen=True)
+class JudgeChoice:
+    name: str
+    why: str
+
+
+def choose_judge(
+    requested: str | None,
+    settings: Settings,
+    trace_ids: Sequence[str],
+    replay_refusal: ReplayRefusal,
+) -> JudgeChoice:
+    """The judge a run uses, and why. A named judge is used as asked; ``auto`` (or None)
+    executes the counterfactuals where it can: the replay judge when every trace of the run
+    can be replayed (``replay_refusal`` says, per trace), else ``default_judge``."""
+    if requested not in (None, AUTO):
+        return JudgeChoice(str(requested), "asked for")
+    refused = next((why for t in trace_ids if (why := replay_refusal(t)) is not None), None)
+    if trace_ids and refused is None:
+        many = "every trace of the run" if len(trace_ids) > 1 else f"trace {trace_ids[0]!r}"
+        return JudgeChoice("replay", f"{many} can be replayed: executed counterfactuals")
+    fallback = default_judge(settings)
+    why_not = f"no replay ({refused})" if refused else "no trace to replay"
+    endpoint = "an LLM endpoint is configured" if fallback == "hybrid" else "no LLM endpoint"
+    return JudgeChoice(fallback, f"{why_not}; {endpoint}")
+
+
 def make_judge(name: str | None, settings: Settings, replayers: Replayers | None = None) -> Judge:
     """The judge registered as ``name`` (None: ``default_judge``); ``replayers``: the traces'
     (the replay judge's)."""

@@ -3,9 +3,12 @@
 Thresholds (documented in docs/attribution.md):
 
 * ``HOLD_THRESHOLD``: a text *holds* an evidence sentence when at least this share of the
-  sentence's content words (lower-cased, stop words dropped, light suffix stemming) occur in one
-  line of the text. Lines, because contexts and memory stores list one memory per line; a whole
-  context would match almost anything.
+  sentence's content words (lower-cased, stop words dropped, inflections stemmed) occur in one
+  sentence of one line of the text. Lines, because contexts and memory stores list one memory
+  per line (a whole context would match almost anything); sentences, because a memory written
+  as one long paragraph holds many statements, and words of several of them match nothing.
+* What was said is matched, not how a system wrote it down: ``said`` takes speaker prefixes,
+  timestamps and message wrappers off a message before its sentences are followed.
 * A sentence of at most ``SHORT_SENTENCE_WORDS`` content words must be held completely: with 3
   of 4 words, "signed up for a pottery class yesterday" matches "made it in pottery class
   yesterday".
@@ -18,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 HOLD_THRESHOLD = 0.75
@@ -33,31 +37,89 @@ they this those through to too under until up very was we were what when where w
 whom why will with would you your yours yourself yourselves also really so just yeah oh wow hey
 im ive id youre thats its dont didnt got get gets like lot lots thing things"""
 STOP_WORDS = frozenset(_STOP_TEXT.split())
+YES_NO = frozenset({"yes", "no"})
 
 _WORD = re.compile(r"[a-z0-9]+")
+_POSSESSIVE = re.compile(r"['\u2019]s\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # Wrappers that memory frameworks append to message text; not part of what was said.
 _SUFFIXES = (re.compile(r"\s*Below is this message's metadata:.*\Z", re.DOTALL),)
 
 
+# Past forms that suffix stripping cannot bring back to their verb ("grew" / "grow"); not
+# "made": a question's "What made ..." would then match every sentence that "makes" something.
+_IRREGULAR_TEXT = """arose arise ate eat awoke awake became become began begin bent bend bit bite
+bled bleed blew blow bought buy brought bring broke break built build burnt burn caught catch
+chose choose came come cost cost crept creep dealt deal dug dig dove dive drew draw dreamt dream
+drank drink drove drive fed feed felt feel fought fight found find fled flee flew fly forgot forget
+forgave forgive froze freeze gave give went go grew grow hung hang heard hear hid hide held hold
+hurt hurt kept keep knew know laid lay led lead leapt leap learnt learn left leave lent lend lay lie
+lit light lost lose meant mean met meet paid pay quit quit ran run rang ring rode ride
+rose rise said say sang sing sank sink sat sit saw see sought seek sold sell sent send set set shook
+shake shone shine shot shoot showed show shrank shrink shut shut slept sleep slid slide spoke speak
+spent spend spun spin split split spread spread sprang spring stood stand stole steal stuck stick
+stung sting strode stride struck strike swore swear swept sweep swam swim swung swing taught teach
+took take tore tear told tell thought think threw throw understood understand woke wake wore wear
+won win wrote write broken break chosen choose done do drawn draw driven drive eaten eat fallen fall
+fell fall flown fly forgotten forget frozen freeze given give gone go grown grow hidden hide known
+know ridden ride risen rise seen see shaken shake shown show spoken speak stolen steal sung sing
+swum swim taken take thrown throw torn tear woken wake worn wear written write"""
+_IRREGULAR = dict(zip(_IRREGULAR_TEXT.split()[::2], _IRREGULAR_TEXT.split()[1::2], strict=True))
+_KEEP_DOUBLE = frozenset("lsz")  # "called" -> "call", "kisses" -> "kiss"; "planned" -> "plan"
+
+
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
+    """A word's stem, so that inflections of one word meet: "moved", "moves", "moving" and
+    "move" -> "mov"; "tries" / "tried" -> "tri"; "planned" -> "plan"; "grew" -> "grow"."""
+    word = _IRREGULAR.get(word, word)
+    for suffix in ("ies", "ied", "ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            word = word[: -len(suffix)] + ("i" if suffix in ("ies", "ied") else "")
+            if suffix in ("ing", "ed") and word[-1] == word[-2] and word[-1] not in _KEEP_DOUBLE:
+                word = word[:-1]
+            break
+    if len(word) > 3 and word[-1] == "e":
+        return word[:-1]
+    if len(word) >= 3 and word[-1] == "y":
+        return word[:-1] + "i"
+    return word
+
+
+def _tokens(text: str) -> list[str]:
+    """Lower-cased words; a possessive "'s" is dropped ("Ana's" -> "ana"), other apostrophes
+    joined ("don't" -> "dont")."""
+    text = _POSSESSIVE.sub("", text.lower())
+    return _WORD.findall(text.replace("'", "").replace("\u2019", ""))
+
+
+@lru_cache(maxsize=262144)  # memory and context lines recur across the cases of a trace
+def content_words(text: str) -> frozenset[str]:
+    return frozenset(stem(w) for w in _tokens(text) if w not in STOP_WORDS)
+
+
+@lru_cache(maxsize=262144)
+def ranking_words(text: str) -> frozenset[str]:
+    """Content words as a plain lexical ranker sees them: apostrophes joined ("Ana's" ->
+    "anas"), only "-ing", "-ed", "-es", "-s" stripped. ``answer_model`` predicts which context
+    items such a ranker puts first (what an extractive answer step quotes), a question apart
+    from whether a text states a sentence (``content_words``, which normalizes more)."""
+    words = _WORD.findall(text.lower().replace("'", "").replace("\u2019", ""))
+    return frozenset(_strip_suffix(w) for w in words if w not in STOP_WORDS)
+
+
+@lru_cache(maxsize=65536)
+def _strip_suffix(word: str) -> str:
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
     return word
 
 
-@lru_cache(maxsize=262144)  # memory and context lines recur across the cases of a trace
-def content_words(text: str) -> frozenset[str]:
-    words = _WORD.findall(text.lower().replace("'", ""))
-    return frozenset(stem(w) for w in words if w not in STOP_WORDS)
-
-
 def word_forms(text: str) -> dict[str, str]:
     """Each content word of ``text`` (as ``content_words`` has it) -> the word as written."""
     forms: dict[str, str] = {}
-    for word in _WORD.findall(text.lower().replace("'", "")):
+    for word in _tokens(text):
         if word not in STOP_WORDS:
             forms.setdefault(stem(word), word)
     return forms
@@ -68,11 +130,35 @@ def unescape(text: str) -> str:
     return text.replace("\\n", "\n").replace('\\"', '"')
 
 
-def message_text(value: str | None) -> str:
-    """The spoken text of a message variable (JSON with content/text, or plain text)."""
+@dataclass(frozen=True)
+class Said:
+    """A message variable's value, taken apart: what was said, by whom, when (where it says)."""
+
+    text: str
+    speaker: str | None = None
+    timestamp: str | None = None
+
+
+# How systems write who said a message and when around what was said; none of it was said.
+# MemBase: "Speaker Ana (role: user) says: TEXT\nTimestamp: 2024-03-02T10:15:00"
+_WRAPPED = re.compile(
+    r"^Speaker\s+(?P<speaker>[^\n]+?)\s+\(role:[^)]*\)\s+says:\s*(?P<text>.*?)"
+    r"(?:\n\s*Timestamp:\s*(?P<time>[^\n]*))?\s*\Z",
+    re.DOTALL,
+)
+# chat logs: "[2023-06-02 09:14] Ana: TEXT", "Ana: TEXT", "(9:14) Ana Lima: TEXT"
+_STAMP = re.compile(r"^[\[(](?=[^\])\n]*\d)(?P<time>[^\])\n]{4,40})[\])]\s*")
+_PREFIX = re.compile(r"^(?P<speaker>[A-Z][\w.'-]*(?: [A-Z][\w.'-]*)?):\s+(?=\S)")
+
+
+@lru_cache(maxsize=65536)
+def said(value: str | None) -> Said:
+    """What a message variable says: JSON with content / text (and speaker / name, timestamp),
+    or plain text; a wrapper naming the speaker and the time (MemBase's "Speaker NAME (role:
+    user) says: ...", a chat log's "[time] NAME: ...") is taken off the text."""
     if not value:
-        return ""
-    text = value
+        return Said("")
+    text, speaker, timestamp = value, None, None
     try:
         data = json.loads(value)
     except ValueError:
@@ -82,11 +168,35 @@ def message_text(value: str | None) -> str:
             if isinstance(data.get(key), str):
                 text = data[key]
                 break
+        speaker = next(
+            (str(data[k]).strip() for k in ("speaker", "name") if _filled(data.get(k))), None
+        )
+        timestamp = data["timestamp"] if isinstance(data.get("timestamp"), str) else None
     elif isinstance(data, str):
         text = data
     for suffix in _SUFFIXES:
         text = suffix.sub("", text)
-    return text.strip()
+    text = text.strip()
+    if wrapped := _WRAPPED.match(text):
+        text = wrapped["text"].strip()
+        speaker = speaker or wrapped["speaker"].strip()
+        timestamp = timestamp or (wrapped["time"] or "").strip() or None
+    if stamp := _STAMP.match(text):
+        text = text[stamp.end() :]
+        timestamp = timestamp or stamp["time"].strip()
+    if prefix := _PREFIX.match(text):
+        text = text[prefix.end() :]
+        speaker = speaker or prefix["speaker"]
+    return Said(text.strip(), speaker, timestamp)
+
+
+def _filled(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def message_text(value: str | None) -> str:
+    """The spoken text of a message variable (``said``)."""
+    return said(value).text
 
 
 def memory_text(value: str) -> str:
@@ -103,27 +213,13 @@ def memory_text(value: str) -> str:
 
 
 def message_speaker(value: str | None) -> str | None:
-    """Who said a message (``name`` or ``speaker`` of its JSON value), if it says."""
-    try:
-        data = json.loads(value or "")
-    except ValueError:
-        return None
-    if isinstance(data, dict):
-        for key in ("speaker", "name"):
-            if isinstance(data.get(key), str) and data[key].strip():
-                return str(data[key]).strip()
-    return None
+    """Who said a message, if its value says (``said``)."""
+    return said(value).speaker
 
 
 def message_timestamp(value: str | None) -> str | None:
-    """When a message was said (``timestamp`` of its JSON value), if it says."""
-    try:
-        data = json.loads(value or "")
-    except ValueError:
-        return None
-    if isinstance(data, dict) and isinstance(data.get("timestamp"), str):
-        return str(data["timestamp"])
-    return None
+    """When a message was said, if its value says (``said``)."""
+    return said(value).timestamp
 
 
 def sentences(text: str) -> list[str]:
@@ -144,11 +240,17 @@ def key_sentences(message: str, question: str, answers: Sequence[str]) -> list[s
     parts = sentences(message)
     if not parts:
         return [message]
+    asked = content_words(question)
     for answer in answers:
         needle = normalize(answer)
+        # a short sentence holding the answer is the key one when the answer is a word of its
+        # own ("He is a beagle."), not a yes / no or a word the question already says
+        telling = needle not in YES_NO and bool(content_words(answer) - asked)
         if needle:
             for part in parts:
-                if needle in normalize(part) and len(content_words(part)) >= MIN_CONTENT_WORDS:
+                if needle in normalize(part) and (
+                    telling or len(content_words(part)) >= MIN_CONTENT_WORDS
+                ):
                     return [part]
     target = content_words(question + " " + " ".join(answers))
     long_enough = [p for p in parts if len(content_words(p)) >= MIN_CONTENT_WORDS] or parts
@@ -170,13 +272,21 @@ def lines(text: str) -> tuple[str, ...]:
     return tuple(line for line in unescape(text).splitlines() if line.strip())
 
 
+@lru_cache(maxsize=65536)
+def units(text: str) -> tuple[frozenset[str], ...]:
+    """The content words of each sentence of each line of a value (``lines``): what one
+    statement of a memory or context says. A memory written as one long paragraph (an episode)
+    holds many statements on one line, and words taken from several of them match nothing."""
+    return tuple(content_words(part) for line in lines(text) for part in sentences(line))
+
+
 def containment(sentence_words: frozenset[str], text: str) -> float:
-    """Best share of ``sentence_words`` found in a single line of ``text``."""
+    """Best share of ``sentence_words`` found in a single sentence of ``text`` (``units``)."""
     if not sentence_words:
         return 0.0
     best = 0.0
-    for line in lines(text):
-        best = max(best, len(sentence_words & content_words(line)) / len(sentence_words))
+    for words in units(text):
+        best = max(best, len(sentence_words & words) / len(sentence_words))
         if best >= 1.0:
             break
     return best

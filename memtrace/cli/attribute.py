@@ -14,6 +14,7 @@ from rich.tree import Tree
 
 from memtrace.attribution.evaluate import score
 from memtrace.attribution.evidence import EVIDENCE_MODES, RETRIEVAL_QUERIES, RETRIEVERS
+from memtrace.attribution.judges import Judge
 from memtrace.attribution.model import Verdict
 from memtrace.attribution.pipeline import (
     Analysis,
@@ -27,7 +28,13 @@ from memtrace.attribution.pipeline import (
     unscored_cases,
 )
 from memtrace.attribution.records import memtrace_record
-from memtrace.attribution.registry import JUDGES, embedder, make_judge
+from memtrace.attribution.registry import (
+    AUTO,
+    JUDGE_CHOICES,
+    choose_judge,
+    embedder,
+    make_judge,
+)
 from memtrace.attribution.store import AttributionStore, explain_cypher
 from memtrace.attribution.walk import STRATEGY_NAMES
 from memtrace.cli.options import choice, llm_options, neo4j_options, replayer_option
@@ -43,10 +50,12 @@ err = make_console(stderr=True)
 
 judge_option = click.option(
     "--judge",
-    type=click.Choice(list(JUDGES)),
-    default=None,
-    help="Default: hybrid (offline proposes, the LLM checks) when an LLM endpoint is "
-    "configured, else offline.",
+    type=click.Choice(JUDGE_CHOICES),
+    default=AUTO,
+    show_default=True,
+    help="auto: replay (executed counterfactuals) where every trace of the run can be "
+    "replayed, else hybrid (offline proposes, the LLM checks) when an LLM endpoint is "
+    "configured, else offline. It says which it chose.",
 )
 evidence_option = click.option(
     "--evidence",
@@ -79,6 +88,16 @@ def _options(
         retrieval_query=choice(query, RETRIEVAL_QUERIES),
         embed=embedder(settings, chosen_retriever),
     )
+
+
+def _judge(
+    requested: str, settings: Settings, replayers: LoadedTraces, trace_ids: list[str], quiet: bool
+) -> Judge:
+    """The judge of a run (``choose_judge``), announced on stderr unless it was asked for."""
+    choice = choose_judge(requested, settings, trace_ids, replayers.refusal)
+    if requested == AUTO and not quiet:
+        err.print(f"judge: {choice.name} ({escape(choice.why)})", highlight=False)
+    return make_judge(choice.name, settings, replayers)
 
 
 def _summary(run_id: str, verdicts: list[Verdict], wall_seconds: float) -> Table:
@@ -148,7 +167,7 @@ def attribute_command(
     trace_id: str | None,
     all_failed: bool,
     case_ids: tuple[str, ...],
-    judge: str | None,
+    judge: str,
     evidence: str,
     strategy: str,
     retriever: str,
@@ -168,9 +187,13 @@ def attribute_command(
         raise click.UsageError("--case needs --trace")
     options = _options(evidence, strategy, retriever, retrieval_query, settings)
     cases = [(trace_id, case_id) for case_id in case_ids] if trace_id and case_ids else None
-    with (
-        connect(settings) as db,
-        Progress(
+    with connect(settings) as db:
+        store = AttributionStore(db)
+        traces: list[str] = []
+        if judge == AUTO:  # the traces the run covers
+            traces = [trace_id] if trace_id else sorted({t for t, _ in store.failed_cases(None)})
+        chosen = _judge(judge, settings, LoadedTraces(db, settings, replayer), traces, as_json)
+        with Progress(
             "[progress.description]{task.description}",
             BarColumn(),
             MofNCompleteColumn(),
@@ -178,26 +201,23 @@ def attribute_command(
             console=err,
             disable=as_json,
             transient=True,  # the summary's caption says how long it took
-        ) as bar,
-    ):
-        chosen = make_judge(judge, settings, LoadedTraces(db, settings, replayer))
-        started = time.perf_counter()
-        task = bar.add_task(f"attributing ({chosen.name})", total=None)
-        store = AttributionStore(db)
-        resolved, verdicts = run_attribution(
-            store,
-            chosen,
-            options,
-            cases=cases,
-            trace_id=trace_id,
-            run_id=run_id,
-            write=not no_write,
-            on_start=lambda total: bar.update(task, total=total),
-            on_done=lambda _: bar.advance(task),
-            workers=workers,
-            resume=resume,
-            shard=shard,
-        )
+        ) as bar:
+            started = time.perf_counter()
+            task = bar.add_task(f"attributing ({chosen.name})", total=None)
+            resolved, verdicts = run_attribution(
+                store,
+                chosen,
+                options,
+                cases=cases,
+                trace_id=trace_id,
+                run_id=run_id,
+                write=not no_write,
+                on_start=lambda total: bar.update(task, total=total),
+                on_done=lambda _: bar.advance(task),
+                workers=workers,
+                resume=resume,
+                shard=shard,
+            )
         wall_seconds = time.perf_counter() - started
         # named cases are attributed whatever their score; otherwise say what was never taken
         unscored = unscored_cases(store, trace_id) if cases is None else None
@@ -374,7 +394,7 @@ def explain_command(
     settings: Settings,
     case_id: str,
     trace_id: str | None,
-    judge: str | None,
+    judge: str,
     evidence: str,
     retriever: str,
     retrieval_query: str,
@@ -384,9 +404,10 @@ def explain_command(
     """Show a case's evidence trails, candidates and verdict, plus the Cypher to view it."""
     options = _options(evidence, "linear", retriever, retrieval_query, settings)
     with connect(settings) as db:
-        chosen = make_judge(judge, settings, LoadedTraces(db, settings, replayer))
         store = AttributionStore(db)
         resolved = resolve_case(store, case_id, trace_id)
+        replayers = LoadedTraces(db, settings, replayer)
+        chosen = _judge(judge, settings, replayers, [resolved], as_json)
         analysis = analyse_case(store, chosen, resolved, case_id, options)
     answer_seq = analysis.anchor.answer.seq if analysis.anchor.answer else 0
     cypher = explain_cypher(resolved, case_id, answer_seq)

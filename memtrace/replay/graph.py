@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memtrace.db import Database
-from memtrace.errors import NotReplayableError
+from memtrace.errors import MemtraceError, NotReplayableError
 from memtrace.replay.engine import TraceReplayer, make_replayer
 from memtrace.replay.hook import ReplayTrace, SystemReplayer, read_records
 from memtrace.replay.inputs import inputs_from_records
@@ -48,6 +48,16 @@ class _Replayers:
                 raise
             self._built[trace_id] = replayer
             return replayer
+
+    def refusal(self, trace_id: str) -> str | None:
+        """Why ``trace_id`` cannot be replayed; None when it can. The one question
+        ``attribute --judge auto`` asks the replay side (engine or plugin alike): it builds the
+        trace's replayer as a replay would, and keeps it for the run."""
+        try:
+            self.for_trace(trace_id)
+        except MemtraceError as exc:
+            return str(exc)
+        return None
 
     def _make(self, trace_id: str) -> TraceReplayer | SystemReplayer:
         records, where = self._records(trace_id)

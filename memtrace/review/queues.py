@@ -11,8 +11,9 @@ from collections.abc import Sequence
 
 from memtrace.review.model import Queue, QueueCase
 
-# Offline verdicts carry 0.8 (the answer op) or 0.9 (a trail's end); an LLM reply without a
-# confidence gets 0.5 and a walk that ran out of candidates 0.0: below 0.7 is worth a look.
+# An offline verdict's confidence is the share of such verdicts executed counterfactuals
+# confirmed (attribution.judges.CONFIDENCE); an LLM reply without a confidence gets 0.5 and a
+# walk that ran out of candidates 0.0: below 0.7 is worth a look.
 LOW_CONFIDENCE = 0.7
 
 

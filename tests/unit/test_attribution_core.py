@@ -99,22 +99,25 @@ def test_retrieval_error_when_stored_but_not_retrieved() -> None:
     assert verdict(case) == ("search", "RetrievalError", "search", "RetrievalError")
 
 
-def extractive(context: list[str], quoted: list[str], gold: str = "Pixel") -> CaseGraph:
+def extractive(
+    context: list[str], quoted: list[str], gold: str = "Pixel", question: str = ANCHOR.question
+) -> CaseGraph:
     """The kitten case, stored but not retrieved, answered by quoting ``quoted`` of ``context``
     (a JSON list of dated lines, as the reference systems write it)."""
     prediction = " ".join(f"{line} (8 May 2023)" for line in quoted)
-    anchor = replace(ANCHOR, prediction=prediction, golden_answers=(gold,))
+    anchor = replace(ANCHOR, question=question, prediction=prediction, golden_answers=(gold,))
     lines = json.dumps([f"[8 May 2023] {line}" for line in context])
     ctx = (("parameter:answer_items@1", str(len(quoted))), ("ctx0", lines))
     return CaseGraph(anchor, (MESSAGE,), flow(FACT), (memory("mem@1", 4, FACT),), ctx)
 
 
-# share both question words (name, kitten); the lost fact shares one ("named" is not "name")
-NAMES = ["Ann: The kitten toy has a name tag.", "Ann: My kitten name list is long."]
+NAMES = ["Ann: The kitten toy has a name tag.", "Ann: My kitten name tag list is long."]
+# the names share three of its words (name, tag, kitten), the lost fact two (name, kitten)
+TAG_QUESTION = "Which name tag does the kitten wear?"
 
 
 def test_lost_evidence_an_extractive_answer_would_not_have_quoted_is_a_response_error() -> None:
-    case = extractive([*NAMES, "Ann: I like tea."], NAMES)
+    case = extractive([*NAMES, "Ann: I like tea."], NAMES, question=TAG_QUESTION)
     assert verdict(case) == ("answer", "ResponseError", "answer", "ResponseError")
     view = CaseView(case, tuple(trace_all(case)))
     check, _ = OfflineJudge().check(view, next(c for c in candidates(case, view.trails)))

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from memtrace.attribution.hybrid import HybridJudge
 from memtrace.attribution.judges import OfflineJudge
 from memtrace.attribution.llm_judge import LLMJudge
-from memtrace.attribution.registry import JUDGES, default_judge, make_judge
+from memtrace.attribution.registry import JUDGES, choose_judge, default_judge, make_judge
 from memtrace.cli import cli
 from memtrace.cli.options import choice
 from memtrace.errors import ConfigError
@@ -58,8 +58,8 @@ def test_the_cli_offers_what_the_registries_hold() -> None:
     assert sorted(system.type.choices) == sorted(SYSTEMS)
     assert choices("run", "backend") == list(BACKENDS)
     assert choices("run", "retriever") == list(RANKERS)
-    assert choices("attribute", "judge") == list(JUDGES)
-    assert choices("explain", "judge") == list(JUDGES)
+    assert choices("attribute", "judge") == ["auto", *JUDGES]
+    assert choices("explain", "judge") == ["auto", *JUDGES]
 
 
 def test_the_registries_derive_from_what_each_system_class_declares() -> None:
@@ -112,6 +112,39 @@ def test_the_default_judge_follows_the_endpoint_setting() -> None:
     assert isinstance(judge, HybridJudge) and judge.reads_operations
     assert isinstance(judge.llm, LLMJudge) and isinstance(judge.offline, OfflineJudge)
     assert isinstance(make_judge("llm", settings("http://127.0.0.1:9/v1")), LLMJudge)
+
+
+def test_auto_replays_where_every_trace_of_the_run_can_be_replayed() -> None:
+    asked: list[str] = []
+
+    def refusal(trace_id: str) -> str | None:
+        asked.append(trace_id)
+        return None if trace_id.startswith("mem0") else f"trace {trace_id!r} is imported"
+
+    chosen = choose_judge("auto", settings(), ["mem0-1", "mem0-2"], refusal)
+    assert (chosen.name, asked) == ("replay", ["mem0-1", "mem0-2"])
+    assert "every trace of the run can be replayed" in chosen.why
+    assert choose_judge(None, settings(), ["mem0-1"], refusal).name == "replay"
+
+
+def test_auto_falls_back_to_hybrid_with_an_endpoint_else_offline_and_says_why() -> None:
+    def refusal(trace_id: str) -> str | None:
+        return None if trace_id.startswith("mem0") else f"trace {trace_id!r} is imported"
+
+    offline = choose_judge("auto", settings(), ["mem0-1", "otlp-1"], refusal)
+    assert offline.name == "offline"
+    assert offline.why == "no replay (trace 'otlp-1' is imported); no LLM endpoint"
+    hybrid = choose_judge("auto", settings("http://127.0.0.1:9/v1"), ["otlp-1"], refusal)
+    assert hybrid.name == "hybrid" and "an LLM endpoint is configured" in hybrid.why
+    assert choose_judge("auto", settings(), [], refusal).name == "offline"  # nothing to replay
+
+
+def test_a_named_judge_is_used_as_asked_without_asking_the_replay_side() -> None:
+    def refusal(trace_id: str) -> str | None:
+        raise AssertionError("a named judge needs no replay check")
+
+    assert choose_judge("offline", settings(), ["mem0-1"], refusal).name == "offline"
+    assert choose_judge("replay", settings(), ["otlp-1"], refusal).why == "asked for"
 
 
 def test_choice_types_a_checked_value() -> None:
