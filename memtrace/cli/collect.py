@@ -10,8 +10,7 @@ import click
 from rich.markup import escape
 
 from memtrace.attribution.pipeline import Options
-from memtrace.attribution.registry import make_judge
-from memtrace.cli.attribute import judge_option
+from memtrace.attribution.registry import JUDGES, make_judge
 from memtrace.cli.options import llm_options, neo4j_options
 from memtrace.cli.output import make_console
 from memtrace.collect.app import Limits
@@ -76,7 +75,13 @@ def _log(message: str) -> None:
     is_flag=True,
     help="Attribute each loaded trace's failed cases at once.",
 )
-@judge_option
+@click.option(
+    "--judge",
+    type=click.Choice(list(JUDGES)),
+    default=None,
+    help="The judge of --attribute [default: hybrid when an LLM endpoint is configured, else "
+    "offline; `attribute --judge auto` cannot replay a trace before it has arrived].",
+)
 @click.option("--run-id", help="Attribution run id (with --attribute) [default: per judge].")
 @neo4j_options
 @llm_options
