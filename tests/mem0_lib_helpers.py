@@ -64,6 +64,23 @@ def step_op(replayer: TraceReplayer, step: str) -> str:
     return next(op for op, name in replayer.steps().items() if name == step)
 
 
+def repaired_alone(
+    replayer: TraceReplayer, fake: FakeOpenAI, case: str, step: str, error_type: str, detail: str
+) -> list[Any]:
+    """Replay ``case`` with ``step`` repaired alone and check that it is rescued by exactly that
+    repair (its step, op, type and ``detail`` in what it did); returns the chat requests the
+    replay sent to the endpoint."""
+    sent = len(fake.chat_requests)
+    fixed = replayer.replay(case, [step_op(replayer, step)])
+    assert fixed.passed, (case, fixed.prediction)
+    (change,) = fixed.repaired
+    assert (change.step, change.op_id, change.error_type) == (
+        step, step_op(replayer, step), error_type,
+    )  # fmt: skip
+    assert detail in change.detail
+    return list(fake.chat_requests[sent:])
+
+
 def recorded_calls(path: Path) -> list[dict[str, Any]]:
     """The operations of a native trace that recorded a model call (``llm_request``)."""
     ops = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

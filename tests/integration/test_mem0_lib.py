@@ -18,6 +18,7 @@ from fake_openai import FakeOpenAI, Mem0Replies, Reply, fake_openai_fixture  # n
 from mem0_lib_helpers import (
     cli_json,
     recorded_calls,
+    repaired_alone,
     replays_identically,
     skip_unless_mem0,
     step_op,
@@ -264,15 +265,7 @@ def test_each_repair_restores_what_its_planted_fault_lost(
     }
     for case, (step, error_type, detail) in expected.items():
         assert not answers[case][0]
-        sent = len(fake_openai.chat_requests)
-        fixed = replayer.replay(case, [step_op(replayer, step)])
-        assert fixed.passed, (case, fixed.prediction)
-        (change,) = fixed.repaired
-        assert (change.step, change.op_id, change.error_type) == (
-            step, step_op(replayer, step), error_type,
-        )  # fmt: skip
-        assert detail in change.detail
-        live = fake_openai.chat_requests[sent:]
+        live = repaired_alone(replayer, fake_openai, case, step, error_type, detail)
         # the extraction requests are the trace's: only calls whose input a repair changed
         # (later decisions see other memories) reach the model
         assert all("Personal Information Organizer" not in str(r.body) for r in live)

@@ -20,6 +20,7 @@ from fake_openai import FakeOpenAI, Mem0V2Replies, Reply, fake_openai_fixture  #
 from mem0_lib_helpers import (
     cli_json,
     recorded_calls,
+    repaired_alone,
     replays_identically,
     skip_unless_mem0,
     step_op,
@@ -96,17 +97,9 @@ def test_each_repair_restores_what_its_planted_fault_lost(
     }
     for case, (step, error_type, detail) in expected.items():
         assert not answers[case][0]
-        sent = len(fake_openai.chat_requests)
-        fixed = replayer.replay(case, [step_op(replayer, step)])
-        assert fixed.passed, (case, fixed.prediction)
-        (change,) = fixed.repaired
-        assert (change.step, change.op_id, change.error_type) == (
-            step, step_op(replayer, step), error_type,
-        )  # fmt: skip
-        assert detail in change.detail
         live = [
             (section(r.body, "Existing Memories"), section(r.body, "New Messages"))
-            for r in fake_openai.chat_requests[sent:]
+            for r in repaired_alone(replayer, fake_openai, case, step, error_type, detail)
         ]
         # D1:3's repaired extraction is answered from the trace (its request is the traced
         # one); a later one goes live only when its lookup found the restored memory
