@@ -8,7 +8,8 @@ A re-load of a *complete* trace keeps that copy readable until the new one is co
 copy is written under the reserved staged id (``load_state = 'staging'``), then ONE transaction
 drops the old copy's attributions and re-keys both copies (old -> retired id, staged -> trace id);
 the retired copy is deleted afterwards in batches. Readers only read ``complete`` traces, so they
-see the old copy or the new one, never neither and never half of one.
+see the old copy, then the new one (a query overlapping the swap's commit may see part of it:
+Neo4j reads are read-committed; docs/reliability.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Re-loading a complete trace keeps it readable until the new copy is complete: a Ctrl-C during
-the re-load leaves the old copy intact and usable, readers see one complete copy at every moment,
-and the next re-load completes with exact counts (docs/reliability.md)."""
+the re-load leaves the old copy intact and usable, readers see the old copy until the swap commits
+and the new one after it, and the next re-load completes with exact counts (docs/reliability.md)."""
 
 from __future__ import annotations
 
@@ -102,12 +102,16 @@ def test_ctrl_c_during_a_reload_keeps_the_old_copy(
 
 
 @pytest.mark.parametrize("atomic_swap_nodes", [40_000, 2_000], ids=["one-transaction", "batches"])
-def test_readers_see_one_complete_copy_throughout_a_reload(
+def test_readers_see_the_old_copy_then_the_new_one(
     db: Database, trace: str, tmp_path: Path, atomic_swap_nodes: int
 ) -> None:
-    """A reader polling the trace while it is re-loaded from a different file: every answer it
-    gets for a complete trace is the whole old copy or the whole new copy, never a mix. With
-    the batched swap the trace reads as 'loading' for a while (readers refuse it), never half."""
+    """A reader polling the trace while it is re-loaded from a different file reads the whole
+    old copy until the swap commits and the whole new copy after it, never the old one again.
+    Neo4j's reads are read-committed and take no locks: a poll that overlaps the swap's commit
+    may count part of it (a CI run counted 1,922 variables between copies of 4,650 and 3,105),
+    so such answers are allowed only inside that window, between the last old and the first new
+    answer (docs/reliability.md). With the batched swap the trace reads as 'loading' for a while
+    (readers refuse it)."""
     old_path, new_path = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
     old = write_synthetic_trace(old_path, trace, messages=1500)
     new = write_synthetic_trace(new_path, trace, messages=1000, seed=8)
@@ -130,12 +134,22 @@ def test_readers_see_one_complete_copy_throughout_a_reload(
     finally:
         stop.set()
         reader.join()
+    after = db.run(poll, t=trace)
     assert_exact(db, trace, new)
-    complete = {n for state, n in seen if state == "complete"}
-    assert complete <= {old["variables"], new["variables"]}, complete
-    assert old["variables"] in complete  # the reader did read during the re-load
-    # Neo4j reads are read-committed: a poll running at the instant the swap commits may find the
-    # old trace node by its id and then read it as already 'retired' (docs/reliability.md).
+
+    copy = {old["variables"]: "old", new["variables"]: "new"}
+    answers = [copy.get(n, "mixed") for state, n in seen if state == "complete"]
+    answers += [copy.get(row["n"], "mixed") for row in after]
+    assert answers[0] == "old"  # the reader did read during the re-load
+    assert answers[-1] == "new"
+    first_new = answers.index("new")
+    last_old = len(answers) - 1 - answers[::-1].index("old")
+    assert last_old < first_new, "the old copy was read again after the new one"
+    assert set(answers[: last_old + 1]) == {"old"}
+    assert set(answers[first_new:]) == {"new"}
+    # Between the last old and the first new answer: the swap's commit (mixed counts allowed).
+    # A poll running at that instant may also find the old trace node by its id and then read
+    # it as already 'retired'.
     allowed = {"retired"} if atomic_swap_nodes >= old["variables"] else {"loading", "retired"}
     assert {state for state, _ in seen} - {"complete"} <= allowed
 

@@ -2,8 +2,9 @@
 // params: $trace_id, $staged_id, $retired_id, $counts
 // returns: swapped
 // The same transaction then drops the old copy's attributions and re-keys both copies'
-// nodes (drop_attributions, rekey_copy), so a reader sees the old complete copy or the new
-// complete copy, never neither and never half of one. swapped = 0: no staged copy, nothing done.
+// nodes (drop_attributions, rekey_copy): it commits whole or not at all, so the trace has one
+// complete copy after any crash (a query overlapping the commit may see part of it:
+// docs/reliability.md). swapped = 0: no staged copy, nothing done.
 MATCH (new:Trace {id: $staged_id})
 WHERE new.load_state = 'staging'
 OPTIONAL MATCH (old:Trace {id: $trace_id})
