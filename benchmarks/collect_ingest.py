@@ -126,20 +126,22 @@ def soak(env: dict[str, str], folder: Path, seconds: float, interval: float) -> 
         exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces", timeout=30)
         deadline = time.monotonic() + 120
         while True:  # wait for the endpoint
-            spans, _ = traced_spans(1, tag="warm")
-            if exporter.export(spans) == SpanExportResult.SUCCESS:
+            warm, _ = traced_spans(1, tag="warm")
+            if exporter.export(warm) == SpanExportResult.SUCCESS:
                 break
             assert time.monotonic() < deadline, "the receiver did not start"
         samples: list[tuple[float, int]] = []
-        sent = refused = 0
+        sent = refused = spans_sent = spans_acknowledged = 0
         started = time.monotonic()
         next_sample = started
         number = 0
         while time.monotonic() - started < seconds:  # bounded: --soak-seconds
             spans, _ = traced_spans(1, tag=f"soak{number}-")
             number += 1
+            spans_sent += len(spans)
             if exporter.export(spans) == SpanExportResult.SUCCESS:
                 sent += 1
+                spans_acknowledged += len(spans)
             else:
                 refused += 1
             if time.monotonic() >= next_sample:
@@ -150,13 +152,25 @@ def soak(env: dict[str, str], folder: Path, seconds: float, interval: float) -> 
         status = httpx.get(f"http://127.0.0.1:{port}/status", timeout=60).json()
         rss = [kib for _, kib in samples]
         third = max(1, len(rss) // 3)
+        minutes = [at / 60 for at, _ in samples]
+        slope = statistics.linear_regression(minutes, [kib / 1024 for kib in rss]).slope
+        loaded_files = list((folder / "soak" / "loaded").glob("*.json"))
         return {
             "seconds": seconds,
             "traces_sent": sent,
             "batches_refused": refused,
+            "spans_sent": spans_sent,
+            "spans_acknowledged": spans_acknowledged,
+            "warm_up_spans_acknowledged": len(warm),  # also in receiver_status.loaded_spans
+            "rss_mib_start": round(rss[0] / 1024, 1),
+            "rss_mib_middle": round(rss[len(rss) // 2] / 1024, 1),
+            "rss_mib_end": round(rss[-1] / 1024, 1),
+            "rss_mib_slope_per_minute": round(slope, 3),
             "rss_mib_first_third_mean": round(statistics.mean(rss[:third]) / 1024, 1),
             "rss_mib_last_third_mean": round(statistics.mean(rss[-third:]) / 1024, 1),
             "rss_mib_max": round(max(rss) / 1024, 1),
+            "spool_loaded_files": len(loaded_files),
+            "spool_loaded_bytes": sum(path.stat().st_size for path in loaded_files),
             "receiver_status": status,  # its latencies: last span received -> loaded
             "samples": samples,
         }
