@@ -28,6 +28,7 @@ from memtrace.attribution.judges import OfflineJudge
 from memtrace.attribution.pipeline import Options
 from memtrace.collect.ingest import IngestOptions
 from memtrace.collect.receiver import Receiver, ReceiverOptions, attributing
+from memtrace.cypher import get_query
 from memtrace.db import Database
 from memtrace.settings import load_settings
 
@@ -174,6 +175,22 @@ def test_loaded_files_are_pruned_and_a_span_after_that_is_set_aside_not_loaded_o
     ]
     assert kept_ids == [format(late.context.span_id, "016x")]  # set aside, not dropped
     assert list(loaded.iterdir()) == []
+
+
+def test_the_graph_spans_lookup_seeks_each_traces_key_instead_of_scanning(db: Database) -> None:
+    """It runs before every load: a scan of every :Operation would grow with the database."""
+    query = get_query("collect/graph_spans")
+    with db.driver.session(database=db.database) as session:
+        plan = session.run(f"EXPLAIN {query.text}", trace_ids=["otlp-x"]).consume().plan
+    assert plan is not None
+    operators: list[str] = []
+    stack = [plan]
+    while stack:
+        step = stack.pop()
+        operators.append(str(step["operatorType"]).split("@")[0])
+        stack.extend(step.get("children", []))
+    assert "NodeUniqueIndexSeek" in operators, operators
+    assert not any("Scan" in operator for operator in operators), operators
 
 
 def _start(spool: Path, port: int, *options: str) -> subprocess.Popen[bytes]:
