@@ -126,7 +126,8 @@ def soak(
         "0.5",
         *(["--keep-loaded", str(keep)] if keep is not None else []),
     ]
-    process = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+    log = folder / "soak.log"  # the receiver's own messages (a paused load says why)
+    process = subprocess.Popen(command, env=env, stderr=log.open("wb"))
     try:
         exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces", timeout=30)
         deadline = time.monotonic() + 120
@@ -159,7 +160,11 @@ def soak(
         rss = [kib for _, kib, _ in samples]
         third = max(1, len(rss) // 3)
         minutes = [at / 60 for at, _, _ in samples]
-        slope = statistics.linear_regression(minutes, [kib / 1024 for kib in rss]).slope
+        mib = [kib / 1024 for kib in rss]
+        slope = statistics.linear_regression(minutes, mib).slope
+        half = len(rss) // 2
+        slope_late = statistics.linear_regression(minutes[half:], mib[half:]).slope
+        paused = [line for line in log.read_text().splitlines() if "loading paused" in line]
         loaded_files = list(loaded.glob("*.json"))
         return {
             "seconds": seconds,
@@ -172,6 +177,7 @@ def soak(
             "rss_mib_middle": round(rss[len(rss) // 2] / 1024, 1),
             "rss_mib_end": round(rss[-1] / 1024, 1),
             "rss_mib_slope_per_minute": round(slope, 3),
+            "rss_mib_slope_per_minute_second_half": round(slope_late, 3),
             "rss_mib_first_third_mean": round(statistics.mean(rss[:third]) / 1024, 1),
             "rss_mib_last_third_mean": round(statistics.mean(rss[-third:]) / 1024, 1),
             "rss_mib_max": round(max(rss) / 1024, 1),
@@ -180,6 +186,8 @@ def soak(
             "spool_loaded_files": len(loaded_files),
             "spool_loaded_bytes": sum(path.stat().st_size for path in loaded_files),
             "receiver_status": status,  # its latencies: last span received -> loaded
+            "loading_paused": len(paused),
+            "loading_paused_first": paused[:3],
             "samples": samples,
         }
     finally:

@@ -101,10 +101,10 @@ class Ingester:
                 whole.append(item)
                 continue
             reason = (
-                f"the graph holds {len(missing)} span(s) of trace {item.trace_id} that these "
-                f"{item.spans} lack (late spans after its loaded/ file was pruned: see "
-                "--keep-loaded); loading them would replace the trace without those, so they "
-                "are kept here instead"
+                f"the graph holds {len(missing)} span(s) of trace {item.trace_id} that are not "
+                f"among the {item.spans} to load (late spans after its loaded/ file was pruned: "
+                "see --keep-loaded); loading would replace the trace without them, so the "
+                "spans to load are kept here instead"
             )
             self.spool.mark_rejected(item, reason)
             self.counters.rejected_traces += 1
