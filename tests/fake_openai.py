@@ -39,9 +39,11 @@ import pytest
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted answer: a completion with ``content``, or an error ``status``."""
+    """One scripted answer: a completion with ``content`` (or, with ``tool_calls``, a request to
+    call those tools: ``(name, arguments)`` pairs), or an error ``status``."""
 
     content: str = ""
+    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()
     status: int = 200
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
@@ -168,6 +170,17 @@ class FakeOpenAI:
 
 
 def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["content"] = reply.content or None
+        message["tool_calls"] = [
+            {
+                "id": f"call_{index}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+            for index, (name, arguments) in enumerate(reply.tool_calls)
+        ]
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
@@ -176,8 +189,8 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": reply.content},
-                "finish_reason": "stop",
+                "message": message,
+                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
             }
         ],
         "usage": {
