@@ -1,9 +1,9 @@
 """A small tool-using agent, written twice as users of two instrumentations write one: the model
 is offered a ``search_notes`` tool over the user's notes, calls it, reads what it returned and
 answers. The app stores the notes first and says so as a GenAI memory span (as
-tests/instrumented_app.py does); each question runs inside the app's own span carrying ``memtrace.case.*`` (as
-docs/trace-format.md says); the spans are collected by the OpenTelemetry SDK's in-memory exporter
-and written as canonical OTLP JSON.
+tests/instrumented_app.py does); each question runs inside the app's own span carrying
+``memtrace.case.*`` (as docs/trace-format.md says); the spans are collected by the OpenTelemetry
+SDK's in-memory exporter and written as canonical OTLP JSON.
 
 - ``run_openinference_agent``: a hand-written tool loop over the ``openai`` client, instrumented
   by Arize's openinference-instrumentation-openai; the tool is traced with OpenInference's own
@@ -121,9 +121,10 @@ def run_openinference_agent(base_url: str, out: Path) -> Path:
             {"role": "system", "content": INSTRUCTIONS},
             {"role": "user", "content": question},
         ]
+        tools: Any = [TOOL_SCHEMA]  # the openai package types it as a TypedDict
         for _ in range(4):  # a bounded loop: the model either calls tools or answers
             reply = client.chat.completions.create(
-                model="gpt-4o-mini", messages=conversation, tools=[TOOL_SCHEMA]
+                model="gpt-4o-mini", messages=conversation, tools=tools
             )
             message = reply.choices[0].message
             if not message.tool_calls:

@@ -245,7 +245,9 @@ def _openinference_message(message: dict[str, Any]) -> str | None:
     return "\n".join(str(p) for p in parts) if parts else None
 
 
-_OPENINFERENCE_ARGUMENTS: Final = re.compile(r"message\.tool_calls\.(\d+)\.tool_call\.function\.arguments")
+_OPENINFERENCE_ARGUMENTS: Final = re.compile(
+    r"message\.tool_calls\.(\d+)\.tool_call\.function\.arguments"
+)
 
 
 def _openinference_tool_calls(slot: str, message: dict[str, Any]) -> Iterator[Io]:

@@ -425,3 +425,82 @@ def test_a_case_takes_the_last_generation_inside_its_own_span(load: Callable[...
     by_id = {r.id: r.value for _, r in records if isinstance(r, VariableRecord)}
     assert by_id[cases["loop"].prediction or ""] == ANSWER
     assert by_id[cases["other"].prediction or ""] == "Alternate Mondays."
+
+
+def test_gen_ai_tool_calls_and_tool_spans(load: Callable[..., Any]) -> None:
+    # OTel GenAI v1.37+: a tool_call part (arguments as the model wrote them), the execute_tool
+    # span with gen_ai.tool.call.arguments / .result, the tool_call_response part the next call
+    # reads (the spec's `response`); the first call answered nothing, the second did
+    call = {"type": "tool_call", "id": "c1", "name": "read_notes", "arguments": '{"topic":"bins"}'}
+    records = load(
+        around(1, "agent turn", CASE),
+        span(2, "chat first", {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps([
+                {"role": "user", "parts": [{"type": "text", "content": QUESTION}]}]),
+            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [call]}])},
+            parent=1),
+        span(3, "execute_tool read_notes", {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "read_notes",
+            "gen_ai.tool.call.arguments": json.dumps({"topic": "bins"}, indent=1),
+            "gen_ai.tool.call.result": NOTES}, parent=1),
+        span(4, "chat second", {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps([
+                {"role": "user", "parts": [{"type": "text", "content": QUESTION}]},
+                {"role": "assistant", "parts": [call]},
+                {"role": "tool", "parts": [
+                    {"type": "tool_call_response", "id": "c1", "response": NOTES}]}]),
+            "gen_ai.output.messages": json.dumps([
+                {"role": "assistant", "parts": [{"type": "text", "content": ANSWER}]}])},
+            parent=1),
+    )  # fmt: skip
+    found, by_name = texts(records), ops(records)
+    arguments = found['{"topic": "bins"}']  # the call's and the tool's texts, as one JSON
+    assert arguments.id in by_name["chat first"].writes
+    assert arguments.id in by_name["execute_tool read_notes"].reads
+    assert found[NOTES].id in by_name["execute_tool read_notes"].writes
+    assert found[NOTES].id in by_name["chat second"].reads
+    assert predicted(records) == ANSWER  # the question is a variable: read by both calls
+
+
+def test_openinference_tool_calls_and_tool_span(load: Callable[..., Any]) -> None:
+    # OpenInference: llm.output_messages.N.message.tool_calls.M.tool_call.function.arguments,
+    # a TOOL span whose input.value holds the arguments, the tool's answer as a `tool` message
+    def llm(number: int, messages: dict[str, Any]) -> dict[str, Any]:
+        return span(number, "ChatCompletion", {
+            "openinference.span.kind": "LLM",
+            "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.message.content": QUESTION, **messages}, parent=1)  # fmt: skip
+
+    arguments = "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments"
+    records = load(
+        around(1, "agent turn", CASE),
+        llm(2, {"llm.output_messages.0.message.role": "assistant",
+                arguments: '{"topic":"bins"}'}),
+        span(3, "read_notes", {
+            "openinference.span.kind": "TOOL", "tool.name": "read_notes",
+            "input.value": '{"topic": "bins"}', "output.value": NOTES}, parent=1),
+        llm(4, {"llm.input_messages.1.message.role": "tool",
+                "llm.input_messages.1.message.content": NOTES,
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.content": ANSWER}),
+    )  # fmt: skip
+    found = texts(records)
+    tool = ops(records)["read_notes"]
+    assert found['{"topic": "bins"}'].id in tool.reads and found[NOTES].id in tool.writes
+    assert predicted(records) == ANSWER
+
+
+def test_openai_tool_calls_in_request_messages(load: Callable[..., Any]) -> None:
+    # OpenAI's chat format (Logfire's request_data, the Vercel AI SDK's messages): an assistant
+    # message's tool_calls[].function.arguments is a text the span reads
+    records = load(
+        span(1, "Chat Completion with 'gpt-4o-mini'", {"request_data": json.dumps({"messages": [
+            {"role": "user", "content": QUESTION},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function",
+                 "function": {"name": "read_notes", "arguments": '{"topic":"bins"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": NOTES}]})}),
+    )  # fmt: skip
+    assert {QUESTION, '{"topic": "bins"}', NOTES} <= texts(records).keys()
