@@ -43,6 +43,7 @@ GEN_AI_KINDS: Final[dict[str, Kind]] = {
     "execute_tool": "other",
     "invoke_agent": "other",
     "create_agent": "other",
+    "execute_event_loop_cycle": "other",  # Strands: one model call and its tool calls
 }
 # OTel GenAI memory operations (semantic conventions, status Development). A create writes what
 # an extraction produced into the store, as Mem0's add_to_vector_store does (kind embedding).
@@ -171,22 +172,48 @@ def arguments_text(value: Any) -> str | None:
     return as_text(parsed) if isinstance(parsed, dict | list) else as_text(value)
 
 
-def tool_parts(message: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """``(role, text)`` of the tool calls and tool results in one chat message: GenAI parts
-    ``{"type": "tool_call", "arguments"}`` and ``{"type": "tool_call_response", "response"}``
-    (pydantic-ai writes ``result``), and OpenAI's ``tool_calls[].function.arguments``."""
-    parts = message.get("parts")
-    for part in parts if isinstance(parts, list) else ():
+# Part type -> (role, the keys that may hold its text): GenAI's ``tool_call`` (``arguments``) and
+# ``tool_call_response`` (``response``; pydantic-ai writes ``result``), the Vercel AI SDK's
+# ``tool-call`` (``args``; ``input`` since v5) and ``tool-result`` (``result``; ``output``).
+_TOOL_PARTS: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
+    "tool_call": (TOOL_CALL, ("arguments",)),
+    "tool_call_response": (TOOL_RESULT, ("response", "result")),
+    "tool-call": (TOOL_CALL, ("args", "input")),
+    "tool-result": (TOOL_RESULT, ("result", "output")),
+}
+
+
+def result_text(value: Any) -> str | None:
+    """What a tool returned: its text parts joined (Strands returns ``[{"text": ...}]``), else
+    the value as it is."""
+    return parts_text(value) or as_text(value)
+
+
+def tool_blocks(blocks: Any) -> Iterator[tuple[str, str]]:
+    """``(role, text)`` of the tool calls and results among a message's parts: a part of a type
+    in ``_TOOL_PARTS``, or a Bedrock Converse content block (Strands' events) ``{"toolUse":
+    {"input"}}`` / ``{"toolResult": {"content"}}``."""
+    for part in _parsed(blocks) if isinstance(_parsed(blocks), list) else ():
         if not isinstance(part, dict):
             continue
-        if part.get("type") == "tool_call":
-            text = arguments_text(part.get("arguments"))
-            if text is not None:
-                yield TOOL_CALL, text
-        elif part.get("type") == "tool_call_response":
-            text = as_text(part.get("response", part.get("result")))
-            if text is not None:
-                yield TOOL_RESULT, text
+        if isinstance(part.get("toolUse"), dict):
+            role, value = TOOL_CALL, part["toolUse"].get("input")
+        elif isinstance(part.get("toolResult"), dict):
+            role, value = TOOL_RESULT, part["toolResult"].get("content")
+        elif (known := _TOOL_PARTS.get(part.get("type"))) is not None:  # type: ignore[arg-type]
+            role, keys = known
+            value = next((part[key] for key in keys if part.get(key) is not None), None)
+        else:
+            continue
+        text = arguments_text(value) if role == TOOL_CALL else result_text(value)
+        if text is not None:
+            yield role, text
+
+
+def tool_parts(message: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """``(role, text)`` of the tool calls and tool results in one chat message: its parts (in
+    ``parts`` or ``content``, ``tool_blocks``), and OpenAI's ``tool_calls[].function.arguments``."""
+    yield from tool_blocks(message.get("parts", message.get("content")))
     calls = message.get("tool_calls")
     for call in calls if isinstance(calls, list) else ():
         function = call.get("function") if isinstance(call, dict) else None
@@ -329,7 +356,7 @@ def _gen_ai_outputs(span: Span) -> Iterator[Io]:
     for slot, attributes in _gen_ai_sources(span):
         found = messages(attributes.get("gen_ai.output.messages"))
         yield from _ios(f"{slot}.output", found, "assistant")
-    result = as_text(span.attributes.get("gen_ai.tool.call.result"))
+    result = result_text(span.attributes.get("gen_ai.tool.call.result"))
     if result is not None:
         yield Io("gen_ai.tool.call.result", TOOL_RESULT, result)
 
@@ -352,12 +379,17 @@ def _message_events(span: Span) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _event_inputs(span: Span) -> Iterator[Io]:
+    # Strands puts a tool's arguments in a gen_ai.tool.message on its execute_tool span
+    tool_run = span.attributes.get("gen_ai.operation.name") == "execute_tool"
     for slot, event in _message_events(span):
         name = event["event.name"]
         if name.startswith("gen_ai.") and name.endswith(".message"):
-            text = parts_text(event.get("content"))
+            arguments = tool_run and name == "gen_ai.tool.message"
+            text = (arguments_text if arguments else parts_text)(event.get("content"))
             if text is not None:
                 yield Io(slot, name.removeprefix("gen_ai.").removesuffix(".message"), text)
+            for i, (role, tool_text) in enumerate(tool_blocks(event.get("content"))):
+                yield Io(f"{slot}.tool.{i}", role, tool_text)
 
 
 def _event_outputs(span: Span) -> Iterator[Io]:
@@ -370,6 +402,8 @@ def _event_outputs(span: Span) -> Iterator[Io]:
                 text = parts_text(message if message is not None else event.get("content"))
             if text is not None:
                 yield Io(slot, "assistant", text)
+            for i, (role, tool_text) in enumerate(tool_blocks(message)):
+                yield Io(f"{slot}.tool.{i}", role, tool_text)
 
 
 # -- OpenLLMetry (Traceloop) and Strands: indexed gen_ai.prompt.N / gen_ai.completion.N -------
@@ -516,6 +550,12 @@ def _vercel_outputs(span: Span) -> Iterator[Io]:
     for key in ("ai.response.text", "ai.result.text", "ai.response.object", "ai.toolCall.result"):
         if attributes.get(key) is not None:
             yield Io(key, "assistant", as_text(attributes[key]) or "")
+    calls = _parsed(attributes.get("ai.response.toolCalls"))  # [{toolCallId, toolName, args}]
+    for i, call in enumerate(calls if isinstance(calls, list) else ()):
+        if isinstance(call, dict):
+            text = arguments_text(call.get("args", call.get("input")))
+            if text is not None:
+                yield Io(f"ai.response.toolCalls.{i}", TOOL_CALL, text)
 
 
 # -- pydantic-ai and Logfire: tool and agent run attributes, Logfire's OpenAI spans -------------

@@ -1,12 +1,17 @@
-"""Tool-using agents captured with two instrumentation packages themselves (tests/tool_agents.py):
+"""Tool-using agents captured with the instrumentation packages themselves (tests/tool_agents.py):
 Arize's openinference-instrumentation-openai over a hand-written tool loop, and pydantic-ai's own
-instrumentation (the GenAI conventions as Logfire reads them). Real packages, real ``openai``
-client, the local scripted endpoint, the SDK's in-memory exporter and OTLP JSON encoder. The
-capture loads with `memtrace load`: the model's calls are generations and the note search a
-retrieval, the tool's arguments are the variable the tool call wrote and its result the one the
-next call read, each case finds the agent's final answer (not the tool call before it), and
-`memtrace attribute` blames the answer for a wrong reply from the right note and the search for
-the note it missed."""
+instrumentation (the GenAI conventions as Logfire reads them), run here (real packages, real
+``openai`` client, the local scripted endpoint, the SDK's in-memory exporter and OTLP JSON
+encoder). Strands cannot be installed beside our ``openai`` (strands-agents[openai] pins
+openai < 3): tests/data/otlp/strands-1.62.0-openai-{events,latest}.json are the same agent
+captured once that way in a virtualenv of its own (strands-agents 1.62.0, openai 2.54.0,
+opentelemetry-sdk 1.45.1; Strands' OpenAIModel streaming from the same scripted endpoint, its
+default span events and, with OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental, the
+current GenAI attributes). Each capture loads with `memtrace load`: the model's calls are
+generations and the note search a retrieval, the tool's arguments are the variable the tool call
+wrote and its result the one the next call read, each case finds the agent's final answer (not
+the tool call before it), and `memtrace attribute` blames the answer for a wrong reply from the
+right note and the search for the note it missed."""
 
 from __future__ import annotations
 
@@ -34,10 +39,42 @@ from memtrace.db import Database
 
 pytestmark = pytest.mark.integration
 
-# the app, the names of its model-call and tool spans
-AGENTS = {
-    "openinference": (run_openinference_agent, "ChatCompletion", "search_notes"),
-    "pydantic-ai": (run_pydantic_ai_agent, "chat gpt-4o-mini", "execute_tool search_notes"),
+CAPTURES = Path(__file__).parents[1] / "data" / "otlp"
+Capture = Callable[[FakeOpenAI, Path], Path]
+
+
+def live(run: Callable[[str, Path], Path]) -> Capture:
+    def capture(fake: FakeOpenAI, out: Path) -> Path:
+        script_replies(fake)
+        path = run(fake.base_url, out)
+        assert len(fake.chat_requests) == 4  # per question: the tool call, then the answer
+        return path
+
+    return capture
+
+
+def captured(name: str) -> Capture:
+    def capture(fake: FakeOpenAI, out: Path) -> Path:
+        out.write_bytes((CAPTURES / name).read_bytes())
+        return out
+
+    return capture
+
+
+# how the capture is made, the names of its model-call and tool spans
+AGENTS: dict[str, tuple[Capture, str, str]] = {
+    "openinference": (live(run_openinference_agent), "ChatCompletion", "search_notes"),
+    "pydantic-ai": (live(run_pydantic_ai_agent), "chat gpt-4o-mini", "execute_tool search_notes"),
+    "strands-events": (
+        captured("strands-1.62.0-openai-events.json"),
+        "chat",
+        "execute_tool search_notes",
+    ),
+    "strands-latest": (
+        captured("strands-1.62.0-openai-latest.json"),
+        "chat",
+        "execute_tool search_notes",
+    ),
 }
 
 
@@ -45,11 +82,8 @@ AGENTS = {
 def test_a_tool_agent_capture_is_loaded_and_its_cases_attributed(
     agent: str, db: Database, fake_openai: FakeOpenAI, tmp_path: Path, run_id: str
 ) -> None:
-    run: Callable[[str, Path], Path]
-    run, chat, tool = AGENTS[agent]
-    script_replies(fake_openai)
-    capture = run(fake_openai.base_url, tmp_path / f"{run_id}.json")
-    assert len(fake_openai.chat_requests) == 4  # per question: the tool call, then the answer
+    make, chat, tool = AGENTS[agent]
+    capture = make(fake_openai, tmp_path / f"{run_id}.json")
     trace_id = f"otlp-{run_id}"
     try:
         loaded = CliRunner().invoke(cli, ["load", str(capture), "--json"])

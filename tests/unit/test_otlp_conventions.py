@@ -504,3 +504,70 @@ def test_openai_tool_calls_in_request_messages(load: Callable[..., Any]) -> None
             {"role": "tool", "tool_call_id": "c1", "content": NOTES}]})}),
     )  # fmt: skip
     assert {QUESTION, '{"topic": "bins"}', NOTES} <= texts(records).keys()
+
+
+def test_vercel_ai_tool_calls(load: Callable[..., Any]) -> None:
+    # the Vercel AI SDK: ai.response.toolCalls on the provider call, the ai.toolCall span's args
+    # and result, then the prompt's tool-call / tool-result parts of the next step
+    records = load(
+        around(1, "ai.generateText", CASE),
+        span(2, "ai.generateText.doGenerate", {
+            "ai.operationId": "ai.generateText.doGenerate",
+            "ai.prompt.messages": json.dumps([{"role": "user", "content": QUESTION}]),
+            "ai.response.toolCalls": json.dumps([
+                {"toolCallType": "function", "toolCallId": "c1", "toolName": "readNotes",
+                 "args": '{"topic":"bins"}'}])}, parent=1),
+        span(3, "ai.toolCall", {
+            "ai.operationId": "ai.toolCall", "ai.toolCall.name": "readNotes",
+            "ai.toolCall.args": '{"topic": "bins"}', "ai.toolCall.result": NOTES}, parent=1),
+        span(4, "ai.generateText.doGenerate", {
+            "ai.operationId": "ai.generateText.doGenerate",
+            "ai.prompt.messages": json.dumps([
+                {"role": "user", "content": QUESTION},
+                {"role": "assistant", "content": [
+                    {"type": "tool-call", "toolCallId": "c1", "toolName": "readNotes",
+                     "args": {"topic": "bins"}}]},
+                {"role": "tool", "content": [
+                    {"type": "tool-result", "toolCallId": "c1", "toolName": "readNotes",
+                     "result": "sorted"}]}]),
+            "ai.response.text": ANSWER}, parent=1),
+    )  # fmt: skip
+    found = texts(records)
+    arguments = found['{"topic": "bins"}']
+    tool = ops(records)["ai.toolCall"]
+    assert arguments.id in tool.reads and found[NOTES].id in tool.writes
+    assert "sorted" in found  # a tool-result part is a text the next step reads
+    assert predicted(records) == ANSWER
+
+
+def test_strands_tool_use_and_tool_result_blocks(load: Callable[..., Any]) -> None:
+    # Strands' default span events carry Bedrock Converse content blocks: the model's
+    # {"toolUse": {"input"}} in gen_ai.choice, the tool's {"toolResult": {"content": [{"text"}]}}
+    # in the next call's gen_ai.tool.message; its agent loop is execute_event_loop_cycle
+    use = json.dumps([{"toolUse": {"toolUseId": "t1", "name": "read_notes",
+                                   "input": {"topic": "bins"}}}])  # fmt: skip
+    result = json.dumps([{"toolResult": {"toolUseId": "t1", "status": "success",
+                                         "content": [{"text": NOTES}]}}])  # fmt: skip
+    question = event("gen_ai.user.message", {"content": json.dumps([{"text": QUESTION}])})
+    records = load(
+        around(1, "execute_event_loop_cycle", {**CASE,
+               "gen_ai.operation.name": "execute_event_loop_cycle"}),
+        span(2, "chat", {"gen_ai.operation.name": "chat"}, parent=1,
+             events=[question, event("gen_ai.choice", {"message": use})]),
+        span(3, "execute_tool read_notes", {"gen_ai.operation.name": "execute_tool"}, parent=1,
+             events=[event("gen_ai.tool.message", {"role": "tool", "content": '{"topic":"bins"}'}),
+                     event("gen_ai.choice", {"message": json.dumps([{"text": NOTES}])})]),
+        span(4, "chat", {"gen_ai.operation.name": "chat"}, parent=1,
+             events=[question, event("gen_ai.tool.message", {"content": result}),
+                     event("gen_ai.choice", {"message": json.dumps([{"text": ANSWER}])})]),
+    )  # fmt: skip
+    found = texts(records)
+    tool = ops(records)["execute_tool read_notes"]
+    assert found['{"topic": "bins"}'].id in tool.reads and found[NOTES].id in tool.writes
+    read_by_answer = [op for _, op in records if isinstance(op, OperationRecord) and
+                      found[NOTES].id in op.reads]  # fmt: skip
+    assert [op.name for op in read_by_answer] == ["chat"]
+    assert ops(records)["execute_event_loop_cycle"].kind == "other"
+    (trace,) = [r for kind, r in records if kind == "$"]
+    assert trace.metadata["unknown_kind_spans"] == 0
+    assert predicted(records) == ANSWER
