@@ -279,6 +279,13 @@ class _Converter:
         skip_output_value = written is not None and memory is None
         for io in self._outputs(span, skip_output_value):
             var = self._existing(io.text, span.end_ns)
+            if var is not None and self.documents.get(var.name) is var:
+                # a copy of a stored memory's text is no write of that memory; a retrieval
+                # that outputs it found it (a search tool returning the note it matched)
+                if kind == "retrieval" and var.id not in op.reads:
+                    op.reads[var.id] = None
+                    read_documents.append(var)
+                var = None
             if var is None or var.id in op.reads:
                 var = self._new_var(
                     f"{span.span_id}:{io.slot}",

@@ -571,3 +571,22 @@ def test_strands_tool_use_and_tool_result_blocks(load: Callable[..., Any]) -> No
     (trace,) = [r for kind, r in records if kind == "$"]
     assert trace.metadata["unknown_kind_spans"] == 0
     assert predicted(records) == ANSWER
+
+
+def test_a_search_tool_returning_a_stored_memory_reads_it(load: Callable[..., Any]) -> None:
+    # a GenAI create_memory stores a note; a search tool returns that note's text as its result:
+    # the tool found the memory (reads it) and outputs a context; it does not write the memory
+    records = load(
+        span(1, "remember notes", {
+            "gen_ai.operation.name": "create_memory", "gen_ai.memory.store.id": "home",
+            "gen_ai.memory.records": json.dumps([{"id": "n1", "content": NOTES}])}),
+        span(2, "execute_tool search_notes", {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search_notes",
+            "gen_ai.tool.call.arguments": '{"query": "bins"}',
+            "gen_ai.tool.call.result": NOTES}),
+    )  # fmt: skip
+    tool = ops(records)["execute_tool search_notes"]
+    assert tool.kind == "retrieval" and "home/n1@1" in tool.reads
+    (written,) = tool.writes
+    context = {r.id: r for _, r in records if isinstance(r, VariableRecord)}[written]
+    assert context.value == NOTES and context.category == "context"
