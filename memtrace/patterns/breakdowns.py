@@ -9,14 +9,62 @@ from memtrace.taxonomy import stage_of
 
 FAILED_ATTRIBUTION = "attribution failed"
 
-# Age of the evidence at question time, in messages recorded in between.
-AGE_BINS = (0, 50, 200, 500)
+# The age of the evidence at question time: messages recorded between the evidence message and
+# the question. Its buckets follow the run's ages (a fixed 0-49 bucket held every age of a short
+# conversation, so the table said nothing): boundaries at the quantiles, rounded down to readable
+# numbers, the same for every system of the run so that rows compare.
+MAX_AGE_BUCKETS = 5
 
 
-def age_bucket(messages_ago: int) -> str:
-    lower = max(b for b in AGE_BINS if b <= messages_ago)
-    later = [b for b in AGE_BINS if b > lower]
-    return f"{lower}-{later[0] - 1}" if later else f"{lower}+"
+def _magnitude(value: float) -> int:
+    """The power of ten of ``value``'s leading digit (``value`` >= 1): 37 -> 10."""
+    return int(10 ** (len(str(int(value))) - 1))
+
+
+def _readable_1_2_5(value: float) -> int:
+    """The largest of 1, 2, 5, 10, 20, 50, ... not above ``value`` (>= 1)."""
+    magnitude = _magnitude(value)
+    return max(m * magnitude for m in (1, 2, 5) if m * magnitude <= value)
+
+
+def _readable_one_digit(value: float) -> int:
+    """``value`` rounded down to one significant digit: 37 -> 30, 430 -> 400."""
+    magnitude = _magnitude(value)
+    return int(value) // magnitude * magnitude
+
+
+def age_bins(ages: pd.Series, max_buckets: int = MAX_AGE_BUCKETS) -> tuple[int, ...]:
+    """The lower bounds of the age buckets for these ages, the first one 0.
+
+    Boundaries sit at the ages' quantiles (equal shares of evidence), rounded down to 1, 2, 5 x
+    10^k, or to one significant digit when that leaves a single bucket. When the quantiles fall
+    together (most ages equal, or all of them close), the one boundary is the first readable
+    number above the youngest age. At most ``max_buckets`` buckets; each boundary lies above the
+    youngest age and at most at the oldest, so ages that differ get two buckets or more, and one
+    distinct age gets one.
+    """
+    values = ages.dropna().astype(int)
+    if values.empty or values.min() == values.max():
+        return (0,)
+    low, high = int(values.min()), int(values.max())
+    quantiles = values.quantile([i / max_buckets for i in range(1, max_buckets)]).tolist()
+    for readable in (_readable_1_2_5, _readable_one_digit):
+        inside = {readable(q) for q in quantiles if q >= 1} & set(range(low + 1, high + 1))
+        if inside:
+            return (0, *sorted(inside))
+    magnitude = _magnitude(low) if low else 1
+    above = (low // magnitude + 1) * magnitude
+    return (0, above if above <= high else low + 1)
+
+
+def age_bucket(messages_ago: int, bins: tuple[int, ...]) -> str:
+    """The bucket's label: "0-9", "10-49", "50+"; a one-age bucket is just that age."""
+    lower = max(b for b in bins if b <= messages_ago)
+    later = [b for b in bins if b > lower]
+    if not later:
+        return f"{lower}+"
+    upper = later[0] - 1
+    return str(lower) if upper == lower else f"{lower}-{upper}"
 
 
 def by_category(rows: pd.DataFrame) -> pd.DataFrame:
@@ -46,14 +94,19 @@ def by_session(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def by_age(rows: pd.DataFrame) -> pd.DataFrame:
-    """Evidence messages and cases per (system, age bucket in messages, error type)."""
+    """Evidence messages and cases per (system, age bucket in messages, error type), youngest
+    bucket first; the buckets (``age_bins``) come from every system's ages together."""
     if rows.empty:
         return _position(rows, "messages_ago", "age")
-    frame = rows.assign(age_bucket=rows["messages_ago"].astype(int).map(age_bucket))
+    bins = age_bins(rows["messages_ago"])
+    frame = rows.assign(
+        age_bucket=rows["messages_ago"].astype(int).map(lambda a: age_bucket(a, bins))
+    )
     result = _position(frame, "age_bucket", "age")
-    order = {age_bucket(b): i for i, b in enumerate(AGE_BINS)}
+    order = {age_bucket(b, bins): i for i, b in enumerate(bins)}
     result["order"] = result["age"].map(order)
-    return result.sort_values(["system", "order", "error_type"]).drop(columns="order")
+    result = result.sort_values(["system", "order", "error_type"]).drop(columns="order")
+    return result.reset_index(drop=True)
 
 
 FUNNEL_STAGES = ("needed", "extracted", "survived", "retrieved", "in_context")
