@@ -3,6 +3,7 @@ and the comparison of two runs' failure classes. DataFrame in, DataFrame out."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from memtrace.taxonomy import stage_of
@@ -11,8 +12,8 @@ FAILED_ATTRIBUTION = "attribution failed"
 
 # The age of the evidence at question time: messages recorded between the evidence message and
 # the question. Its buckets follow the run's ages (a fixed 0-49 bucket held every age of a short
-# conversation, so the table said nothing): boundaries at the quantiles, rounded down to readable
-# numbers, the same for every system of the run so that rows compare.
+# conversation, so the table said nothing): boundaries near the quantiles, at readable numbers,
+# the same for every system of the run so that rows compare.
 MAX_AGE_BUCKETS = 5
 
 
@@ -21,37 +22,62 @@ def _magnitude(value: float) -> int:
     return int(10 ** (len(str(int(value))) - 1))
 
 
-def _readable_1_2_5(value: float) -> int:
-    """The largest of 1, 2, 5, 10, 20, 50, ... not above ``value`` (>= 1)."""
+def _series_1_2_5(value: float) -> tuple[int, int]:
+    """The numbers of 1, 2, 5, 10, 20, 50, ... just below (or at) and just above ``value``."""
     magnitude = _magnitude(value)
-    return max(m * magnitude for m in (1, 2, 5) if m * magnitude <= value)
+    steps = [m * magnitude for m in (1, 2, 5, 10)]
+    below = max(b for b in steps if b <= value)
+    return below, steps[steps.index(below) + 1]
 
 
-def _readable_one_digit(value: float) -> int:
+def _down_1_2_5(value: float) -> int:
+    return _series_1_2_5(value)[0]
+
+
+def _nearest_1_2_5(value: float) -> int:
+    below, above = _series_1_2_5(value)
+    return below if value - below <= above - value else above
+
+
+def _down_one_digit(value: float) -> int:
     """``value`` rounded down to one significant digit: 37 -> 30, 430 -> 400."""
     magnitude = _magnitude(value)
     return int(value) // magnitude * magnitude
 
 
+# Readable boundaries: 1, 2, 5 x 10^k (to the nearest, or down); one significant digit only
+# where those leave a single bucket (ages all between two of them, e.g. 31 to 44).
+ROUNDINGS = ((_nearest_1_2_5, _down_1_2_5), (_down_one_digit,))
+
+
 def age_bins(ages: pd.Series, max_buckets: int = MAX_AGE_BUCKETS) -> tuple[int, ...]:
     """The lower bounds of the age buckets for these ages, the first one 0.
 
-    Boundaries sit at the ages' quantiles (equal shares of evidence), rounded down to 1, 2, 5 x
-    10^k, or to one significant digit when that leaves a single bucket. When the quantiles fall
-    together (most ages equal, or all of them close), the one boundary is the first readable
-    number above the youngest age. At most ``max_buckets`` buckets; each boundary lies above the
-    youngest age and at most at the oldest, so ages that differ get two buckets or more, and one
-    distinct age gets one.
+    Boundaries sit at the ages' quantiles (equal shares of evidence) rounded to readable numbers
+    (``ROUNDINGS``): of the roundings tried together, the one whose largest bucket holds the
+    least evidence, the earlier on a tie. Each boundary lies above the youngest age and at most
+    at the oldest, so ages that differ get two buckets or more (when the quantiles fall
+    together, the one boundary is the first readable number above the youngest age), one
+    distinct age gets one bucket, and there are at most ``max_buckets``.
     """
-    values = ages.dropna().astype(int)
-    if values.empty or values.min() == values.max():
+    values = ages.dropna().astype(int).to_numpy()
+    if values.size == 0 or values.min() == values.max():
         return (0,)
     low, high = int(values.min()), int(values.max())
-    quantiles = values.quantile([i / max_buckets for i in range(1, max_buckets)]).tolist()
-    for readable in (_readable_1_2_5, _readable_one_digit):
-        inside = {readable(q) for q in quantiles if q >= 1} & set(range(low + 1, high + 1))
-        if inside:
-            return (0, *sorted(inside))
+    quantiles = [float(q) for q in np.quantile(values, np.arange(1, max_buckets) / max_buckets)]
+    for roundings in ROUNDINGS:
+        best: tuple[float, tuple[int, ...]] | None = None
+        for rounding in roundings:
+            rounded = (rounding(q) for q in quantiles if q >= 1)
+            bounds = sorted({r for r in rounded if low < r <= high})
+            if not bounds:
+                continue
+            buckets = np.searchsorted(bounds, values, side="right")
+            largest = float(np.bincount(buckets).max() / values.size)
+            if best is None or largest < best[0]:
+                best = (largest, (0, *bounds))
+        if best is not None:
+            return best[1]
     magnitude = _magnitude(low) if low else 1
     above = (low // magnitude + 1) * magnitude
     return (0, above if above <= high else low + 1)
@@ -98,10 +124,10 @@ def by_age(rows: pd.DataFrame) -> pd.DataFrame:
     bucket first; the buckets (``age_bins``) come from every system's ages together."""
     if rows.empty:
         return _position(rows, "messages_ago", "age")
-    bins = age_bins(rows["messages_ago"])
-    frame = rows.assign(
-        age_bucket=rows["messages_ago"].astype(int).map(lambda a: age_bucket(a, bins))
-    )
+    ages = rows["messages_ago"].astype(int)
+    bins = age_bins(ages)
+    labels = {age: age_bucket(age, bins) for age in ages.unique().tolist()}  # once per age
+    frame = rows.assign(age_bucket=ages.map(labels))
     result = _position(frame, "age_bucket", "age")
     order = {age_bucket(b, bins): i for i, b in enumerate(bins)}
     result["order"] = result["age"].map(order)

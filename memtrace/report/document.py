@@ -507,7 +507,7 @@ def _age_caption(ages: pd.DataFrame) -> str:
     return (
         "By the evidence's age at question time: the messages recorded between the evidence "
         "message and the question. The buckets follow this run's ages (boundaries near their "
-        "quantiles, rounded down to readable numbers), the same for every system. Evidence: "
+        "quantiles, rounded to readable numbers), the same for every system. Evidence: "
         f"evidence messages of the failed questions, out of each system's total ({out_of}); "
         "cases: failed questions with evidence in the bucket (one citing messages of several "
         "ages counts in each)."

@@ -114,6 +114,11 @@ def test_a_long_conversation_gets_readable_bounds_shared_by_every_system() -> No
     assert int(table["evidence"].sum()) == 250
 
 
+def test_evenly_spread_ages_round_to_the_nearest_readable_bound() -> None:
+    # quantiles 120, 240, 359, 479: rounded down (100, 200) the 200+ bucket held 2/3 of the ages
+    assert breakdowns.age_bins(pd.Series(range(600))) == (0, 100, 200, 500)
+
+
 def test_close_ages_still_split() -> None:
     assert breakdowns.age_bins(pd.Series([3, 4, 4, 3])) == (0, 4)
     assert breakdowns.age_bins(pd.Series([0] * 30 + [1, 2, 3])) == (0, 1)
