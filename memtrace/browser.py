@@ -60,6 +60,18 @@ relationship.HAS_ATTRIBUTION { color: #D7A013; shaft-width: 2px; }
 """
 
 
+# What a query's slide says beside the query's own description, by query name.
+GUIDE_HINTS = {
+    # Measured in Chromium at 1280x900 (tests/integration/test_browser.py): the guide drawer sits
+    # beside the stream, but the result frame's Overview panel lies over the right 256 px of the
+    # graph, which the Browser fits to the whole frame; no setting or command folds the panel.
+    "case_view": "The Browser fits the graph to the whole result frame, and the frame's "
+    "Overview panel covers its right side: fold the panel with the arrow at its top right "
+    "(Collapse the node properties display) to see all of the graph. Later result frames open "
+    "folded until the Browser page is reloaded.",
+}
+
+
 @dataclass(frozen=True)
 class BrowserTarget:
     """Where the Browser is and how it connects (no password: that stays in its file)."""
@@ -141,7 +153,9 @@ def render_guide(run_id: str, base_url: str, case: tuple[str, str] | None) -> st
         query = pattern_query(name)
         slides.append(
             f"<h3>{html.escape(name.replace('_', ' '))}</h3>"
-            f"<p>{html.escape(query.description)}</p>" + block(_for_this_run(query.text))
+            f"<p>{html.escape(query.description)}</p>"
+            + (f"<p>{html.escape(GUIDE_HINTS[name])}</p>" if name in GUIDE_HINTS else "")
+            + block(_for_this_run(query.text))
         )
     # one slide: the guide drawer pages between slides, a single one scrolls
     body = "".join(slides)

@@ -36,7 +36,7 @@ if [ "${CI:-}" = true ]; then
   missing=""
   case "$(version_of "$BIN/python" mem0ai)" in 1.0.*) ;; *) missing+=" mem0ai-1.0.x(.venv)" ;; esac
   for dist in sentence-transformers opentelemetry-sdk opentelemetry-instrumentation-openai \
-    smartcomment; do
+    openinference-instrumentation-openai pydantic-ai-slim smartcomment; do
     [ -n "$(version_of "$BIN/python" "$dist")" ] || missing+=" $dist"
   done
   if [ -x "$MEM0V2/python" ]; then

@@ -14,7 +14,8 @@ function of the request body, e.g. ``Mem0Replies``) answers, then ``default`` (`
 "script exhausted", so an unexpected call fails loudly). ``/v1/embeddings`` returns deterministic
 vectors derived from each input's hash, or with ``bag_of_words`` set, word-count vectors of that
 many dimensions (cosine similarity then follows shared words, as a real embedder roughly does).
-Every request is recorded (header names lower-cased).
+Every request is recorded (header names lower-cased). A request with ``stream`` set gets its
+reply as server-sent events.
 ``rejected_formats`` names ``response_format`` types answered with ``rejected_status`` (400; as
 an endpoint that does not support them; no reply is consumed). An input containing one of
 ``hidden`` gets a vector of -1s, whose cosine with any word-count vector is negative (a planted
@@ -39,9 +40,11 @@ import pytest
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted answer: a completion with ``content``, or an error ``status``."""
+    """One scripted answer: a completion with ``content`` (or, with ``tool_calls``, a request to
+    call those tools: ``(name, arguments)`` pairs), or an error ``status``."""
 
     content: str = ""
+    tool_calls: tuple[tuple[str, dict[str, Any]], ...] = ()
     status: int = 200
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
@@ -147,7 +150,24 @@ class FakeOpenAI:
                     error = {"message": f"scripted {reply.status}", "type": "scripted"}
                     self._send(reply.status, {"error": error}, reply.headers)
                     return
+                if body.get("stream"):
+                    self._stream(_completion(body, reply), reply.headers)
+                    return
                 self._send(200, _completion(body, reply), reply.headers)
+
+            def _stream(self, completion: dict[str, Any], headers: dict[str, str]) -> None:
+                """The completion as server-sent events, as OpenAI streams one."""
+                data = b"".join(
+                    f"data: {json.dumps(chunk)}\n\n".encode() for chunk in _chunks(completion)
+                )
+                data += b"data: [DONE]\n\n"
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(data)))
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
 
             def _send(
                 self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
@@ -168,6 +188,17 @@ class FakeOpenAI:
 
 
 def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["content"] = reply.content or None
+        message["tool_calls"] = [
+            {
+                "id": f"call_{index}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+            for index, (name, arguments) in enumerate(reply.tool_calls)
+        ]
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
@@ -176,8 +207,8 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": reply.content},
-                "finish_reason": "stop",
+                "message": message,
+                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
             }
         ],
         "usage": {
@@ -186,6 +217,26 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
             "total_tokens": reply.prompt_tokens + reply.completion_tokens,
         },
     }
+
+
+def _chunks(completion: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """A completion as the chunks of a stream: the role, the content, each tool call, the
+    finish reason, then the usage (as ``stream_options.include_usage`` asks)."""
+    head = {k: completion[k] for k in ("id", "created", "model")}
+    head["object"] = "chat.completion.chunk"
+    (choice,) = completion["choices"]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    if message.get("content"):
+        yield chunk({"content": message["content"]})
+    for index, call in enumerate(message.get("tool_calls", ())):
+        yield chunk({"tool_calls": [{"index": index, **call}]})
+    yield chunk({}, choice["finish_reason"])
+    yield {**head, "choices": [], "usage": completion["usage"]}
 
 
 def _embeddings(

@@ -10,11 +10,13 @@ with ``memtrace.case.*`` on its own span around the chat call, as docs/trace-for
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -31,17 +33,34 @@ QUESTIONS = [
 SYSTEM = "Answer the question from the notes only, in a few words."
 
 
-def instrumentation() -> ModuleType:
-    """opentelemetry-instrumentation-openai; a test needing it fails under CI=true when it is
-    missing (the `otel-capture` extra installs it)."""
+def required(module: str, dist: str) -> ModuleType:
+    """An instrumentation package's module; a test needing it fails under CI=true when it is
+    missing (the `otel-capture` extra installs it), and skips elsewhere."""
     try:
-        import opentelemetry.instrumentation.openai as module
+        return importlib.import_module(module)
     except ImportError as exc:
-        reason = f"opentelemetry-instrumentation-openai is not installed ({exc}): .[otel-capture]"
+        reason = f"{dist} is not installed ({exc}): .[otel-capture]"
         if os.environ.get("CI") == "true":
             pytest.fail(f"the instrumented capture tests must run in CI: {reason}")
         pytest.skip(reason)
-    return module
+
+
+def instrumentation() -> ModuleType:
+    return required("opentelemetry.instrumentation.openai", "opentelemetry-instrumentation-openai")
+
+
+def remember(tracer: Any, notes: dict[str, str]) -> None:
+    """The app stores the user's notes, and says so as a GenAI ``create_memory`` span (the notes
+    as the user's messages, each a memory record)."""
+    with tracer.start_as_current_span("remember notes") as span:
+        span.set_attribute("gen_ai.operation.name", "create_memory")
+        span.set_attribute("gen_ai.memory.store.id", "household")
+        span.set_attribute(
+            "gen_ai.input.messages",
+            json.dumps([{"role": "user", "content": text} for text in notes.values()]),
+        )
+        records = [{"id": key, "content": text} for key, text in notes.items()]
+        span.set_attribute("gen_ai.memory.records", json.dumps(records))
 
 
 def _words(text: str) -> set[str]:
@@ -66,15 +85,7 @@ def run_app(base_url: str, out: Path) -> Path:
 
         client = openai.OpenAI(base_url=base_url, api_key="test-key", max_retries=0)
         tracer = provider.get_tracer("household-assistant")
-        with tracer.start_as_current_span("remember notes") as span:
-            span.set_attribute("gen_ai.operation.name", "create_memory")
-            span.set_attribute("gen_ai.memory.store.id", "household")
-            span.set_attribute(
-                "gen_ai.input.messages",
-                json.dumps([{"role": "user", "content": text} for text in NOTES.values()]),
-            )
-            records = [{"id": key, "content": text} for key, text in NOTES.items()]
-            span.set_attribute("gen_ai.memory.records", json.dumps(records))
+        remember(tracer, NOTES)
         for number, (question, golden, note) in enumerate(QUESTIONS, start=1):
             with tracer.start_as_current_span("answer question") as case:
                 case.set_attribute("memtrace.case.id", f"household-{number}")

@@ -77,7 +77,7 @@ VIEWS: dict[str, View] = {
     "ages": View(
         lambda db, run, f: patterns.by_age(db, run, system=f.system),
         ("system", "age", "error_type", "cases", "evidence"),
-        "evidence by its age at question time (messages in between)",
+        "evidence by its age at question time (messages in between, buckets from the run's ages)",
     ),
     "funnel": View(
         lambda db, run, f: patterns.evidence_funnel(db, run, system=f.system),

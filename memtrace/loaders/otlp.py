@@ -140,6 +140,8 @@ class _Op:
     writes: dict[str, None] = field(default_factory=dict)
     edges: list[tuple[str, str]] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    # the assistant's texts it wrote (a generation that only called tools answered nothing)
+    answers: list[str] = field(default_factory=list)
 
 
 class _Converter:
@@ -282,6 +284,13 @@ class _Converter:
         skip_output_value = written is not None and memory is None
         for io in self._outputs(span, skip_output_value):
             var = self._existing(io.text, span.end_ns)
+            if var is not None and self.documents.get(var.name) is var:
+                # a copy of a stored memory's text is no write of that memory; a retrieval
+                # that outputs it found it (a search tool returning the note it matched)
+                if kind == "retrieval" and var.id not in op.reads:
+                    op.reads[var.id] = None
+                    read_documents.append(var)
+                var = None
             if var is None or var.id in op.reads:
                 var = self._new_var(
                     f"{span.span_id}:{io.slot}",
@@ -291,6 +300,8 @@ class _Converter:
                     session,
                 )
             outputs.append(var)
+            if io.role == "assistant":
+                op.answers.append(var.id)
         if memory is not None and memory.operation == "search_memory" and not outputs:
             # a search with no output attribute: its context is the records it returned
             contents = [r.content for r in memory.records]
@@ -530,27 +541,30 @@ class _Converter:
         return found[0] if found else None
 
     def _answer_of(self, query: _Var) -> _Var | None:
-        """The first output of the earliest generation op reading the query."""
-        for op in self.ops:
-            if op.kind == "generation" and query.id in op.reads and op.writes:
-                return self._var(next(iter(op.writes)))
-        return None
+        """The answer of the earliest generation op reading the query that answered (an agent's
+        first generation may only call a tool)."""
+        return self._answer([op for op in self.ops if query.id in op.reads], last=False)
+
+    def _answer(self, ops: list[_Op], last: bool) -> _Var | None:
+        """The first answer of the earliest (``last``: latest to end) of the generations among
+        ``ops`` that wrote one, else the first output of such a generation that wrote any."""
+        generations = [op for op in ops if op.kind == "generation" and op.writes]
+        answered = [op for op in generations if op.answers] or generations
+        if not answered:
+            return None
+        op = max(answered, key=lambda op: (op.span.end_ns, op.seq)) if last else answered[0]
+        return self._var(op.answers[0] if op.answers else next(iter(op.writes)))
 
     def _answer_inside(self, case_op: _Op) -> _Var | None:
-        """The first output of the last generation to end inside the case's span (the span
-        itself or a descendant): the answer of an app whose prompt wraps the question."""
-        generations: list[_Op] = []
+        """The answer of the last generation to end inside the case's span (the span itself or
+        a descendant): the answer of an app whose prompt wraps the question."""
+        inside: list[_Op] = []
         stack = [case_op.span]
         while stack:
             span = stack.pop()
             stack.extend(self.children.get((span.trace_id, span.span_id), ()))
-            op = self.op_of[(span.trace_id, span.span_id)]
-            if op.kind == "generation" and op.writes:
-                generations.append(op)
-        if not generations:
-            return None
-        last = max(generations, key=lambda op: (op.span.end_ns, op.seq))
-        return self._var(next(iter(last.writes)))
+            inside.append(self.op_of[(span.trace_id, span.span_id)])
+        return self._answer(inside, last=True)
 
     def _score_of(self, prediction: _Var) -> float | None:
         """The number a judge op reading the prediction wrote (its first numeric output)."""

@@ -43,6 +43,7 @@ GEN_AI_KINDS: Final[dict[str, Kind]] = {
     "execute_tool": "other",
     "invoke_agent": "other",
     "create_agent": "other",
+    "execute_event_loop_cycle": "other",  # Strands: one model call and its tool calls
 }
 # OTel GenAI memory operations (semantic conventions, status Development). A create writes what
 # an extraction produced into the store, as Mem0's add_to_vector_store does (kind embedding).
@@ -159,9 +160,73 @@ def parts_text(value: Any) -> str | None:
     return content_text(value)
 
 
+TOOL_CALL: Final = "tool_call"  # the role of a tool call's arguments (not an answer)
+TOOL_RESULT: Final = "tool"  # the role of what a tool returned, as the model reads it
+
+
+def arguments_text(value: Any) -> str | None:
+    """A tool call's arguments as one canonical JSON text: the model writes them as a JSON
+    string, the tool's span as an object or a re-encoded string, so the call and the tool run
+    that received it hold the same text (and are linked as one variable)."""
+    parsed = _parsed(value)
+    return as_text(parsed) if isinstance(parsed, dict | list) else as_text(value)
+
+
+# Part type -> (role, the keys that may hold its text): GenAI's ``tool_call`` (``arguments``) and
+# ``tool_call_response`` (``response``; pydantic-ai writes ``result``), the Vercel AI SDK's
+# ``tool-call`` (``args``; ``input`` since v5) and ``tool-result`` (``result``; ``output``).
+_TOOL_PARTS: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
+    "tool_call": (TOOL_CALL, ("arguments",)),
+    "tool_call_response": (TOOL_RESULT, ("response", "result")),
+    "tool-call": (TOOL_CALL, ("args", "input")),
+    "tool-result": (TOOL_RESULT, ("result", "output")),
+}
+
+
+def result_text(value: Any) -> str | None:
+    """What a tool returned: its text parts joined (Strands returns ``[{"text": ...}]``), else
+    the value as it is."""
+    return parts_text(value) or as_text(value)
+
+
+def tool_blocks(blocks: Any) -> Iterator[tuple[str, str]]:
+    """``(role, text)`` of the tool calls and results among a message's parts: a part of a type
+    in ``_TOOL_PARTS``, or a Bedrock Converse content block (Strands' events) ``{"toolUse":
+    {"input"}}`` / ``{"toolResult": {"content"}}``."""
+    for part in _parsed(blocks) if isinstance(_parsed(blocks), list) else ():
+        if not isinstance(part, dict):
+            continue
+        if isinstance(part.get("toolUse"), dict):
+            role, value = TOOL_CALL, part["toolUse"].get("input")
+        elif isinstance(part.get("toolResult"), dict):
+            role, value = TOOL_RESULT, part["toolResult"].get("content")
+        elif (known := _TOOL_PARTS.get(part.get("type"))) is not None:  # type: ignore[arg-type]
+            role, keys = known
+            value = next((part[key] for key in keys if part.get(key) is not None), None)
+        else:
+            continue
+        text = arguments_text(value) if role == TOOL_CALL else result_text(value)
+        if text is not None:
+            yield role, text
+
+
+def tool_parts(message: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """``(role, text)`` of the tool calls and tool results in one chat message: its parts (in
+    ``parts`` or ``content``, ``tool_blocks``), and OpenAI's ``tool_calls[].function.arguments``."""
+    yield from tool_blocks(message.get("parts", message.get("content")))
+    calls = message.get("tool_calls")
+    for call in calls if isinstance(calls, list) else ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            text = arguments_text(function.get("arguments"))
+            if text is not None:
+                yield TOOL_CALL, text
+
+
 def messages(value: Any) -> list[tuple[str | None, str]]:
     """``(role, text)`` of a list of chat messages (JSON text or decoded): each message's
-    ``content`` or ``parts``; a text that is no JSON list is one message of unknown role."""
+    ``content`` or ``parts``, then its tool calls and tool results (``tool_parts``); a text that
+    is no JSON list is one message of unknown role."""
     value = _parsed(value)
     if isinstance(value, str):
         return [(None, value)]
@@ -177,6 +242,7 @@ def messages(value: Any) -> list[tuple[str | None, str]]:
         text = content_text(message.get("content", message.get("parts")))
         if text is not None:
             found.append((str(role) if role is not None else None, text))
+        found.extend(tool_parts(message))
     return found
 
 
@@ -206,6 +272,24 @@ def _openinference_message(message: dict[str, Any]) -> str | None:
     return "\n".join(str(p) for p in parts) if parts else None
 
 
+_OPENINFERENCE_ARGUMENTS: Final = re.compile(
+    r"message\.tool_calls\.(\d+)\.tool_call\.function\.arguments"
+)
+
+
+def _openinference_tool_calls(slot: str, message: dict[str, Any]) -> Iterator[Io]:
+    """``message.tool_calls.M.tool_call.function.arguments`` of one message."""
+    calls = sorted(
+        (int(match.group(1)), value)
+        for key, value in message.items()
+        if (match := _OPENINFERENCE_ARGUMENTS.fullmatch(key))
+    )
+    for m, value in calls:
+        text = arguments_text(value)
+        if text is not None:
+            yield Io(f"{slot}.tool_calls.{m}", TOOL_CALL, text)
+
+
 def _openinference_inputs(span: Span) -> Iterator[Io]:
     attributes = span.attributes
     for i, message in enumerate(span.indexed("llm.input_messages")):
@@ -213,13 +297,16 @@ def _openinference_inputs(span: Span) -> Iterator[Io]:
         if text is not None:
             role = message.get("message.role")
             yield Io(f"input_messages.{i}", str(role) if role else None, text)
+        yield from _openinference_tool_calls(f"input_messages.{i}", message)
     for i, embedding in enumerate(span.indexed("embedding.embeddings")):
         text = embedding.get("embedding.text")
         if text is not None:
             yield Io(f"embedding.{i}", None, as_text(text) or "")
     value = attributes.get("input.value")
     if value is not None:
-        yield Io("input", None, as_text(value) or "")
+        # a tool's arguments, compared as JSON with the tool call that asked for them
+        tool = str(attributes.get("openinference.span.kind")).upper() == "TOOL"
+        yield Io("input", None, (arguments_text(value) if tool else as_text(value)) or "")
 
 
 def _openinference_outputs(span: Span) -> Iterator[Io]:
@@ -227,6 +314,7 @@ def _openinference_outputs(span: Span) -> Iterator[Io]:
         text = _openinference_message(message)
         if text is not None:
             yield Io(f"output_messages.{i}", "assistant", text)
+        yield from _openinference_tool_calls(f"output_messages.{i}", message)
     # output.value is read by the converter: a Mem0-shaped value is documents, not a text
 
 
@@ -259,12 +347,18 @@ def _gen_ai_inputs(span: Span) -> Iterator[Io]:
     query = span.attributes.get("gen_ai.memory.query.text")
     if isinstance(query, str):
         yield Io("gen_ai.memory.query", None, query)
+    arguments = arguments_text(span.attributes.get("gen_ai.tool.call.arguments"))
+    if arguments is not None:  # an execute_tool span: what the tool call passed
+        yield Io("gen_ai.tool.call.arguments", None, arguments)
 
 
 def _gen_ai_outputs(span: Span) -> Iterator[Io]:
     for slot, attributes in _gen_ai_sources(span):
         found = messages(attributes.get("gen_ai.output.messages"))
         yield from _ios(f"{slot}.output", found, "assistant")
+    result = result_text(span.attributes.get("gen_ai.tool.call.result"))
+    if result is not None:
+        yield Io("gen_ai.tool.call.result", TOOL_RESULT, result)
 
 
 # -- OTel GenAI events (v1.28 to v1.36): one span event per message ------------------------------
@@ -285,12 +379,17 @@ def _message_events(span: Span) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _event_inputs(span: Span) -> Iterator[Io]:
+    # Strands puts a tool's arguments in a gen_ai.tool.message on its execute_tool span
+    tool_run = span.attributes.get("gen_ai.operation.name") == "execute_tool"
     for slot, event in _message_events(span):
         name = event["event.name"]
         if name.startswith("gen_ai.") and name.endswith(".message"):
-            text = parts_text(event.get("content"))
+            arguments = tool_run and name == "gen_ai.tool.message"
+            text = (arguments_text if arguments else parts_text)(event.get("content"))
             if text is not None:
                 yield Io(slot, name.removeprefix("gen_ai.").removesuffix(".message"), text)
+            for i, (role, tool_text) in enumerate(tool_blocks(event.get("content"))):
+                yield Io(f"{slot}.tool.{i}", role, tool_text)
 
 
 def _event_outputs(span: Span) -> Iterator[Io]:
@@ -303,6 +402,8 @@ def _event_outputs(span: Span) -> Iterator[Io]:
                 text = parts_text(message if message is not None else event.get("content"))
             if text is not None:
                 yield Io(slot, "assistant", text)
+            for i, (role, tool_text) in enumerate(tool_blocks(message)):
+                yield Io(f"{slot}.tool.{i}", role, tool_text)
 
 
 # -- OpenLLMetry (Traceloop) and Strands: indexed gen_ai.prompt.N / gen_ai.completion.N -------
@@ -434,9 +535,10 @@ def _vercel_inputs(span: Span) -> Iterator[Io]:
     elif isinstance(prompt, str):
         yield Io("ai.prompt", "user", prompt)
     yield from _ios("ai.prompt.messages", messages(attributes.get("ai.prompt.messages")))
-    for key in ("ai.value", "ai.toolCall.args"):
-        if attributes.get(key) is not None:
-            yield Io(key, None, as_text(attributes[key]) or "")
+    if attributes.get("ai.value") is not None:
+        yield Io("ai.value", None, as_text(attributes["ai.value"]) or "")
+    if attributes.get("ai.toolCall.args") is not None:
+        yield Io("ai.toolCall.args", None, arguments_text(attributes["ai.toolCall.args"]) or "")
     values = _parsed(attributes.get("ai.values"))
     if isinstance(values, list):
         for i, value in enumerate(values):
@@ -448,6 +550,12 @@ def _vercel_outputs(span: Span) -> Iterator[Io]:
     for key in ("ai.response.text", "ai.result.text", "ai.response.object", "ai.toolCall.result"):
         if attributes.get(key) is not None:
             yield Io(key, "assistant", as_text(attributes[key]) or "")
+    calls = _parsed(attributes.get("ai.response.toolCalls"))  # [{toolCallId, toolName, args}]
+    for i, call in enumerate(calls if isinstance(calls, list) else ()):
+        if isinstance(call, dict):
+            text = arguments_text(call.get("args", call.get("input")))
+            if text is not None:
+                yield Io(f"ai.response.toolCalls.{i}", TOOL_CALL, text)
 
 
 # -- pydantic-ai and Logfire: tool and agent run attributes, Logfire's OpenAI spans -------------
@@ -463,7 +571,7 @@ def _logfire_kind(span: Span) -> Kind | None:
 def _logfire_inputs(span: Span) -> Iterator[Io]:
     attributes = span.attributes
     if attributes.get("tool_arguments") is not None:
-        yield Io("tool_arguments", None, as_text(attributes["tool_arguments"]) or "")
+        yield Io("tool_arguments", None, arguments_text(attributes["tool_arguments"]) or "")
     request = _parsed(attributes.get("request_data"))
     if isinstance(request, dict):
         yield from _ios("request_data.messages", messages(request.get("messages")))

@@ -132,7 +132,7 @@ def route(
                 "memories reached the answer), so the answer prompt decides"
             )
         if headroom is not None and targets and not rerouted and (net is None or net <= 0):
-            why_not = _no_headroom(net, str(what_if.get("why") or ""))
+            why_not = _no_headroom(net, _text(what_if.get("why")))
             targets = ()
         routed.append(
             RoutedClass(
@@ -147,7 +147,7 @@ def route(
                 headroom=net,
                 rescued=_int(what_if.get("rescued")),
                 broken=_int(what_if.get("broken")),
-                headroom_why=str(what_if.get("why") or ""),
+                headroom_why=_text(what_if.get("why")),
                 failure_mode=str(row.get("failure_mode") or ""),
                 rerouted=rerouted,
             )
@@ -163,10 +163,15 @@ def _int(value: object) -> int | None:
     return int(float(value)) if isinstance(value, numbers.Real) and value == value else None
 
 
+def _text(value: object) -> str:
+    """A text from a DataFrame cell; "" for a missing one (NaN, None), never "nan"."""
+    return "" if value is None or (isinstance(value, float) and value != value) else str(value)
+
+
 def _no_headroom(net: int | None, why: str) -> str:
     if net is None:
         return f"no trials: its headroom is unknown ({why or 'not measured'})"
-    return f"no trials: no headroom (net {net:+d} cases; {why})"
+    return f"no trials: no headroom (net {net:+d} cases{'; ' + why if why else ''})"
 
 
 def _why_not(mode: Mode, prompts: Collection[str], parameters: Collection[str]) -> str:

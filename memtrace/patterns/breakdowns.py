@@ -3,20 +3,94 @@ and the comparison of two runs' failure classes. DataFrame in, DataFrame out."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from memtrace.taxonomy import stage_of
 
 FAILED_ATTRIBUTION = "attribution failed"
 
-# Age of the evidence at question time, in messages recorded in between.
-AGE_BINS = (0, 50, 200, 500)
+# The age of the evidence at question time: messages recorded between the evidence message and
+# the question. Its buckets follow the run's ages (a fixed 0-49 bucket held every age of a short
+# conversation, so the table said nothing): boundaries near the quantiles, at readable numbers,
+# the same for every system of the run so that rows compare.
+MAX_AGE_BUCKETS = 5
 
 
-def age_bucket(messages_ago: int) -> str:
-    lower = max(b for b in AGE_BINS if b <= messages_ago)
-    later = [b for b in AGE_BINS if b > lower]
-    return f"{lower}-{later[0] - 1}" if later else f"{lower}+"
+def _magnitude(value: float) -> int:
+    """The power of ten of ``value``'s leading digit (``value`` >= 1): 37 -> 10."""
+    return int(10 ** (len(str(int(value))) - 1))
+
+
+def _series_1_2_5(value: float) -> tuple[int, int]:
+    """The numbers of 1, 2, 5, 10, 20, 50, ... just below (or at) and just above ``value``."""
+    magnitude = _magnitude(value)
+    steps = [m * magnitude for m in (1, 2, 5, 10)]
+    below = max(b for b in steps if b <= value)
+    return below, steps[steps.index(below) + 1]
+
+
+def _down_1_2_5(value: float) -> int:
+    return _series_1_2_5(value)[0]
+
+
+def _nearest_1_2_5(value: float) -> int:
+    below, above = _series_1_2_5(value)
+    return below if value - below <= above - value else above
+
+
+def _down_one_digit(value: float) -> int:
+    """``value`` rounded down to one significant digit: 37 -> 30, 430 -> 400."""
+    magnitude = _magnitude(value)
+    return int(value) // magnitude * magnitude
+
+
+# Readable boundaries: 1, 2, 5 x 10^k (to the nearest, or down); one significant digit only
+# where those leave a single bucket (ages all between two of them, e.g. 31 to 44).
+ROUNDINGS = ((_nearest_1_2_5, _down_1_2_5), (_down_one_digit,))
+
+
+def age_bins(ages: pd.Series, max_buckets: int = MAX_AGE_BUCKETS) -> tuple[int, ...]:
+    """The lower bounds of the age buckets for these ages, the first one 0.
+
+    Boundaries sit at the ages' quantiles (equal shares of evidence) rounded to readable numbers
+    (``ROUNDINGS``): of the roundings tried together, the one whose largest bucket holds the
+    least evidence, the earlier on a tie. Each boundary lies above the youngest age and at most
+    at the oldest, so ages that differ get two buckets or more (when the quantiles fall
+    together, the one boundary is the first readable number above the youngest age), one
+    distinct age gets one bucket, and there are at most ``max_buckets``.
+    """
+    values = ages.dropna().astype(int).to_numpy()
+    if values.size == 0 or values.min() == values.max():
+        return (0,)
+    low, high = int(values.min()), int(values.max())
+    quantiles = [float(q) for q in np.quantile(values, np.arange(1, max_buckets) / max_buckets)]
+    for roundings in ROUNDINGS:
+        best: tuple[float, tuple[int, ...]] | None = None
+        for rounding in roundings:
+            rounded = (rounding(q) for q in quantiles if q >= 1)
+            bounds = sorted({r for r in rounded if low < r <= high})
+            if not bounds:
+                continue
+            buckets = np.searchsorted(bounds, values, side="right")
+            largest = float(np.bincount(buckets).max() / values.size)
+            if best is None or largest < best[0]:
+                best = (largest, (0, *bounds))
+        if best is not None:
+            return best[1]
+    magnitude = _magnitude(low) if low else 1
+    above = (low // magnitude + 1) * magnitude
+    return (0, above if above <= high else low + 1)
+
+
+def age_bucket(messages_ago: int, bins: tuple[int, ...]) -> str:
+    """The bucket's label: "0-9", "10-49", "50+"; a one-age bucket is just that age."""
+    lower = max(b for b in bins if b <= messages_ago)
+    later = [b for b in bins if b > lower]
+    if not later:
+        return f"{lower}+"
+    upper = later[0] - 1
+    return str(lower) if upper == lower else f"{lower}-{upper}"
 
 
 def by_category(rows: pd.DataFrame) -> pd.DataFrame:
@@ -46,14 +120,19 @@ def by_session(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def by_age(rows: pd.DataFrame) -> pd.DataFrame:
-    """Evidence messages and cases per (system, age bucket in messages, error type)."""
+    """Evidence messages and cases per (system, age bucket in messages, error type), youngest
+    bucket first; the buckets (``age_bins``) come from every system's ages together."""
     if rows.empty:
         return _position(rows, "messages_ago", "age")
-    frame = rows.assign(age_bucket=rows["messages_ago"].astype(int).map(age_bucket))
+    ages = rows["messages_ago"].astype(int)
+    bins = age_bins(ages)
+    labels = {age: age_bucket(age, bins) for age in ages.unique().tolist()}  # once per age
+    frame = rows.assign(age_bucket=ages.map(labels))
     result = _position(frame, "age_bucket", "age")
-    order = {age_bucket(b): i for i, b in enumerate(AGE_BINS)}
+    order = {age_bucket(b, bins): i for i, b in enumerate(bins)}
     result["order"] = result["age"].map(order)
-    return result.sort_values(["system", "order", "error_type"]).drop(columns="order")
+    result = result.sort_values(["system", "order", "error_type"]).drop(columns="order")
+    return result.reset_index(drop=True)
 
 
 FUNNEL_STAGES = ("needed", "extracted", "survived", "retrieved", "in_context")

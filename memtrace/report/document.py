@@ -500,6 +500,20 @@ def _optimization(data: ReportData) -> Section:
     return section
 
 
+def _age_caption(ages: pd.DataFrame) -> str:
+    """What the age table counts, and out of how many."""
+    totals = ages.groupby("system")["evidence"].sum()
+    out_of = ", ".join(f"{system} {int(n)}" for system, n in totals.items()) or "none"
+    return (
+        "By the evidence's age at question time: the messages recorded between the evidence "
+        "message and the question. The buckets follow this run's ages (boundaries near their "
+        "quantiles, rounded to readable numbers), the same for every system. Evidence: "
+        f"evidence messages of the failed questions, out of each system's total ({out_of}); "
+        "cases: failed questions with evidence in the bucket (one citing messages of several "
+        "ages counts in each)."
+    )
+
+
 def build(
     data: ReportData,
     charts: list[Chart],
@@ -568,7 +582,7 @@ def build(
                 table(
                     data.sessions, ["system", "session_index", "error_type", "cases", "evidence"]
                 ),
-                Paragraph("By the evidence's age at question time (messages in between):"),
+                Paragraph(_age_caption(data.ages)),
                 table(data.ages, ["system", "age", "error_type", "cases", "evidence"]),
             ],
         )

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 pytest.importorskip("opentelemetry.sdk.trace", reason="needs the otel extra")
 
+from captured import offline_verdicts, predictions
 from fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
 from instrumented_app import run_app
 
@@ -40,34 +41,11 @@ def test_a_captured_app_is_loaded_and_its_cases_attributed(
             id=trace_id,
         )
         assert (trace["unread"], trace["unknown"]) == (0, 0)  # every span of the app is known
-        predictions = db.run(
-            "MATCH (:Trace {id: $id})-[:HAS_CASE]->(c:Case)-[:PREDICTION]->(p:Variable) "
-            "RETURN c.id AS case, p.value AS prediction ORDER BY case",
-            id=trace_id,
-        )
-        assert [(r["case"], r["prediction"]) for r in predictions] == [
+        assert predictions(db, trace_id) == [
             ("household-1", "Monday evening."),
             ("household-2", "I do not know."),
         ]
-        attributed = CliRunner().invoke(
-            cli, ["attribute", "--trace", trace_id, "--judge", "offline", "--no-write", "--json"]
-        )
-        assert attributed.exit_code == 0, attributed.output
-        names = {
-            r["id"]: r["name"]
-            for r in db.run(
-                "MATCH (o:Operation {trace_id: $id}) RETURN o.id AS id, o.name AS name",
-                id=trace_id,
-            )
-        }
-        verdicts = {
-            r["case_id"]: (
-                r["error_attribution_result"]["error_type"],
-                names.get(r["error_attribution_result"]["op_id"]),
-            )
-            for r in json.loads(attributed.stdout)
-        }
-        assert verdicts == {
+        assert offline_verdicts(db, trace_id) == {
             "household-1": ("ResponseError", "openai.chat"),
             "household-2": ("RetrievalError", "recall notes"),
         }

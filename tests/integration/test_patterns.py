@@ -119,7 +119,7 @@ def test_evidence_position(db: Database, seeded: Seed) -> None:
         ("rag", "RetrievalError"): (2, 2),
     }
     ages = patterns.by_age(db, seeded.run1)
-    assert set(ages["age"]) == {"0-49"}
+    assert list(ages["age"].unique()) == ["0", "1+"], ages  # 0 or 1 messages in between
     assert int(ages["evidence"].sum()) == 7
 
 

@@ -108,6 +108,10 @@ def test_report_html_is_complete_and_self_contained(seeded: Seed, tmp_path: Path
     assert "https://" not in html and "//cdn" not in html
     text = " ".join(page.text)
     assert "no optimizable input" in text  # the update class
+    # the age table: buckets from the run's ages (0 or 1 messages in between), with its totals
+    ages = html.split('<section id="evidence-position">', 1)[1].split("</section>", 1)[0]
+    assert "messages recorded between the evidence message and the question" in ages
+    assert "<td>0</td>" in ages and "<td>1+</td>" in ages and "0-49" not in ages
     assert "malformed judge output" in text  # the failed attribution, listed
     assert "Question q3?" in text and "seeded verdict for q4" in text  # example cases
     assert ':params {run_id: "' + seeded.run2 + '", trace_id: "' in text  # a case's view

@@ -20,6 +20,7 @@ from test_collect import graph_counts, wait_until
 from test_managed_server import SMALL as SMALL_MEMORY
 from test_managed_server import free_port, throwaway_layout
 
+from memtrace.attribution.pipeline import Shard
 from memtrace.collect.ingest import IngestOptions
 from memtrace.collect.receiver import Receiver, ReceiverOptions
 from memtrace.db import connect
@@ -120,10 +121,12 @@ def test_two_receivers_and_three_attribute_processes_duplicate_nothing(
     shard_one, shard_two, everything = (
         {(r["trace_id"], r["case_id"]) for r in json.loads(stdout)} for stdout, _ in outputs
     )
-    assert shard_one and shard_two  # 8 traces over 2 shards: both hold some
-    assert not shard_one & shard_two
-    assert shard_one | shard_two == everything
     assert len(everything) == 4  # every other question is answered wrong
+    # each shard holds exactly the cases of its traces (the SDK's trace ids are random, so the
+    # 4 failed traces may all hash to one shard: 1 run in 8 did in CI)
+    first_half = {case for case in everything if Shard(1, 2).holds(case[0])}
+    assert shard_one == first_half
+    assert shard_two == everything - first_half
     with connect(remote) as db:
         per_case = db.run(
             "MATCH (c:Case)-[:HAS_ATTRIBUTION]->(a:Attribution {run_id: 'shared'}) "

@@ -68,3 +68,10 @@ def test_guide_server_serves_guide_and_style_with_cors() -> None:
             assert response.status == 204
     for label in ("Case", "Attribution", "Operation", "Variable", "Trace"):
         assert f"node.{label}" in GRASS
+
+
+def test_the_case_view_says_how_to_see_the_whole_graph() -> None:
+    guide = render_guide("run-1", "http://localhost:9", None)
+    case_view = guide.split("<h3>case view</h3>", 1)[1]
+    assert case_view.index("Collapse the node properties display") < case_view.index("<pre")
+    assert guide.count("Collapse the node properties display") == 1  # that slide only

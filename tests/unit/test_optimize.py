@@ -139,6 +139,23 @@ def test_routing_by_headroom_shares_the_positive_headroom_and_says_why_not() -> 
     assert by_cases.share(by_cases.classes[0]) == 9 / 20  # by cases: the share of failures
 
 
+def test_a_missing_headroom_reason_reads_as_none_not_nan() -> None:
+    """A what-if row without a ``why`` cell (NaN in the frame) reads as no reason given."""
+    search, answer = [class_key(row) for row in CLASSES.to_dict("records")][:2]
+    headroom = pd.DataFrame(
+        [
+            {"key": search, "net": 2, "rescued": 2, "broken": 0, "why": "2 rescued"},
+            {"key": answer, "net": 0},
+        ]
+    )
+    routing = route(CLASSES, "parameters", headroom=headroom)
+    measured = {c.op_name: c for c in routing.classes if c.headroom is not None}
+    assert measured["memory_system.search_vector_store"].headroom_why == "2 rescued"
+    assert measured["question-answering"].headroom_why == ""
+    prompts = {c.op_name: c for c in route(CLASSES, "prompts", headroom=headroom).classes}
+    assert prompts["question-answering"].why_not == "no trials: no headroom (net +0 cases)"
+
+
 def test_a_stale_memory_class_goes_where_its_replay_shows() -> None:
     """Both memories reached the answer: when repairing the blamed extraction rescues none of
     the class's cases, the answer prompt decides; when it rescues some (the newer memory was

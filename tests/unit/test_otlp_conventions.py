@@ -425,3 +425,168 @@ def test_a_case_takes_the_last_generation_inside_its_own_span(load: Callable[...
     by_id = {r.id: r.value for _, r in records if isinstance(r, VariableRecord)}
     assert by_id[cases["loop"].prediction or ""] == ANSWER
     assert by_id[cases["other"].prediction or ""] == "Alternate Mondays."
+
+
+def test_gen_ai_tool_calls_and_tool_spans(load: Callable[..., Any]) -> None:
+    # OTel GenAI v1.37+: a tool_call part (arguments as the model wrote them), the execute_tool
+    # span with gen_ai.tool.call.arguments / .result, the tool_call_response part the next call
+    # reads (the spec's `response`); the first call answered nothing, the second did
+    call = {"type": "tool_call", "id": "c1", "name": "read_notes", "arguments": '{"topic":"bins"}'}
+    records = load(
+        around(1, "agent turn", CASE),
+        span(2, "chat first", {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps([
+                {"role": "user", "parts": [{"type": "text", "content": QUESTION}]}]),
+            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [call]}])},
+            parent=1),
+        span(3, "execute_tool read_notes", {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "read_notes",
+            "gen_ai.tool.call.arguments": json.dumps({"topic": "bins"}, indent=1),
+            "gen_ai.tool.call.result": NOTES}, parent=1),
+        span(4, "chat second", {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps([
+                {"role": "user", "parts": [{"type": "text", "content": QUESTION}]},
+                {"role": "assistant", "parts": [call]},
+                {"role": "tool", "parts": [
+                    {"type": "tool_call_response", "id": "c1", "response": NOTES}]}]),
+            "gen_ai.output.messages": json.dumps([
+                {"role": "assistant", "parts": [{"type": "text", "content": ANSWER}]}])},
+            parent=1),
+    )  # fmt: skip
+    found, by_name = texts(records), ops(records)
+    arguments = found['{"topic": "bins"}']  # the call's and the tool's texts, as one JSON
+    assert arguments.id in by_name["chat first"].writes
+    assert arguments.id in by_name["execute_tool read_notes"].reads
+    assert found[NOTES].id in by_name["execute_tool read_notes"].writes
+    assert found[NOTES].id in by_name["chat second"].reads
+    assert predicted(records) == ANSWER  # the question is a variable: read by both calls
+
+
+def test_openinference_tool_calls_and_tool_span(load: Callable[..., Any]) -> None:
+    # OpenInference: llm.output_messages.N.message.tool_calls.M.tool_call.function.arguments,
+    # a TOOL span whose input.value holds the arguments, the tool's answer as a `tool` message
+    def llm(number: int, messages: dict[str, Any]) -> dict[str, Any]:
+        return span(number, "ChatCompletion", {
+            "openinference.span.kind": "LLM",
+            "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.message.content": QUESTION, **messages}, parent=1)  # fmt: skip
+
+    arguments = "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments"
+    records = load(
+        around(1, "agent turn", CASE),
+        llm(2, {"llm.output_messages.0.message.role": "assistant",
+                arguments: '{"topic":"bins"}'}),
+        span(3, "read_notes", {
+            "openinference.span.kind": "TOOL", "tool.name": "read_notes",
+            "input.value": '{"topic": "bins"}', "output.value": NOTES}, parent=1),
+        llm(4, {"llm.input_messages.1.message.role": "tool",
+                "llm.input_messages.1.message.content": NOTES,
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.content": ANSWER}),
+    )  # fmt: skip
+    found = texts(records)
+    tool = ops(records)["read_notes"]
+    assert found['{"topic": "bins"}'].id in tool.reads and found[NOTES].id in tool.writes
+    assert predicted(records) == ANSWER
+
+
+def test_openai_tool_calls_in_request_messages(load: Callable[..., Any]) -> None:
+    # OpenAI's chat format (Logfire's request_data, the Vercel AI SDK's messages): an assistant
+    # message's tool_calls[].function.arguments is a text the span reads
+    records = load(
+        span(1, "Chat Completion with 'gpt-4o-mini'", {"request_data": json.dumps({"messages": [
+            {"role": "user", "content": QUESTION},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function",
+                 "function": {"name": "read_notes", "arguments": '{"topic":"bins"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": NOTES}]})}),
+    )  # fmt: skip
+    assert {QUESTION, '{"topic": "bins"}', NOTES} <= texts(records).keys()
+
+
+def test_vercel_ai_tool_calls(load: Callable[..., Any]) -> None:
+    # the Vercel AI SDK: ai.response.toolCalls on the provider call, the ai.toolCall span's args
+    # and result, then the prompt's tool-call / tool-result parts of the next step
+    records = load(
+        around(1, "ai.generateText", CASE),
+        span(2, "ai.generateText.doGenerate", {
+            "ai.operationId": "ai.generateText.doGenerate",
+            "ai.prompt.messages": json.dumps([{"role": "user", "content": QUESTION}]),
+            "ai.response.toolCalls": json.dumps([
+                {"toolCallType": "function", "toolCallId": "c1", "toolName": "readNotes",
+                 "args": '{"topic":"bins"}'}])}, parent=1),
+        span(3, "ai.toolCall", {
+            "ai.operationId": "ai.toolCall", "ai.toolCall.name": "readNotes",
+            "ai.toolCall.args": '{"topic": "bins"}', "ai.toolCall.result": NOTES}, parent=1),
+        span(4, "ai.generateText.doGenerate", {
+            "ai.operationId": "ai.generateText.doGenerate",
+            "ai.prompt.messages": json.dumps([
+                {"role": "user", "content": QUESTION},
+                {"role": "assistant", "content": [
+                    {"type": "tool-call", "toolCallId": "c1", "toolName": "readNotes",
+                     "args": {"topic": "bins"}}]},
+                {"role": "tool", "content": [
+                    {"type": "tool-result", "toolCallId": "c1", "toolName": "readNotes",
+                     "result": "sorted"}]}]),
+            "ai.response.text": ANSWER}, parent=1),
+    )  # fmt: skip
+    found = texts(records)
+    arguments = found['{"topic": "bins"}']
+    tool = ops(records)["ai.toolCall"]
+    assert arguments.id in tool.reads and found[NOTES].id in tool.writes
+    assert "sorted" in found  # a tool-result part is a text the next step reads
+    assert predicted(records) == ANSWER
+
+
+def test_strands_tool_use_and_tool_result_blocks(load: Callable[..., Any]) -> None:
+    # Strands' default span events carry Bedrock Converse content blocks: the model's
+    # {"toolUse": {"input"}} in gen_ai.choice, the tool's {"toolResult": {"content": [{"text"}]}}
+    # in the next call's gen_ai.tool.message; its agent loop is execute_event_loop_cycle
+    use = json.dumps([{"toolUse": {"toolUseId": "t1", "name": "read_notes",
+                                   "input": {"topic": "bins"}}}])  # fmt: skip
+    result = json.dumps([{"toolResult": {"toolUseId": "t1", "status": "success",
+                                         "content": [{"text": NOTES}]}}])  # fmt: skip
+    question = event("gen_ai.user.message", {"content": json.dumps([{"text": QUESTION}])})
+    records = load(
+        around(1, "execute_event_loop_cycle", {**CASE,
+               "gen_ai.operation.name": "execute_event_loop_cycle"}),
+        span(2, "chat", {"gen_ai.operation.name": "chat"}, parent=1,
+             events=[question, event("gen_ai.choice", {"message": use})]),
+        span(3, "execute_tool read_notes", {"gen_ai.operation.name": "execute_tool"}, parent=1,
+             events=[event("gen_ai.tool.message", {"role": "tool", "content": '{"topic":"bins"}'}),
+                     event("gen_ai.choice", {"message": json.dumps([{"text": NOTES}])})]),
+        span(4, "chat", {"gen_ai.operation.name": "chat"}, parent=1,
+             events=[question, event("gen_ai.tool.message", {"content": result}),
+                     event("gen_ai.choice", {"message": json.dumps([{"text": ANSWER}])})]),
+    )  # fmt: skip
+    found = texts(records)
+    tool = ops(records)["execute_tool read_notes"]
+    assert found['{"topic": "bins"}'].id in tool.reads and found[NOTES].id in tool.writes
+    read_by_answer = [op for _, op in records if isinstance(op, OperationRecord) and
+                      found[NOTES].id in op.reads]  # fmt: skip
+    assert [op.name for op in read_by_answer] == ["chat"]
+    assert ops(records)["execute_event_loop_cycle"].kind == "other"
+    (trace,) = [r for kind, r in records if kind == "$"]
+    assert trace.metadata["unknown_kind_spans"] == 0
+    assert predicted(records) == ANSWER
+
+
+def test_a_search_tool_returning_a_stored_memory_reads_it(load: Callable[..., Any]) -> None:
+    # a GenAI create_memory stores a note; a search tool returns that note's text as its result:
+    # the tool found the memory (reads it) and outputs a context; it does not write the memory
+    records = load(
+        span(1, "remember notes", {
+            "gen_ai.operation.name": "create_memory", "gen_ai.memory.store.id": "home",
+            "gen_ai.memory.records": json.dumps([{"id": "n1", "content": NOTES}])}),
+        span(2, "execute_tool search_notes", {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search_notes",
+            "gen_ai.tool.call.arguments": '{"query": "bins"}',
+            "gen_ai.tool.call.result": NOTES}),
+    )  # fmt: skip
+    tool = ops(records)["execute_tool search_notes"]
+    assert tool.kind == "retrieval" and "home/n1@1" in tool.reads
+    (written,) = tool.writes
+    context = {r.id: r for _, r in records if isinstance(r, VariableRecord)}[written]
+    assert context.value == NOTES and context.category == "context"

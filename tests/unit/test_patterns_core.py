@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -55,10 +56,85 @@ def test_shape_classes_of_nothing_has_the_columns() -> None:
 
 
 @pytest.mark.parametrize(
-    ("ago", "bucket"), [(0, "0-49"), (49, "0-49"), (50, "50-199"), (499, "200-499"), (900, "500+")]
+    ("ago", "bucket"),
+    [(0, "0-49"), (49, "0-49"), (50, "50-199"), (499, "200-499"), (900, "500+"), (7, "0-49")],
 )
-def test_age_bucket(ago: int, bucket: str) -> None:
-    assert breakdowns.age_bucket(ago) == bucket
+def test_age_bucket_labels(ago: int, bucket: str) -> None:
+    assert breakdowns.age_bucket(ago, (0, 50, 200, 500)) == bucket
+
+
+def test_a_one_age_bucket_is_named_by_its_age() -> None:
+    assert [breakdowns.age_bucket(a, (0, 1, 2)) for a in (0, 1, 5)] == ["0", "1", "2+"]
+
+
+def _positions(ages: dict[str, list[int]]) -> pd.DataFrame:
+    """Evidence rows as evidence_position.cypher returns them: one case per evidence message."""
+    return pd.DataFrame(
+        [
+            {
+                "system": system,
+                "trace_id": "t",
+                "case_id": f"{system}-{i}",
+                "error_type": "ExtractionError",
+                "evidence_id": f"m{i}",
+                "session_index": 1,
+                "messages_ago": age,
+            }
+            for system, values in ages.items()
+            for i, age in enumerate(values)
+        ]
+    )
+
+
+def _buckets_in_order(table: pd.DataFrame, system: str) -> list[str]:
+    return list(dict.fromkeys(table[table["system"] == system]["age"]))
+
+
+def test_a_short_conversation_gets_several_buckets() -> None:
+    # the demo's shape: every age below 50, where the fixed 0-49 bucket held them all
+    table = breakdowns.by_age(_positions({"mem0": [0, 1, 2, 3, 5, 8, 12, 17, 25, 31, 40, 47]}))
+    buckets = _buckets_in_order(table, "mem0")
+    assert 2 <= len(buckets) <= breakdowns.MAX_AGE_BUCKETS
+    assert buckets[0].startswith("0") and buckets[-1].endswith("+")
+    assert int(table["evidence"].sum()) == 12  # every message counted once
+
+
+def test_a_long_conversation_gets_readable_bounds_shared_by_every_system() -> None:
+    rng = np.random.default_rng(7)
+    ages = {"mem0": rng.integers(0, 900, 200).tolist(), "rag": rng.integers(0, 60, 50).tolist()}
+    bins = breakdowns.age_bins(_positions(ages)["messages_ago"])
+    assert bins[0] == 0 and 2 <= len(bins) <= breakdowns.MAX_AGE_BUCKETS
+    assert all(int(str(b)[0]) in (1, 2, 5) and set(str(b)[1:]) <= {"0"} for b in bins[1:])
+    table = breakdowns.by_age(_positions(ages))
+    labels = [breakdowns.age_bucket(b, bins) for b in bins]
+    for system in ("mem0", "rag"):
+        shown = _buckets_in_order(table, system)
+        assert shown == [label for label in labels if label in shown]  # youngest first
+        assert set(shown) <= set(labels)  # one set of buckets for the run
+    assert int(table["evidence"].sum()) == 250
+
+
+def test_evenly_spread_ages_round_to_the_nearest_readable_bound() -> None:
+    # quantiles 120, 240, 359, 479: rounded down (100, 200) the 200+ bucket held 2/3 of the ages
+    assert breakdowns.age_bins(pd.Series(range(600))) == (0, 100, 200, 500)
+
+
+def test_close_ages_still_split() -> None:
+    assert breakdowns.age_bins(pd.Series([3, 4, 4, 3])) == (0, 4)
+    assert breakdowns.age_bins(pd.Series([0] * 30 + [1, 2, 3])) == (0, 1)
+    assert breakdowns.age_bins(pd.Series([31, 33, 36, 38, 44])) == (0, 40)
+    assert breakdowns.age_bins(pd.Series([31, 32, 33, 35])) == (0, 32)
+
+
+def test_one_distinct_age_is_one_bucket() -> None:
+    table = breakdowns.by_age(_positions({"mem0": [4, 4, 4]}))
+    assert list(table["age"]) == ["0+"] and int(table["evidence"].sum()) == 3
+
+
+def test_ages_of_nothing() -> None:
+    table = breakdowns.by_age(_positions({}))
+    assert table.empty and {"system", "age", "cases", "evidence"} <= set(table.columns)
+    assert breakdowns.age_bins(pd.Series([], dtype=int)) == (0,)
 
 
 def _classes(*specs: tuple[str, str, list[str], int]) -> pd.DataFrame:

@@ -6,10 +6,11 @@ WHERE t.load_state = 'complete'
 OPTIONAL MATCH (c)-[:QUERY]->(q:Variable)
 OPTIONAL MATCH (c)-[:PREDICTION]->(p:Variable)
 // The answer op reads the question; the prediction variable alone is ambiguous because equal
-// values may share one variable across cases.
+// values may share one variable across cases. Of the generations reading the question, the one
+// that wrote the prediction (an agent's earlier generation may only have called a tool).
 CALL (q, p) {
   OPTIONAL MATCH (q)<-[:READS]-(a:Operation {kind: 'generation'})
-  WITH a ORDER BY a.seq
+  WITH a ORDER BY CASE WHEN EXISTS { MATCH (a)-[:WRITES]->(p) } THEN 0 ELSE 1 END, a.seq
   LIMIT 1
   OPTIONAL MATCH (p)<-[:WRITES]-(w:Operation {kind: 'generation'})
   WITH a, w ORDER BY w.seq
