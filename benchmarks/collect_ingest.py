@@ -1,6 +1,6 @@
 """Live OTLP ingestion (`memtrace collect`) against the file loader, same spans, same run.
 
-    nice -n 10 .venv/bin/python benchmarks/collect_ingest.py --traces 60 --soak-seconds 300
+    nice -n 10 .venv/bin/python benchmarks/collect_ingest.py --traces 60 --soak-seconds 600
 
 On a private managed Neo4j (its own home and ports, stopped afterwards):
 
