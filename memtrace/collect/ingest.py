@@ -102,9 +102,9 @@ class Ingester:
                 continue
             reason = (
                 f"the graph holds {len(missing)} span(s) of trace {item.trace_id} that are not "
-                f"among the {item.spans} to load (late spans after its loaded/ file was pruned: "
-                "see --keep-loaded); loading would replace the trace without them, so the "
-                "spans to load are kept here instead"
+                f"among the {item.spans} to load (late spans after its loaded/ file was pruned, "
+                "see --keep-loaded, or spans another receiver loaded); loading would replace "
+                "the trace without them, so the spans to load are kept here instead"
             )
             self.spool.mark_rejected(item, reason)
             self.counters.rejected_traces += 1

@@ -10,7 +10,8 @@ Layout under the spool directory::
     ready/<trace>.json     a trace assembled for loading (every span once)
     loaded/<trace>.json    what was loaded for a trace: late spans are loaded with it again;
                            deleted ``keep_loaded_seconds`` after its last load (``prune``)
-    rejected/<trace>.json  a trace the loader refused, with <trace>.txt saying why
+    rejected/<trace>.json  a trace not loaded, with <trace>.txt saying why (<trace>-2.json and
+                           so on for later spans of it set aside again)
 
 Exactly once: a trace is loaded under one trace id (a re-load replaces it), and its spans are
 de-duplicated by span id, so replaying a batch after a crash (or a client's retry of a batch
@@ -238,9 +239,14 @@ class Spool:
             return len(self._loaded_at)
 
     def mark_rejected(self, done: Assembled, reason: str) -> None:
-        """The loader refused the trace: keep it and the reason in ``rejected/``."""
-        _write_durably(self.rejected / f"{done.trace_id}.txt", reason.encode() + b"\n")
-        os.replace(done.path, self.rejected / done.path.name)
+        """The trace is not loaded: keep it and the reason in ``rejected/``, beside (never over)
+        what was set aside of it before (``<trace>-2.json``, ...)."""
+        stem, number = done.trace_id, 1
+        while (self.rejected / f"{stem}.json").exists():
+            number += 1
+            stem = f"{done.trace_id}-{number}"
+        _write_durably(self.rejected / f"{stem}.txt", reason.encode() + b"\n")
+        os.replace(done.path, self.rejected / f"{stem}.json")
         _fsync_dir(self.rejected)
         self._consume([done])
 

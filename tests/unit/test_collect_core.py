@@ -304,6 +304,14 @@ def test_a_refused_trace_is_kept_with_its_reason(tmp_path: Path) -> None:
     assert (tmp_path / "rejected" / f"{TRACE_A}.txt").read_text() == "bad attribute\n"
     assert (tmp_path / "rejected" / f"{TRACE_A}.json").exists()
     assert Spool(tmp_path, 10**6, Clock()).pending()["traces"] == 0
+    # later spans of it set aside again are kept beside the first, never over it
+    accept_json(spool, request(span(TRACE_A, "00000000000000a2", "00000000000000a1")))
+    spool.mark_rejected(spool.assemble(TRACE_A), "again")
+    assert (tmp_path / "rejected" / f"{TRACE_A}-2.txt").read_text() == "again\n"
+    assert json.loads((tmp_path / "rejected" / f"{TRACE_A}.json").read_text()) == request(
+        span(TRACE_A, "00000000000000a1")
+    )
+    assert (tmp_path / "rejected" / f"{TRACE_A}-2.json").exists()
 
 
 def test_retention_takes_the_traces_loaded_by_the_cutoff_and_not_waiting_for_spans() -> None:
