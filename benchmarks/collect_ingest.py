@@ -1,6 +1,6 @@
 """Live OTLP ingestion (`memtrace collect`) against the file loader, same spans, same run.
 
-    nice -n 10 .venv/bin/python benchmarks/collect_ingest.py --traces 60 --soak-seconds 300
+    nice -n 10 .venv/bin/python benchmarks/collect_ingest.py --traces 60 --soak-seconds 600
 
 On a private managed Neo4j (its own home and ports, stopped afterwards):
 
@@ -12,7 +12,8 @@ On a private managed Neo4j (its own home and ports, stopped afterwards):
    from the first send until every trace is loaded. Export-to-queryable latency per trace: from
    its last span's arrival to the commit of its load (includes the quiet period).
 3. soak (--soak-seconds > 0): `memtrace collect` as a child process fed one trace every
-   --soak-interval seconds; its RSS sampled every 5 s (bounded loop, loopback only).
+   --soak-interval seconds; its RSS and the files in its spool's loaded/ sampled every 5 s
+   (bounded loop, loopback only); --soak-keep-loaded passes its --keep-loaded.
 
 Rounds alternate which of 1 and 2 runs first (the second finds a warmer server); the ratio is
 receiver / file loader per round, and its median. Prints JSON with the machine load (uptime).
@@ -109,8 +110,11 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for {pid}")
 
 
-def soak(env: dict[str, str], folder: Path, seconds: float, interval: float) -> dict[str, Any]:
+def soak(
+    env: dict[str, str], folder: Path, seconds: float, interval: float, keep: float | None
+) -> dict[str, Any]:
     port = free_port()
+    loaded = folder / "soak" / "loaded"
     command = [
         MEMTRACE,
         "collect",
@@ -120,44 +124,70 @@ def soak(env: dict[str, str], folder: Path, seconds: float, interval: float) -> 
         str(folder / "soak"),
         "--quiet-period",
         "0.5",
+        *(["--keep-loaded", str(keep)] if keep is not None else []),
     ]
-    process = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+    log = folder / "soak.log"  # the receiver's own messages (a paused load says why)
+    process = subprocess.Popen(command, env=env, stderr=log.open("wb"))
     try:
         exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces", timeout=30)
         deadline = time.monotonic() + 120
         while True:  # wait for the endpoint
-            spans, _ = traced_spans(1, tag="warm")
-            if exporter.export(spans) == SpanExportResult.SUCCESS:
+            warm, _ = traced_spans(1, tag="warm")
+            if exporter.export(warm) == SpanExportResult.SUCCESS:
                 break
             assert time.monotonic() < deadline, "the receiver did not start"
-        samples: list[tuple[float, int]] = []
-        sent = refused = 0
+        samples: list[tuple[float, int, int]] = []  # seconds, RSS KiB, files in loaded/
+        sent = refused = spans_sent = spans_acknowledged = 0
         started = time.monotonic()
         next_sample = started
         number = 0
         while time.monotonic() - started < seconds:  # bounded: --soak-seconds
             spans, _ = traced_spans(1, tag=f"soak{number}-")
             number += 1
+            spans_sent += len(spans)
             if exporter.export(spans) == SpanExportResult.SUCCESS:
                 sent += 1
+                spans_acknowledged += len(spans)
             else:
                 refused += 1
             if time.monotonic() >= next_sample:
-                samples.append((round(time.monotonic() - started, 1), rss_kib(process.pid)))
+                at = round(time.monotonic() - started, 1)
+                samples.append((at, rss_kib(process.pid), sum(1 for _ in loaded.iterdir())))
                 next_sample += 5
             time.sleep(interval)
         time.sleep(10)  # let the last traces pass the quiet period and load
         status = httpx.get(f"http://127.0.0.1:{port}/status", timeout=60).json()
-        rss = [kib for _, kib in samples]
+        rss = [kib for _, kib, _ in samples]
         third = max(1, len(rss) // 3)
+        minutes = [at / 60 for at, _, _ in samples]
+        mib = [kib / 1024 for kib in rss]
+        slope = statistics.linear_regression(minutes, mib).slope
+        half = len(rss) // 2
+        slope_late = statistics.linear_regression(minutes[half:], mib[half:]).slope
+        paused = [line for line in log.read_text().splitlines() if "loading paused" in line]
+        loaded_files = list(loaded.glob("*.json"))
         return {
             "seconds": seconds,
             "traces_sent": sent,
             "batches_refused": refused,
+            "spans_sent": spans_sent,
+            "spans_acknowledged": spans_acknowledged,
+            "warm_up_spans_acknowledged": len(warm),  # also in receiver_status.loaded_spans
+            "rss_mib_start": round(rss[0] / 1024, 1),
+            "rss_mib_middle": round(rss[len(rss) // 2] / 1024, 1),
+            "rss_mib_end": round(rss[-1] / 1024, 1),
+            "rss_mib_slope_per_minute": round(slope, 3),
+            "rss_mib_slope_per_minute_second_half": round(slope_late, 3),
             "rss_mib_first_third_mean": round(statistics.mean(rss[:third]) / 1024, 1),
             "rss_mib_last_third_mean": round(statistics.mean(rss[-third:]) / 1024, 1),
             "rss_mib_max": round(max(rss) / 1024, 1),
+            "keep_loaded_seconds": keep,
+            "spool_loaded_files_max": max(files for _, _, files in samples),
+            "spool_loaded_files": len(loaded_files),
+            "spool_loaded_bytes": sum(path.stat().st_size for path in loaded_files),
             "receiver_status": status,  # its latencies: last span received -> loaded
+            "loading_paused": len(paused),
+            "loading_paused_first": paused[:3],
             "samples": samples,
         }
     finally:
@@ -173,6 +203,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--soak-seconds", type=float, default=0)
     parser.add_argument("--soak-interval", type=float, default=1.0)
+    parser.add_argument("--soak-keep-loaded", type=float, help="the soak receiver's --keep-loaded")
     args = parser.parse_args()
     logging.getLogger("neo4j").setLevel(logging.ERROR)  # notifications are not results
     results: dict[str, Any] = {"uptime_before": uptime(), "pid": os.getpid(), "rounds": []}
@@ -213,7 +244,9 @@ def main() -> None:
                     )
                     print(json.dumps(results["rounds"][-1]), file=sys.stderr)
             if args.soak_seconds > 0:
-                results["soak"] = soak(server.env, root, args.soak_seconds, args.soak_interval)
+                results["soak"] = soak(
+                    server.env, root, args.soak_seconds, args.soak_interval, args.soak_keep_loaded
+                )
         finally:
             manager.stop(server.layout)
     results["uptime_after"] = uptime()

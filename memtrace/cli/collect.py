@@ -70,6 +70,14 @@ def _log(message: str) -> None:
     help="Seconds after which a trace whose root span never came loads anyway.",
 )
 @click.option(
+    "--keep-loaded",
+    type=click.FloatRange(min=0),
+    default=IngestOptions.keep_loaded_seconds,
+    show_default=True,
+    help="Seconds a loaded trace stays in the spool's loaded/ for late spans to join it; a "
+    "span of it coming later is set aside in rejected/.",
+)
+@click.option(
     "--attribute",
     "attribute",
     is_flag=True,
@@ -93,6 +101,7 @@ def collect_command(
     spool_max_mb: int,
     quiet_period: float,
     max_wait: float,
+    keep_loaded: float,
     attribute: bool,
     judge: str | None,
     run_id: str | None,
@@ -116,7 +125,9 @@ def collect_command(
         spool_dir=spool_dir,
         spool_max_bytes=spool_max_mb * 2**20,
         token=token,
-        ingest=IngestOptions(quiet_seconds=quiet_period, max_wait_seconds=max_wait),
+        ingest=IngestOptions(
+            quiet_seconds=quiet_period, max_wait_seconds=max_wait, keep_loaded_seconds=keep_loaded
+        ),
         limits=Limits(),
     )
     receiver = Receiver(settings, options, _log, after_load)

@@ -4,7 +4,9 @@ A trace is due once its root span has arrived and no span of it came for the qui
 without a root, after the longest wait). Due traces are taken under a lease (store.py: several
 receivers may share a database), assembled into one OTLP JSON file each and loaded together
 through ``load_paths``, the function ``memtrace load`` calls. A trace the loader refuses is set
-aside in the spool's ``rejected/`` with the reason and logged; the others load. Optionally the
+aside in the spool's ``rejected/`` with the reason and logged; the others load. So is a trace
+whose load would drop spans the graph holds (a load replaces a trace): late spans that came after
+their trace's ``loaded/`` file was pruned, ``keep_loaded_seconds`` after its load. Optionally the
 failed cases of the traces just loaded are attributed at once (``after_load``).
 """
 
@@ -22,6 +24,7 @@ from memtrace.collect.store import CollectStore
 from memtrace.db import Database
 from memtrace.errors import InputError, MemtraceError
 from memtrace.loaders.load import LoadOptions, load_paths
+from memtrace.loaders.otlp import otlp_trace_id
 
 AfterLoad = Callable[[Database, list[str]], None]  # the loaded traces' memtrace trace ids
 Log = Callable[[str], None]
@@ -35,6 +38,8 @@ class IngestOptions:
     lease_seconds: float = 600.0
     retry_seconds: float = 5.0  # after Neo4j failed, before trying again
     idle_seconds: float = 0.2  # between looks at the spool when nothing is due
+    # how long a loaded trace's file stays in the spool's loaded/ for late spans to join
+    keep_loaded_seconds: float = 3600.0
 
 
 @dataclass
@@ -43,6 +48,7 @@ class Counters:
     loaded_spans: int = 0
     rejected_traces: int = 0
     load_errors: int = 0
+    pruned_traces: int = 0  # loaded/ files deleted after keep_loaded_seconds
     latencies: list[float] = field(default_factory=list)  # last span seen -> loaded, seconds
 
 
@@ -65,6 +71,7 @@ class Ingester:
     def step(self, db: Database) -> int:
         """Load the traces due now (up to ``traces_per_load``); return how many were loaded."""
         options = self.options
+        self.counters.pruned_traces += self.spool.prune(options.keep_loaded_seconds)
         due = self.spool.due(
             options.quiet_seconds, options.max_wait_seconds, options.traces_per_load
         )
@@ -75,12 +82,34 @@ class Ingester:
         if not held:
             return 0  # another receiver is loading them
         try:
-            loaded = self._load(db, [self.spool.assemble(trace_id) for trace_id in held])
+            assembled = [self.spool.assemble(trace_id) for trace_id in held]
+            loaded = self._load(db, self._whole(store, assembled))
         finally:
             store.release(held)
         if loaded and self.after_load is not None:
             self.after_load(db, loaded)
         return len(loaded)
+
+    def _whole(self, store: CollectStore, assembled: list[Assembled]) -> list[Assembled]:
+        """The traces whose load keeps every span the graph holds of them; the others (late
+        spans after their trace's file was pruned) are set aside in ``rejected/``."""
+        in_graph = store.graph_spans([otlp_trace_id(item.trace_id) for item in assembled])
+        whole = []
+        for item in assembled:
+            missing = in_graph.get(otlp_trace_id(item.trace_id), set()) - item.span_ids
+            if not missing:
+                whole.append(item)
+                continue
+            reason = (
+                f"the graph holds {len(missing)} span(s) of trace {item.trace_id} that are not "
+                f"among the {item.spans} to load (late spans after its loaded/ file was pruned, "
+                "see --keep-loaded, or spans another receiver loaded); loading would replace "
+                "the trace without them, so the spans to load are kept here instead"
+            )
+            self.spool.mark_rejected(item, reason)
+            self.counters.rejected_traces += 1
+            self.log(f"set aside trace {item.trace_id} (in the spool's rejected/): {reason}")
+        return whole
 
     def _load(self, db: Database, assembled: list[Assembled]) -> list[str]:
         remaining = list(assembled)

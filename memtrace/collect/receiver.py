@@ -82,6 +82,8 @@ class Receiver:
             "loaded_spans": counters.loaded_spans,
             "rejected_traces": counters.rejected_traces,
             "load_errors": counters.load_errors,
+            "loaded_files_kept": self.spool.kept_loaded(),
+            "loaded_files_pruned": counters.pruned_traces,
             "seconds_after_last_span": _percentiles(latencies),
         }
 

@@ -8,12 +8,20 @@ Layout under the spool directory::
                            client gets its 200
     journal                one line per loaded (or refused) trace: the batches it consumed
     ready/<trace>.json     a trace assembled for loading (every span once)
-    loaded/<trace>.json    what was loaded for a trace: late spans are loaded with it again
-    rejected/<trace>.json  a trace the loader refused, with <trace>.txt saying why
+    loaded/<trace>.json    what was loaded for a trace: late spans are loaded with it again;
+                           deleted ``keep_loaded_seconds`` after its last load (``prune``)
+    rejected/<trace>.json  a trace not loaded, with <trace>.txt saying why (<trace>-2.json and
+                           so on for later spans of it set aside again)
 
 Exactly once: a trace is loaded under one trace id (a re-load replaces it), and its spans are
 de-duplicated by span id, so replaying a batch after a crash (or a client's retry of a batch
 that was spooled but whose answer was lost) loads the same graph again instead of a second one.
+
+Retention: a file of ``loaded/`` is the only copy, outside the graph, of the spans a late span
+must be loaded with (a load replaces the trace). Nothing in recovery reads it: a trace's batches
+are journaled, then deleted, only after its file is in ``loaded/``, and a trace with spans still
+pending keeps its file. So the file may go once late spans are no longer expected; one that comes
+later anyway finds no file and the ingester sets it aside rather than shrink the trace.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,8 +57,27 @@ class Assembled:
     trace_id: str
     path: Path
     parts: tuple[Part, ...]
-    spans: int  # distinct spans in the file
+    span_ids: frozenset[str]  # the distinct spans in the file (lowercase hex)
     last_seen: float  # when its last span arrived (the spool's clock)
+
+    @property
+    def spans(self) -> int:
+        return len(self.span_ids)
+
+
+def expired(
+    loaded_at: Iterable[tuple[str, float]], busy: Container[str], cutoff: float
+) -> list[str]:
+    """The loaded traces whose files may be deleted: loaded at or before ``cutoff`` and with no
+    span waiting (``busy``: a pending late span is loaded with the file). ``loaded_at`` is in
+    the order of loading, oldest first, so the look stops at the first trace loaded later."""
+    names = []
+    for trace_id, when in loaded_at:
+        if when > cutoff:
+            break
+        if trace_id not in busy:
+            names.append(trace_id)
+    return names
 
 
 class Spool:
@@ -69,6 +96,8 @@ class Spool:
         self._pending: dict[str, PendingTrace] = {}
         self._batch_refs: dict[str, set[str]] = {}  # batch name -> traces not yet consumed
         self._batch_sizes: dict[str, int] = {}
+        # trace -> wall-clock time of its last load, oldest first (what ``prune`` looks at)
+        self._loaded_at: dict[str, float] = {}
         self._serial = 0
         for folder in (self.batches, self.ready, self.loaded, self.rejected):
             folder.mkdir(parents=True, exist_ok=True)
@@ -171,7 +200,7 @@ class Spool:
             with (self.batches / name).open("rb") as handle:
                 handle.seek(offset)
                 documents.append(json.loads(handle.read(length))["request"])
-        merged, spans = _merge(documents)
+        merged, span_ids = _merge(documents)
         path = self.ready / f"{trace_id}.json"
         # its content durable now (it becomes loaded/<trace>.json, the base of any late load);
         # the directory entries are made durable once per group, in mark_loaded
@@ -179,7 +208,7 @@ class Spool:
             handle.write(json.dumps(merged, separators=(",", ":")).encode())
             handle.flush()
             os.fsync(handle.fileno())
-        return Assembled(trace_id, path, parts, spans, last_seen)
+        return Assembled(trace_id, path, parts, frozenset(span_ids), last_seen)
 
     def mark_loaded(self, group: list[Assembled]) -> None:
         """These traces are in the graph: keep their files in ``loaded/``, journal their
@@ -187,12 +216,37 @@ class Spool:
         for done in group:
             os.replace(done.path, self.loaded / done.path.name)
         _fsync_dir(self.loaded)
+        now = time.time()
+        with self._lock:
+            for done in group:
+                self._loaded_at.pop(done.trace_id, None)  # a re-load moves it to the end
+                self._loaded_at[done.trace_id] = now
         self._consume(group)
 
+    def prune(self, keep_seconds: float, now: float | None = None) -> int:
+        """Delete the ``loaded/`` files of traces last loaded over ``keep_seconds`` ago, except
+        those with spans pending; return how many went."""
+        cutoff = (time.time() if now is None else now) - keep_seconds
+        with self._lock:  # under the lock: ``_index`` looks for these files as spans arrive
+            names = expired(self._loaded_at.items(), self._pending, cutoff)
+            for trace_id in names:
+                (self.loaded / f"{trace_id}.json").unlink(missing_ok=True)
+                del self._loaded_at[trace_id]
+        return len(names)
+
+    def kept_loaded(self) -> int:
+        with self._lock:
+            return len(self._loaded_at)
+
     def mark_rejected(self, done: Assembled, reason: str) -> None:
-        """The loader refused the trace: keep it and the reason in ``rejected/``."""
-        _write_durably(self.rejected / f"{done.trace_id}.txt", reason.encode() + b"\n")
-        os.replace(done.path, self.rejected / done.path.name)
+        """The trace is not loaded: keep it and the reason in ``rejected/``, beside (never over)
+        what was set aside of it before (``<trace>-2.json``, ...)."""
+        stem, number = done.trace_id, 1
+        while (self.rejected / f"{stem}.json").exists():
+            number += 1
+            stem = f"{done.trace_id}-{number}"
+        _write_durably(self.rejected / f"{stem}.txt", reason.encode() + b"\n")
+        os.replace(done.path, self.rejected / f"{stem}.json")
         _fsync_dir(self.rejected)
         self._consume([done])
 
@@ -249,6 +303,8 @@ class Spool:
             leftover.unlink()  # assembled again from the batches
         for leftover in self.batches.glob("*.tmp"):
             leftover.unlink()  # never acknowledged
+        times = sorted((path.stat().st_mtime, path.stem) for path in self.loaded.glob("*.json"))
+        self._loaded_at = {trace_id: when for when, trace_id in times}
         kept: dict[str, set[str]] = {}
         for path in sorted(self.batches.glob("*.jsonl")):
             name = path.name
@@ -272,7 +328,7 @@ class Spool:
         _write_durably(self.journal, "".join(lines).encode())
 
 
-def _merge(documents: list[dict[str, Any]]) -> tuple[dict[str, Any], int]:
+def _merge(documents: list[dict[str, Any]]) -> tuple[dict[str, Any], set[str]]:
     """One OTLP JSON request holding every span of ``documents`` once (by span id)."""
     seen: set[str] = set()
     resources: list[dict[str, Any]] = []
@@ -290,7 +346,7 @@ def _merge(documents: list[dict[str, Any]]) -> tuple[dict[str, Any], int]:
                     scopes.append({**scope, "spans": spans})
             if scopes:
                 resources.append({**resource, "scopeSpans": scopes})
-    return {"resourceSpans": resources}, len(seen)
+    return {"resourceSpans": resources}, seen
 
 
 def _write_durably(path: Path, data: bytes) -> None:

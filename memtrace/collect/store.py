@@ -1,5 +1,6 @@
 """Every query of the receiver (``cypher/collect/``): the per-trace leases that let several
-receivers share one database without two of them writing the same trace at once."""
+receivers share one database without two of them writing the same trace at once, and the spans
+the graph already holds for a trace before it is loaded again."""
 
 from __future__ import annotations
 
@@ -28,3 +29,9 @@ class CollectStore:
         self.db.run(
             get_query("collect/release_leases"), trace_ids=list(trace_ids), owner=self.owner
         )
+
+    def graph_spans(self, trace_ids: Sequence[str]) -> dict[str, set[str]]:
+        """Per memtrace trace id of ``trace_ids``: the span ids of its operations in the graph
+        (absent: none)."""
+        rows = self.db.run(get_query("collect/graph_spans"), trace_ids=list(trace_ids))
+        return {row["trace_id"]: set(row["span_ids"]) for row in rows}

@@ -99,6 +99,11 @@ def read_otlp_document(
     return otlp_records(document_spans(document, source), source, name, labels)
 
 
+def otlp_trace_id(name: str) -> str:
+    """The memtrace trace id of an OTLP file or document named ``name`` (its trace id)."""
+    return f"otlp-{name}"
+
+
 def otlp_records(
     spans: list[Span], source: str, name: str, labels: Labels | None
 ) -> list[tuple[str, AnyRecord]]:
@@ -607,7 +612,7 @@ class _Converter:
         return TraceRecord(
             type="trace",
             format_version=2,
-            id=f"otlp-{self.stem}",
+            id=otlp_trace_id(self.stem),
             system=service if isinstance(service, str) else None,
             created_at=_timestamp(first.start_ns),
             metadata={

@@ -1,6 +1,7 @@
 """`memtrace collect` with the real OpenTelemetry SDK exporter sending to it and the real Neo4j:
 traces load as `memtrace load` loads them, late spans and retried batches create no duplicate,
-failed cases are attributed as they land, and a SIGKILL loses no acknowledged span."""
+failed cases are attributed as they land, the spool's loaded/ is pruned without a late span ever
+shrinking its trace, and a SIGKILL loses no acknowledged span."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from memtrace.attribution.judges import OfflineJudge
 from memtrace.attribution.pipeline import Options
 from memtrace.collect.ingest import IngestOptions
 from memtrace.collect.receiver import Receiver, ReceiverOptions, attributing
+from memtrace.cypher import get_query
 from memtrace.db import Database
 from memtrace.settings import load_settings
 
@@ -71,8 +73,11 @@ def cleanup(db: Database) -> Iterator[list[str]]:
     delete_traces(db, trace_ids)
 
 
-def receiver(spool: Path) -> Receiver:
-    options = ReceiverOptions(port=0, spool_dir=spool, ingest=IngestOptions(quiet_seconds=0.3))
+QUICK = IngestOptions(quiet_seconds=0.3)
+
+
+def receiver(spool: Path, ingest: IngestOptions = QUICK) -> Receiver:
+    options = ReceiverOptions(port=0, spool_dir=spool, ingest=ingest)
     return Receiver(load_settings(), options, print)
 
 
@@ -136,7 +141,59 @@ def test_a_late_span_reloads_its_trace_with_the_spans_before_it(
     assert (row["traces"], row["ops"], row["duplicates"]) == (1, 3, 0)
 
 
-def _start(spool: Path, port: int) -> subprocess.Popen[bytes]:
+def test_loaded_files_are_pruned_and_a_span_after_that_is_set_aside_not_loaded_over_its_trace(
+    db: Database, tmp_path: Path, cleanup: list[str]
+) -> None:
+    spans, trace_ids = traced_spans(8, tag="prune")
+    cleanup.extend(trace_ids)
+    late = next(span for span in spans[:3] if span.name == "generate")  # of the first trace
+    ingest = IngestOptions(quiet_seconds=0.3, max_wait_seconds=1, keep_loaded_seconds=0)
+    collector = receiver(tmp_path / "spool", ingest)
+    loaded, rejected = tmp_path / "spool" / "loaded", tmp_path / "spool" / "rejected"
+    with collector.serving_in_thread() as url:
+        exporter = OTLPSpanExporter(endpoint=f"{url}/v1/traces")
+        sent = [span for span in spans if span is not late]
+        for start in range(0, len(sent), 5):  # batches that split traces
+            assert exporter.export(sent[start : start + 5]) == SpanExportResult.SUCCESS
+        wait_until(lambda: collector.status()["loaded_traces"] >= 8)
+        # nothing kept once loaded: the bound is 0 files
+        wait_until(lambda: collector.status()["loaded_files_kept"] == 0)
+        assert list(loaded.iterdir()) == []
+        assert collector.status()["loaded_files_pruned"] == 8
+        assert exporter.export([late]) == SpanExportResult.SUCCESS
+        wait_until(lambda: collector.status()["rejected_traces"] == 1)
+        assert collector.spool.pending()["traces"] == 0
+    counts = graph_counts(db, trace_ids)
+    # the late span did not replace its trace by itself: the two spans loaded before remain
+    assert (counts[trace_ids[0]]["traces"], counts[trace_ids[0]]["ops"]) == (1, 2)
+    assert all(counts[t]["ops"] == 3 and counts[t]["duplicates"] == 0 for t in trace_ids[1:])
+    reason = (rejected / f"{trace_ids[0]}.txt").read_text()
+    assert "--keep-loaded" in reason, reason
+    kept = json.loads((rejected / f"{trace_ids[0]}.json").read_text())
+    kept_ids = [
+        s["spanId"] for r in kept["resourceSpans"] for sc in r["scopeSpans"] for s in sc["spans"]
+    ]
+    assert kept_ids == [format(late.context.span_id, "016x")]  # set aside, not dropped
+    assert list(loaded.iterdir()) == []
+
+
+def test_the_graph_spans_lookup_seeks_each_traces_key_instead_of_scanning(db: Database) -> None:
+    """It runs before every load: a scan of every :Operation would grow with the database."""
+    query = get_query("collect/graph_spans")
+    with db.driver.session(database=db.database) as session:
+        plan = session.run(f"EXPLAIN {query.text}", trace_ids=["otlp-x"]).consume().plan
+    assert plan is not None
+    operators: list[str] = []
+    stack = [plan]
+    while stack:
+        step = stack.pop()
+        operators.append(str(step["operatorType"]).split("@")[0])
+        stack.extend(step.get("children", []))
+    assert "NodeUniqueIndexSeek" in operators, operators
+    assert not any("Scan" in operator for operator in operators), operators
+
+
+def _start(spool: Path, port: int, *options: str) -> subprocess.Popen[bytes]:
     command = [
         MEMTRACE,
         "collect",
@@ -146,6 +203,7 @@ def _start(spool: Path, port: int) -> subprocess.Popen[bytes]:
         str(spool),
         "--quiet-period",
         "0.5",
+        *options,
     ]
     process = subprocess.Popen(command, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
@@ -160,8 +218,13 @@ def _start(spool: Path, port: int) -> subprocess.Popen[bytes]:
         time.sleep(0.2)
 
 
+@pytest.mark.parametrize(
+    "options",
+    [(), ("--keep-loaded", "0")],
+    ids=["default-retention", "loaded-files-pruned-at-once"],
+)
 def test_sigkill_during_ingestion_loses_no_acknowledged_span_and_duplicates_none(
-    db: Database, tmp_path: Path, cleanup: list[str]
+    db: Database, tmp_path: Path, cleanup: list[str], options: tuple[str, ...]
 ) -> None:
     spans, trace_ids = traced_spans(24, tag="kill")
     cleanup.extend(trace_ids)
@@ -170,7 +233,7 @@ def test_sigkill_during_ingestion_loses_no_acknowledged_span_and_duplicates_none
     batches = [spans[i : i + 6] for i in range(0, len(spans), 6)]
     acknowledged: list[ReadableSpan] = []
     unanswered: list[list[ReadableSpan]] = []
-    process = _start(spool, port)
+    process = _start(spool, port, *options)
     try:
         exporter = OTLPSpanExporter(endpoint=endpoint, timeout=2)
         for number, batch in enumerate(batches):
@@ -182,7 +245,7 @@ def test_sigkill_during_ingestion_loses_no_acknowledged_span_and_duplicates_none
             else:
                 unanswered.append(batch)
         assert unanswered, "the kill should have refused at least one batch"
-        process = _start(spool, port)
+        process = _start(spool, port, *options)
         exporter = OTLPSpanExporter(endpoint=endpoint, timeout=10)
         for batch in unanswered:  # what a retrying client (a Collector's queue) sends again
             assert exporter.export(batch) == SpanExportResult.SUCCESS

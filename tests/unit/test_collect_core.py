@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from starlette.testclient import TestClient
 from memtrace.collect.app import create_app
 from memtrace.collect.decode import BadRequest, decode, decompress, encoding_of, group_spans
 from memtrace.collect.receiver import check_exposure
-from memtrace.collect.spool import Spool
+from memtrace.collect.spool import Spool, expired
 from memtrace.errors import ConfigError
 
 TRACE_A = "0af7651916cd43dd8448eb211c80319c"
@@ -302,6 +304,77 @@ def test_a_refused_trace_is_kept_with_its_reason(tmp_path: Path) -> None:
     assert (tmp_path / "rejected" / f"{TRACE_A}.txt").read_text() == "bad attribute\n"
     assert (tmp_path / "rejected" / f"{TRACE_A}.json").exists()
     assert Spool(tmp_path, 10**6, Clock()).pending()["traces"] == 0
+    # later spans of it set aside again are kept beside the first, never over it
+    accept_json(spool, request(span(TRACE_A, "00000000000000a2", "00000000000000a1")))
+    spool.mark_rejected(spool.assemble(TRACE_A), "again")
+    assert (tmp_path / "rejected" / f"{TRACE_A}-2.txt").read_text() == "again\n"
+    assert json.loads((tmp_path / "rejected" / f"{TRACE_A}.json").read_text()) == request(
+        span(TRACE_A, "00000000000000a1")
+    )
+    assert (tmp_path / "rejected" / f"{TRACE_A}-2.json").exists()
+
+
+def test_retention_takes_the_traces_loaded_by_the_cutoff_and_not_waiting_for_spans() -> None:
+    loaded_at = [("a", 10.0), ("b", 20.0), ("c", 30.0), ("d", 40.0)]
+    assert expired(loaded_at, set(), 25.0) == ["a", "b"]
+    assert expired(loaded_at, {"a"}, 30.0) == ["b", "c"]  # a: a late span of it is pending
+    assert expired(loaded_at, set(), 9.0) == []
+    assert expired(loaded_at, {"d"}, 40.0) == ["a", "b", "c"]
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from("abcdefgh"), st.floats(0, 100)), unique_by=lambda t: t[0]),
+    st.sets(st.sampled_from("abcdefgh")),
+    st.floats(0, 100),
+)
+def test_retention_never_takes_a_busy_or_recent_trace(
+    entries: list[tuple[str, float]], busy: set[str], cutoff: float
+) -> None:
+    loaded_at = sorted(entries, key=lambda entry: entry[1])  # the order of loading
+    taken = expired(loaded_at, busy, cutoff)
+    assert taken == [t for t, when in loaded_at if when <= cutoff and t not in busy]
+
+
+def test_a_loaded_trace_file_is_pruned_after_the_retention_unless_spans_wait(
+    tmp_path: Path,
+) -> None:
+    spool = Spool(tmp_path, 10**6, Clock())
+    accept_json(
+        spool, request(span(TRACE_A, "00000000000000a1"), span(TRACE_B, "00000000000000b1"))
+    )
+    spool.mark_loaded([spool.assemble(TRACE_A), spool.assemble(TRACE_B)])
+    loaded = tmp_path / "loaded"
+    assert spool.prune(60) == 0  # both were loaded just now
+    assert spool.kept_loaded() == 2
+    # a late span of A is pending: A's file is what it will be loaded with, so it stays
+    accept_json(spool, request(span(TRACE_A, "00000000000000a2", "00000000000000a1")))
+    assert spool.prune(60, now=time.time() + 61) == 1
+    assert sorted(p.name for p in loaded.iterdir()) == [f"{TRACE_A}.json"]
+    late = spool.assemble(TRACE_A)
+    assert late.span_ids == {"00000000000000a1", "00000000000000a2"}
+    spool.mark_loaded([late])
+    assert spool.prune(60, now=time.time() + 61) == 1
+    assert list(loaded.iterdir()) == []
+    assert spool.kept_loaded() == 0
+
+
+def test_a_restart_keeps_the_retention_of_files_loaded_before_it(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, 10**6, Clock())
+    accept_json(
+        spool, request(span(TRACE_A, "00000000000000a1"), span(TRACE_B, "00000000000000b1"))
+    )
+    spool.mark_loaded([spool.assemble(TRACE_A)])
+    spool.mark_loaded([spool.assemble(TRACE_B)])
+    hour_ago = time.time() - 3600
+    os.utime(tmp_path / "loaded" / f"{TRACE_A}.json", (hour_ago, hour_ago))
+    again = Spool(tmp_path, 10**6, Clock())  # the load times come from the files
+    assert again.kept_loaded() == 2
+    assert again.prune(600) == 1
+    assert sorted(p.name for p in (tmp_path / "loaded").iterdir()) == [f"{TRACE_B}.json"]
+    # a late span of the pruned trace is no longer taken for a loaded trace's: it waits for
+    # its root (or max-wait), and the ingester will find the graph holds more than it
+    accept_json(again, request(span(TRACE_A, "00000000000000a2", "00000000000000a1")))
+    assert again.due(0, 300, 10) == []
 
 
 # -- the endpoint -----------------------------------------------------------------------------
