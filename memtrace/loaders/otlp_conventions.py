@@ -193,7 +193,8 @@ def tool_blocks(blocks: Any) -> Iterator[tuple[str, str]]:
     """``(role, text)`` of the tool calls and results among a message's parts: a part of a type
     in ``_TOOL_PARTS``, or a Bedrock Converse content block (Strands' events) ``{"toolUse":
     {"input"}}`` / ``{"toolResult": {"content"}}``."""
-    for part in _parsed(blocks) if isinstance(_parsed(blocks), list) else ():
+    parsed = _parsed(blocks)
+    for part in parsed if isinstance(parsed, list) else ():
         if not isinstance(part, dict):
             continue
         if isinstance(part.get("toolUse"), dict):
