@@ -27,8 +27,8 @@ from patterns import BASELINE, seed, timed
 from memtrace.admin import delete_trace, init_schema
 from memtrace.db import connect
 from memtrace.review.app import case_url, create_app
-from memtrace.review.serve import serving_in_thread
 from memtrace.review.service import Review
+from memtrace.serving import serving_in_thread
 from memtrace.settings import load_settings
 
 TOKEN = "benchmark"

@@ -19,8 +19,8 @@ from memtrace.db import connect
 from memtrace.errors import InputError
 from memtrace.review.app import create_app
 from memtrace.review.queues import LOW_CONFIDENCE
-from memtrace.review.serve import check_host, new_token, prepare, url_of
 from memtrace.review.service import Review, agreement_figures, export_labels, import_annotations
+from memtrace.serving import check_host, new_token, prepare, url_of
 from memtrace.settings import Settings
 
 console = make_console()

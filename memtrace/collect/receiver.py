@@ -26,7 +26,7 @@ from memtrace.collect.ingest import AfterLoad, Ingester, IngestOptions, Log
 from memtrace.collect.spool import Spool
 from memtrace.db import Database, connect
 from memtrace.errors import ConfigError, MemtraceError
-from memtrace.review.serve import is_loopback, prepare, serving_in_thread
+from memtrace.serving import is_loopback, prepare, serving_in_thread
 from memtrace.settings import Settings
 
 DEFAULT_PORT = 4318  # OTLP/HTTP's registered port

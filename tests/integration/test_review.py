@@ -37,8 +37,8 @@ from memtrace.errors import ReviewError
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.review.app import create_app
 from memtrace.review.model import ReviewInput
-from memtrace.review.serve import serving_in_thread
 from memtrace.review.service import Review, agreement_figures, export_labels
+from memtrace.serving import serving_in_thread
 from memtrace.settings import load_settings
 
 pytestmark = pytest.mark.integration

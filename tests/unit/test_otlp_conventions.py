@@ -1,7 +1,7 @@
 """Each instrumentation family's spans, written here from that family's published conventions
 (docs/trace-format.md names them), read by the OTLP importer: the span's kind, its texts, and the
 case around it finding its prediction. Each test reads content that only its convention maps,
-so removing that convention's entry from otlp_conventions.CONVENTIONS fails it."""
+so removing that convention's entry from loaders/otlp/conventions CONVENTIONS fails it."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from memtrace.review.annotations import parse_annotations, problems
 from memtrace.review.model import HumanLabel, OtherBlame, QueueCase
 from memtrace.review.picture import case_svg, middle_cut
 from memtrace.review.queues import build_queues, next_case
-from memtrace.review.serve import check_host
+from memtrace.serving import check_host
 from memtrace.taxonomy import type_fits_kind
 
 PACKAGE = Path(__file__).resolve().parents[2] / "memtrace" / "review"

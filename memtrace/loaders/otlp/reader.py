@@ -5,8 +5,8 @@ exact text, which is what links one span's output to a later span's input); docu
 (retrieved, or written in a Mem0-style ``{"results": [{id, memory, event}]}`` output) become
 versioned variables named by their id; cases come from ``memtrace.case.*`` span attributes or a
 LoCoMo labels file. The mapping, and what it loses or infers, is in docs/trace-format.md.
-Reading and validation: otlp_json.py; the conventions a span's kind and texts are read by:
-otlp_conventions.py; documents and GenAI memory records: otlp_attributes.py.
+Reading and validation: spans.py; the conventions a span's kind and texts are read by:
+conventions/; documents and GenAI memory records: attributes.py.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from memtrace.loaders.models import (
     TraceRecord,
     VariableRecord,
 )
-from memtrace.loaders.otlp_attributes import (
+from memtrace.loaders.otlp.attributes import (
     AttributeProblem,
     MemorySpan,
     input_category,
@@ -37,15 +37,9 @@ from memtrace.loaders.otlp_attributes import (
     retrieved_documents,
     written_documents,
 )
-from memtrace.loaders.otlp_conventions import (
-    Io,
-    as_text,
-    content_keys,
-    span_inputs,
-    span_kind,
-    span_outputs,
-)
-from memtrace.loaders.otlp_json import Span, document_spans, looks_like_otlp, read_spans
+from memtrace.loaders.otlp.conventions import content_keys, span_inputs, span_kind, span_outputs
+from memtrace.loaders.otlp.conventions.shapes import Io, as_text
+from memtrace.loaders.otlp.spans import Span, document_spans, looks_like_otlp, read_spans
 from memtrace.taxonomy import Kind
 
 __all__ = [

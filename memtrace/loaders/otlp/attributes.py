@@ -1,6 +1,6 @@
 """OTLP span attributes beyond a span's texts: categories, documents and GenAI memory records.
 
-A span's kind and texts come from the conventions of otlp_conventions.py; everything here is pure.
+A span's kind and texts come from the conventions of conventions/; everything here is pure.
 """
 
 from __future__ import annotations
@@ -9,12 +9,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
-from memtrace.loaders.otlp_conventions import (
-    GEN_AI_MEMORY_KINDS,
-    as_text,
-    convention_kind,
-)
-from memtrace.loaders.otlp_json import Span
+from memtrace.loaders.otlp.conventions import convention_kind
+from memtrace.loaders.otlp.conventions.gen_ai import GEN_AI_MEMORY_KINDS
+from memtrace.loaders.otlp.conventions.shapes import as_text
+from memtrace.loaders.otlp.spans import Span
 from memtrace.taxonomy import Kind
 
 # the event each record of a memory operation has when the record names none (Mem0's

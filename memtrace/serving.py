@@ -1,5 +1,6 @@
-"""Serving the review app: loopback only unless asked, a random token, uvicorn on a socket we
-bind ourselves (so the URL with its port is known before the first request)."""
+"""Serving memtrace's local web apps (the review app, the OTLP receiver): loopback only unless
+asked, a random token, uvicorn on a socket we bind ourselves (so the URL with its port is known,
+and a busy port is an error, before the first request)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,120 @@
+"""The span conventions the OTLP importer reads: one registry entry per instrumentation family,
+one module per family.
+
+Each convention says, for one span, what kind of operation it is (None: it does not say) and
+which texts went in and came out. The loader asks every convention, in ``CONVENTIONS`` order,
+and keeps one variable per distinct text, so a convention may overlap another (OpenLLMetry's
+newest spans carry the current GenAI attributes, OpenLit's both attributes and events). What
+each reads, with the source of the convention, is in docs/trace-format.md; adding one is a
+module here and one entry in ``CONVENTIONS``. Everything here is pure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Final
+
+from memtrace.loaders.kinds import derive_kind
+from memtrace.loaders.otlp.conventions import (
+    gen_ai,
+    logfire,
+    openinference,
+    openlit,
+    openllmetry,
+    vercel,
+)
+from memtrace.loaders.otlp.conventions.shapes import Convention, Io, nothing
+from memtrace.loaders.otlp.spans import Span
+from memtrace.taxonomy import Kind
+
+MEMTRACE_KEYS: Final = "memtrace."  # memtrace's own attributes (memtrace.case.*, ...)
+
+
+def _memtrace_kind(span: Span) -> Kind | None:
+    """A span with memtrace's own attributes (a case span an app adds around its call, the
+    root span of memtrace's export) is known: its kind is other."""
+    return "other" if any(key.startswith(MEMTRACE_KEYS) for key in span.attributes) else None
+
+
+CONVENTIONS: Final[tuple[Convention, ...]] = (
+    openinference.CONVENTION,
+    *gen_ai.CONVENTIONS,
+    *openllmetry.CONVENTIONS,
+    openlit.CONVENTION,
+    vercel.CONVENTION,
+    logfire.CONVENTION,
+    # last: memtrace.* attributes say nothing of the span's own kind, only that it is known
+    Convention("memtrace", _memtrace_kind, nothing, nothing),
+)
+
+
+# -- what the converter asks -------------------------------------------------------------------
+
+
+def convention_kind(span: Span) -> Kind | None:
+    """The kind the first convention that recognises the span gives; None when none does."""
+    for convention in CONVENTIONS:
+        kind = convention.kind(span)
+        if kind is not None:
+            return kind
+    return None
+
+
+def span_kind(span: Span) -> tuple[Kind, bool]:
+    """The span's kind, and whether anything recognised it (its name by the rules of
+    loaders/kinds.py, else a convention); an unrecognised span is ``other``."""
+    by_name = derive_kind(span.name, None)
+    if by_name != "other":
+        return by_name, True
+    kind = convention_kind(span)
+    return (kind, True) if kind is not None else ("other", False)
+
+
+def span_inputs(span: Span) -> list[Io]:
+    return _unique(io for c in CONVENTIONS for io in c.inputs(span))
+
+
+def span_outputs(span: Span) -> list[Io]:
+    return _unique(io for c in CONVENTIONS for io in c.outputs(span))
+
+
+def _unique(found: Iterator[Io]) -> list[Io]:
+    """One Io per text: the same text twice is one variable read once."""
+    seen: set[str] = set()
+    unique = []
+    for io in found:
+        if io.text and io.text not in seen:
+            seen.add(io.text)
+            unique.append(io)
+    return unique
+
+
+# Keys that name content (a prompt, a message, an output) rather than its metadata; a span with
+# a non-empty value under such a key that produced no variable is counted as unread.
+_CONTENT_KEY = re.compile(
+    r"(^|[._])(prompt|completion|messages?|input|output|content|text|query|question|answer|"
+    r"reply|result|response|documents?|context|request_data|response_data|arguments|args)"
+    r"([._]|$)"
+)
+_METADATA_KEY = re.compile(
+    r"(mime_type|model|id|name|type|role|finish_reasons?|tokens?|count|index|system|"
+    r"provider|streaming|api_base)$"
+)
+
+
+def content_keys(span: Span) -> list[str]:
+    """The keys of the span's attributes and event attributes that look like content."""
+    found = []
+    sources = [("", span.attributes)] + [(f"{name}:", attrs) for name, attrs in span.events]
+    for prefix, attributes in sources:
+        for key, value in attributes.items():
+            if (
+                not key.startswith(MEMTRACE_KEYS)  # the case's own attributes are read as the case
+                and value not in (None, "", [], {})
+                and not isinstance(value, bool | int | float)
+                and _CONTENT_KEY.search(key)
+                and not _METADATA_KEY.search(key)
+            ):
+                found.append(prefix + key)
+    return found
