@@ -155,7 +155,6 @@ def rate(target: Target, spans: list[ReadableSpan], batch: int) -> dict[str, Any
     while target.queryable(ids) < len(spans):
         time.sleep(0.2)
     seconds = time.perf_counter() - started
-    exporter.shutdown()
     return {
         "spans": len(spans),
         "send_seconds": round(sent, 3),
@@ -177,7 +176,6 @@ def trickle(target: Target, count: int, tag: str) -> dict[str, Any]:
             time.sleep(POLL_SECONDS)
         latencies.append(time.perf_counter() - answered)
         time.sleep(max(0.0, 1.0 - (time.perf_counter() - tick)))
-    exporter.shutdown()
     cuts = statistics.quantiles(latencies, n=20, method="inclusive")
     return {"traces": count, "p50_s": round(cuts[9], 3), "p95_s": round(cuts[18], 3)}
 

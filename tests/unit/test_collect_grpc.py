@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from test_collect_core import TRACE_A, protobuf_request, request, span
@@ -58,7 +58,7 @@ def export_raw(address: str, body: bytes, metadata: tuple[tuple[str, str], ...] 
             return error
 
 
-def sdk_spans(count: int) -> list[object]:
+def sdk_spans(count: int) -> list[ReadableSpan]:
     captured = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(captured))
