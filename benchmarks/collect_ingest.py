@@ -78,7 +78,10 @@ def receiver_run(
     would load the server during this run only): the latencies are the receiver's own, from a
     trace's last span received to the commit of the load that made it queryable."""
     options = ReceiverOptions(
-        port=0, spool_dir=folder / "spool", ingest=IngestOptions(quiet_seconds=quiet)
+        port=0,
+        grpc_port=None,
+        spool_dir=folder / "spool",
+        ingest=IngestOptions(quiet_seconds=quiet),
     )
     receiver = Receiver(settings, options, lambda message: print(message, file=sys.stderr))
     traces = len({span.context.trace_id for span in spans})
@@ -120,6 +123,7 @@ def soak(
         "collect",
         "--port",
         str(port),
+        "--no-grpc",
         "--spool",
         str(folder / "soak"),
         "--quiet-period",

@@ -85,12 +85,19 @@ def prepare(app: Starlette, host: str, port: int) -> Running:
 @contextmanager
 def serving_in_thread(app: Starlette, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
     """Serve in a background thread (tests, notebooks); yields the base URL without token."""
-    running = prepare(app, host, port)  # uvicorn installs no signal handlers off the main thread
+    with running_in_thread(prepare(app, host, port)) as url:
+        yield url
+
+
+@contextmanager
+def running_in_thread(running: Running) -> Iterator[str]:
+    """Serve a prepared server in a background thread; yields its base URL without token."""
+    # uvicorn installs no signal handlers off the main thread
     thread = threading.Thread(target=running.serve, daemon=True)
     thread.start()
     try:
-        host_, port_ = running.sock.getsockname()[:2]
-        yield f"http://{host_}:{port_}"
+        host, port = running.sock.getsockname()[:2]
+        yield f"http://{f'[{host}]' if ':' in host else host}:{port}"
     finally:
         running.server.should_exit = True
         thread.join(timeout=10)

@@ -1,4 +1,5 @@
-"""`memtrace collect`: receive OTLP/HTTP traces live, spool them durably, load complete ones."""
+"""`memtrace collect`: receive OTLP traces live (HTTP and gRPC), spool them durably, load
+complete ones."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from memtrace.cli.output import make_console
 from memtrace.collect.app import Limits
 from memtrace.collect.ingest import IngestOptions
 from memtrace.collect.receiver import (
+    DEFAULT_GRPC_PORT,
     DEFAULT_PORT,
     DEFAULT_SPOOL_BYTES,
     TOKEN_ENV,
@@ -41,7 +43,21 @@ def _log(message: str) -> None:
     show_default=True,
     help=f"Address to bind; any other than loopback needs {TOKEN_ENV}.",
 )
-@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=DEFAULT_PORT,
+    show_default=True,
+    help="OTLP/HTTP port.",
+)
+@click.option(
+    "--grpc-port",
+    type=click.IntRange(0, 65535),
+    default=DEFAULT_GRPC_PORT,
+    show_default=True,
+    help="OTLP/gRPC port.",
+)
+@click.option("--no-grpc", is_flag=True, help="Receive OTLP/HTTP only.")
 @click.option(
     "--spool",
     "spool_dir",
@@ -68,6 +84,15 @@ def _log(message: str) -> None:
     default=300.0,
     show_default=True,
     help="Seconds after which a trace whose root span never came loads anyway.",
+)
+@click.option(
+    "--lease-seconds",
+    type=click.FloatRange(min=1),
+    default=IngestOptions.lease_seconds,
+    show_default=True,
+    help="How long a trace being loaded stays another receiver's if this one dies mid-load "
+    "(renewed every third of it while the load runs; a restart on the same spool takes its "
+    "leases over at once).",
 )
 @click.option(
     "--keep-loaded",
@@ -97,16 +122,20 @@ def collect_command(
     settings: Settings,
     host: str,
     port: int,
+    grpc_port: int,
+    no_grpc: bool,
     spool_dir: Path | None,
     spool_max_mb: int,
     quiet_period: float,
     max_wait: float,
+    lease_seconds: float,
     keep_loaded: float,
     attribute: bool,
     judge: str | None,
     run_id: str | None,
 ) -> None:
-    """Receive traces on OTLP/HTTP (POST /v1/traces, protobuf or JSON, gzip or not).
+    """Receive traces on OTLP/HTTP (POST /v1/traces, protobuf or JSON, gzip or not) and
+    OTLP/gRPC (TraceService/Export).
 
     Each accepted batch is fsync'd to the spool before it is acknowledged; a trace is loaded
     (as `memtrace load` would) once its root span has arrived and it has been quiet for
@@ -122,23 +151,30 @@ def collect_command(
     options = ReceiverOptions(
         host=host,
         port=port,
+        grpc_port=None if no_grpc else grpc_port,
         spool_dir=spool_dir,
         spool_max_bytes=spool_max_mb * 2**20,
         token=token,
         ingest=IngestOptions(
-            quiet_seconds=quiet_period, max_wait_seconds=max_wait, keep_loaded_seconds=keep_loaded
+            quiet_seconds=quiet_period,
+            max_wait_seconds=max_wait,
+            lease_seconds=lease_seconds,
+            keep_loaded_seconds=keep_loaded,
         ),
         limits=Limits(),
     )
     receiver = Receiver(settings, options, _log, after_load)
+    bound = receiver.bind()  # a busy port is said before anything else
     pending = receiver.spool.pending()
     where = options.spool_dir or default_spool(settings)
+    http_port = bound.http.sock.getsockname()[1]
+    grpc = f" and OTLP/gRPC on {host}:{bound.grpc_port}" if bound.grpc is not None else ""
     _log(
-        f"receiving OTLP/HTTP on http://{host}:{port}/v1/traces; spool {where} "
+        f"receiving OTLP/HTTP on http://{host}:{http_port}/v1/traces{grpc}; spool {where} "
         f"({pending['traces']} trace(s) pending from before); loading into {settings.neo4j.uri}"
         + (f"; attributing with {judge or 'the default judge'}" if attribute else "")
     )
-    receiver.serve()
+    receiver.serve(bound)
     status = receiver.status()
     _log(
         f"stopped: {status['loaded_traces']} trace(s) loaded, {status['rejected_traces']} "

@@ -1,11 +1,11 @@
 """The OTLP/HTTP trace endpoint (Starlette): ``POST /v1/traces`` and ``GET /status``.
 
-As the OTLP/HTTP specification says: the answer is encoded as the request was (protobuf or
-JSON); 200 once every accepted span is durably spooled, with a partial success naming how many
-spans were rejected and why; 400 with a ``google.rpc.Status`` for a body that cannot be read
-(nothing of it is kept); 503 with ``Retry-After`` while the spool is over its bound (the
-exporter retries). A token, when set, is required as ``Authorization: Bearer <token>``.
-"""
+As the OTLP/HTTP specification says: the answer is encoded as the request was (protobuf or JSON);
+200 once every accepted span is durably spooled, with a partial success naming how many spans were
+rejected and why; 400 with a ``google.rpc.Status`` for a body that cannot be read (nothing of it is
+kept), 413 for one over the limit (compressed or once inflated); 503 with ``Retry-After`` while the
+spool is over its bound (the exporter retries). A token, when set, is required as ``Authorization:
+Bearer <token>``."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from memtrace.collect.decode import (
     ExportTraceServiceResponse,
     MessageToDict,
     Status,
+    TooLarge,
     decode,
     decompress,
     encoding_of,
@@ -89,13 +90,18 @@ def create_app(
             body += chunk
             if len(body) > limits.max_body_bytes:
                 return _error(
-                    encoding, 413, INVALID_ARGUMENT, f"body over {limits.max_body_bytes} bytes"
+                    encoding,
+                    413,
+                    INVALID_ARGUMENT,
+                    f"body over the limit of {limits.max_body_bytes} bytes",
                 )
         try:
             data = decompress(
                 bytes(body), request.headers.get("content-encoding"), limits.max_body_bytes
             )
             decoded = await run_in_threadpool(decode, data, encoding)
+        except TooLarge as exc:
+            return _error(encoding, 413, INVALID_ARGUMENT, str(exc))
         except BadRequest as exc:
             return _error(encoding, 400, INVALID_ARGUMENT, str(exc))
         try:
@@ -108,7 +114,7 @@ def create_app(
                 f"cannot write the spool: {exc.strerror or exc}",
                 {"Retry-After": str(limits.retry_after_seconds)},
             )
-        return _success(encoding, decoded)
+        return _encoded(encoding, 200, success_message(decoded))
 
     async def status_page(request: Request) -> Response:
         denied = refused(request)
@@ -132,14 +138,15 @@ def create_app(
     )
 
 
-def _success(encoding: Encoding, decoded: Decoded) -> Response:
+def success_message(decoded: Decoded) -> ExportTraceServiceResponse:
+    """The answer to a request whose spans are spooled: a partial success names the rejected."""
     response = ExportTraceServiceResponse()
     if decoded.rejected:
         response.partial_success.rejected_spans = decoded.rejected
         response.partial_success.error_message = (
             f"{decoded.rejected} span(s) rejected: " + "; ".join(decoded.reasons)
         )
-    return _encoded(encoding, 200, response)
+    return response
 
 
 def _error(

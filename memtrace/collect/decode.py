@@ -5,10 +5,10 @@ Both encodings the OTLP/HTTP specification allows are read: binary protobuf
 gzip-compressed. Each trace's spans keep their resource and scope, so a trace's group is itself
 an ``ExportTraceServiceRequest`` in OTLP JSON: the document ``memtrace load`` reads from a file.
 
-A body that cannot be read at all is a ``BadRequest`` (the receiver answers 400 with the reason,
-and nothing of it is kept). A span that can be read but not loaded (an invalid id, an end before
-its start, no name) is rejected on its own, with its reason: the OTLP partial success.
-"""
+A body that cannot be read at all is a ``BadRequest`` (the receiver answers 400 with the reason, 413
+for one over the size limit, and nothing of it is kept). A span that can be read but not loaded (an
+invalid id, an end before its start, no name) is rejected on its own, with its reason: the OTLP
+partial success."""
 
 from __future__ import annotations
 
@@ -49,6 +49,10 @@ _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 
 class BadRequest(Exception):
     """The body cannot be read; the message is the reason the client gets with its 400."""
+
+
+class TooLarge(BadRequest):
+    """The body is over the size limit, compressed or once inflated (HTTP 413)."""
 
 
 @dataclass
@@ -92,7 +96,7 @@ def decompress(body: bytes, content_encoding: str | None, max_bytes: int) -> byt
     coding = (content_encoding or "identity").strip().lower()
     if coding == "identity":
         if len(body) > max_bytes:
-            raise BadRequest(f"body of {len(body)} bytes is over the limit of {max_bytes}")
+            raise TooLarge(f"body of {len(body)} bytes is over the limit of {max_bytes}")
         return body
     if coding != "gzip":
         raise BadRequest(f"unsupported Content-Encoding {content_encoding!r} (gzip or none)")
@@ -100,7 +104,7 @@ def decompress(body: bytes, content_encoding: str | None, max_bytes: int) -> byt
     try:
         data = inflater.decompress(body, max_bytes + 1)
         if len(data) > max_bytes:
-            raise BadRequest(f"gzip body inflates to over the limit of {max_bytes} bytes")
+            raise TooLarge(f"gzip body inflates to over the limit of {max_bytes} bytes")
         data += inflater.flush()
     except zlib.error as exc:
         raise BadRequest(f"malformed gzip body: {exc}") from None

@@ -1,21 +1,20 @@
 """Loading complete traces from the spool into Neo4j, with the validation of ``memtrace load``.
 
 A trace is due once its root span has arrived and no span of it came for the quiet period (or,
-without a root, after the longest wait). Due traces are taken under a lease (store.py: several
-receivers may share a database), assembled into one OTLP JSON file each and loaded together
-through ``load_paths``, the function ``memtrace load`` calls. A trace the loader refuses is set
-aside in the spool's ``rejected/`` with the reason and logged; the others load. So is a trace
-whose load would drop spans the graph holds (a load replaces a trace): late spans that came after
-their trace's ``loaded/`` file was pruned, ``keep_loaded_seconds`` after its load. Optionally the
-failed cases of the traces just loaded are attributed at once (``after_load``).
-"""
+without a root, after the longest wait). Due traces are taken under a short lease, renewed while
+they load (store.py: several receivers may share a database), assembled into one OTLP JSON file each
+and loaded together through ``load_paths``, the function ``memtrace load`` calls. A trace the loader
+refuses is set aside in the spool's ``rejected/`` with the reason and logged; the others load. So is
+a trace whose load would drop spans the graph holds (a load replaces a trace): late spans that came
+after their trace's ``loaded/`` file was pruned, ``keep_loaded_seconds`` after its load. Optionally
+the failed cases of the traces just loaded are attributed at once (``after_load``)."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 
 from memtrace.admin import init_schema
@@ -35,7 +34,9 @@ class IngestOptions:
     quiet_seconds: float = 5.0
     max_wait_seconds: float = 300.0
     traces_per_load: int = 200
-    lease_seconds: float = 600.0
+    # how long a lease outlives its heartbeat: a receiver that dies mid-load (and is not
+    # restarted on its spool, which takes its leases over at once) holds its traces this long
+    lease_seconds: float = 15.0
     retry_seconds: float = 5.0  # after Neo4j failed, before trying again
     idle_seconds: float = 0.2  # between looks at the spool when nothing is due
     # how long a loaded trace's file stays in the spool's loaded/ for late spans to join
@@ -82,8 +83,9 @@ class Ingester:
         if not held:
             return 0  # another receiver is loading them
         try:
-            assembled = [self.spool.assemble(trace_id) for trace_id in held]
-            loaded = self._load(db, self._whole(store, assembled))
+            with _heartbeat(store, held, options.lease_seconds):
+                assembled = [self.spool.assemble(trace_id) for trace_id in held]
+                loaded = self._load(db, self._whole(store, assembled))
         finally:
             store.release(held)
         if loaded and self.after_load is not None:
@@ -148,6 +150,9 @@ class Ingester:
                     # the lease constraint first: without it two receivers starting on an empty
                     # database could each create a lease node for one trace
                     init_schema(db)
+                    # what the spool's previous process held (it is dead: the spool is ours)
+                    # and what receivers that never came back left expired
+                    CollectStore(db, self.owner).clear()
                     while not stop.is_set():
                         if self.step(db) == 0:
                             stop.wait(self.options.idle_seconds)
@@ -160,3 +165,24 @@ class Ingester:
                     f"{self.options.retry_seconds:g} s"
                 )
                 stop.wait(self.options.retry_seconds)
+
+
+@contextmanager
+def _heartbeat(store: CollectStore, trace_ids: Sequence[str], seconds: float) -> Iterator[None]:
+    """Renew the leases on ``trace_ids`` every third of ``seconds`` while the block runs, so a
+    lease can be short and still outlast a long load."""
+    done = threading.Event()
+
+    def beat() -> None:
+        while not done.wait(seconds / 3):
+            # a missed beat is harmless while the lease lasts; the load's own errors are logged
+            with suppress(MemtraceError):
+                store.renew(trace_ids, seconds)
+
+    thread = threading.Thread(target=beat, name="memtrace-collect-lease", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()

@@ -1,16 +1,15 @@
-"""`memtrace collect`: the endpoint and the loader together, in one process.
+"""`memtrace collect`: the endpoints and the loader together, in one process.
 
-The endpoint answers on uvicorn's event loop; the loader runs on a thread of its own with its
-own Neo4j connection, so a slow or absent database never blocks acknowledging spans (the
-spool's bound does, through 503s). Loopback only unless a token is set.
+OTLP/HTTP answers on uvicorn's event loop, OTLP/gRPC on grpcio's threads, both into one spool;
+the loader runs on a thread of its own with its own Neo4j connection, so a slow or absent
+database never blocks acknowledging spans (the spool's bound does, through 503s and
+RESOURCE_EXHAUSTED). Both ports are bound before anything is announced, so a busy port is the
+first thing said. Loopback only unless a token is set.
 """
 
 from __future__ import annotations
 
-import os
-import socket
 import threading
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,18 +17,23 @@ from pathlib import Path
 from statistics import quantiles
 from typing import Any
 
+import grpc
+
 from memtrace.attribution.judges import Judge
 from memtrace.attribution.pipeline import Options, failure_summary, run_attribution
 from memtrace.attribution.store import AttributionStore
 from memtrace.collect.app import Limits, create_app
+from memtrace.collect.grpc_endpoint import bind_grpc
 from memtrace.collect.ingest import AfterLoad, Ingester, IngestOptions, Log
-from memtrace.collect.spool import Spool
+from memtrace.collect.spool import Spool, claim_spool
 from memtrace.db import Database, connect
 from memtrace.errors import ConfigError, MemtraceError
-from memtrace.serving import is_loopback, prepare, serving_in_thread
+from memtrace.serving import Running, is_loopback, prepare, running_in_thread
 from memtrace.settings import Settings
 
 DEFAULT_PORT = 4318  # OTLP/HTTP's registered port
+DEFAULT_GRPC_PORT = 4317  # OTLP/gRPC's
+GRPC_GRACE_SECONDS = 5.0  # calls in flight finish (their spans are spooled) before the stop
 DEFAULT_SPOOL_BYTES = 256 * 1024 * 1024
 TOKEN_ENV = "MEMTRACE_COLLECT_TOKEN"
 
@@ -38,6 +42,7 @@ TOKEN_ENV = "MEMTRACE_COLLECT_TOKEN"
 class ReceiverOptions:
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
+    grpc_port: int | None = DEFAULT_GRPC_PORT  # None: no gRPC endpoint
     spool_dir: Path | None = None  # default: $MEMTRACE_HOME/collect/spool
     spool_max_bytes: int = DEFAULT_SPOOL_BYTES
     token: str | None = None
@@ -69,10 +74,12 @@ class Receiver:
         check_exposure(options.host, options.token)
         self.settings = settings
         self.options = options
-        self.spool = Spool(options.spool_dir or default_spool(settings), options.spool_max_bytes)
-        owner = f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
-        self.ingester = Ingester(self.spool, options.ingest, owner, log, after_load)
+        root = options.spool_dir or default_spool(settings)
+        self.claim = claim_spool(root)  # before the spool reads its files: no one else does
+        self.spool = Spool(root, options.spool_max_bytes)
+        self.ingester = Ingester(self.spool, options.ingest, self.claim.owner, log, after_load)
         self.app = create_app(self.spool, options.token, self.status, options.host, options.limits)
+        self.bound: Bound | None = None  # while serving_in_thread
 
     def status(self) -> dict[str, Any]:
         counters = self.ingester.counters
@@ -104,20 +111,53 @@ class Receiver:
             stop.set()
             thread.join(timeout=60)
 
-    def serve(self) -> None:
-        """Receive and load until Ctrl-C / SIGTERM (uvicorn stops on both)."""
-        running = prepare(self.app, self.options.host, self.options.port)
-        with self.loading():
-            running.serve()
+    def bind(self) -> Bound:
+        """Bind the HTTP and gRPC ports (a busy one is a ``ConfigError``), serving nothing yet."""
+        options = self.options
+        running = prepare(self.app, options.host, options.port)
+        if options.grpc_port is None:
+            return Bound(running)
+        try:
+            server, port = bind_grpc(
+                self.spool, options.token, options.host, options.grpc_port, options.limits
+            )
+        except ConfigError:
+            running.sock.close()
+            raise
+        return Bound(running, server, port)
+
+    def serve(self, bound: Bound) -> None:
+        """Receive and load until Ctrl-C / SIGTERM (uvicorn stops on both, then gRPC stops)."""
+        with self.loading(), bound.grpc_serving():
+            bound.http.serve()
 
     @contextmanager
     def serving_in_thread(self) -> Iterator[str]:
-        """Receive and load in background threads (tests, benchmarks); yields the base URL."""
-        with (
-            self.loading(),
-            serving_in_thread(self.app, self.options.host, self.options.port) as url,
-        ):
+        """Receive and load in background threads (tests, benchmarks); yields the HTTP base
+        URL (``self.bound`` has the gRPC port)."""
+        bound = self.bound = self.bind()
+        with self.loading(), bound.grpc_serving(), running_in_thread(bound.http) as url:
             yield url
+
+
+@dataclass
+class Bound:
+    """The receiver's bound ports, not yet serving."""
+
+    http: Running
+    grpc: grpc.Server | None = None
+    grpc_port: int | None = None
+
+    @contextmanager
+    def grpc_serving(self) -> Iterator[None]:
+        if self.grpc is None:
+            yield
+            return
+        self.grpc.start()
+        try:
+            yield
+        finally:
+            self.grpc.stop(GRPC_GRACE_SECONDS).wait()
 
 
 def _percentiles(values: list[float]) -> dict[str, float] | None:

@@ -26,16 +26,20 @@ later anyway finds no file and the ingester sets it aside rather than shrink the
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memtrace.collect.decode import TraceGroup
+from memtrace.errors import ConfigError
 
 Part = tuple[str, int, int, int]  # batch file name, offset and length of a line, its spans
 
@@ -78,6 +82,40 @@ def expired(
         if trace_id not in busy:
             names.append(trace_id)
     return names
+
+
+@dataclass
+class SpoolClaim:
+    """One receiver's hold on a spool directory: while it lasts no other process uses it.
+
+    ``owner`` names the spool, not the process, in the leases (store.py): a receiver restarted
+    on the same spool after a crash is the owner of the dead one's leases and loads their
+    traces at once, instead of waiting for them to expire. The hold is an ``flock``, which the
+    kernel releases when the process dies, even by SIGKILL.
+    """
+
+    owner: str
+    handle: Any  # the open lock file; closing it releases the hold
+
+    def release(self) -> None:
+        self.handle.close()
+
+
+def claim_spool(root: Path) -> SpoolClaim:
+    """Hold ``root`` for this process (a ``ConfigError`` if another receiver holds it)."""
+    root.mkdir(parents=True, exist_ok=True)
+    handle = (root / "lock").open("a+b")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise ConfigError(
+            f"another receiver is using the spool {root}: one spool per receiver (--spool)"
+        ) from None
+    identity = root / "id"
+    if not identity.exists():
+        _write_durably(identity, uuid.uuid4().hex.encode())
+    return SpoolClaim(f"{socket.gethostname()}/{identity.read_text().strip()}", handle)
 
 
 class Spool:

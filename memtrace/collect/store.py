@@ -1,6 +1,10 @@
 """Every query of the receiver (``cypher/collect/``): the per-trace leases that let several
 receivers share one database without two of them writing the same trace at once, and the spans
-the graph already holds for a trace before it is loaded again."""
+the graph already holds for a trace before it is loaded again.
+
+A lease is a ``:CollectorLease`` node that exists only while its trace is being loaded: short
+(``IngestOptions.lease_seconds``), renewed by a heartbeat while the load runs, deleted when it
+is done, and owned by a spool rather than a process (spool.py's ``claim_spool``)."""
 
 from __future__ import annotations
 
@@ -21,9 +25,22 @@ class CollectStore:
             get_query("collect/acquire_leases"),
             trace_ids=list(trace_ids),
             owner=self.owner,
-            seconds=int(seconds),
+            seconds=seconds,
         )
         return [row["trace_id"] for row in rows]
+
+    def renew(self, trace_ids: Sequence[str], seconds: float) -> None:
+        self.db.run(
+            get_query("collect/renew_leases"),
+            trace_ids=list(trace_ids),
+            owner=self.owner,
+            seconds=seconds,
+        )
+
+    def clear(self) -> int:
+        """Delete this owner's leases and every expired one; return how many went."""
+        rows = self.db.run(get_query("collect/clear_leases"), owner=self.owner)
+        return int(rows[0]["cleared"]) if rows else 0
 
     def release(self, trace_ids: Sequence[str]) -> None:
         self.db.run(

@@ -15,8 +15,12 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import grpc
 import httpx
 import pytest
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+    OTLPSpanExporter as GrpcSpanExporter,
+)
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan
@@ -77,7 +81,7 @@ QUICK = IngestOptions(quiet_seconds=0.3)
 
 
 def receiver(spool: Path, ingest: IngestOptions = QUICK) -> Receiver:
-    options = ReceiverOptions(port=0, spool_dir=spool, ingest=ingest)
+    options = ReceiverOptions(port=0, grpc_port=0, spool_dir=spool, ingest=ingest)
     return Receiver(load_settings(), options, print)
 
 
@@ -120,6 +124,42 @@ def test_the_sdk_exporter_sends_and_the_traces_load_with_their_cases(
     assert sum(1 for case in cases if case["failed"]) == 3
     # each failed case was attributed once as its trace landed; passed cases were not
     assert sorted(case["attributions"] for case in cases) == [0, 0, 0, 1, 1, 1]
+
+
+def leases(db: Database, trace_ids: list[str]) -> int:
+    rows = db.run(
+        "MATCH (l:CollectorLease) WHERE l.trace_id IN $ids RETURN count(l) AS n", ids=trace_ids
+    )
+    return int(rows[0]["n"])
+
+
+def test_the_sdk_grpc_exporter_sends_and_the_traces_load_once_leaving_no_lease(
+    db: Database, tmp_path: Path, cleanup: list[str]
+) -> None:
+    spans, trace_ids = traced_spans(5, tag="grpc")
+    cleanup.extend(trace_ids)
+    collector = receiver(tmp_path / "spool")
+    with collector.serving_in_thread():
+        assert collector.bound is not None and collector.bound.grpc_port
+        exporter = GrpcSpanExporter(
+            endpoint=f"127.0.0.1:{collector.bound.grpc_port}",
+            insecure=True,
+            compression=grpc.Compression.Gzip,
+        )
+        assert exporter.export(spans[:8]) == SpanExportResult.SUCCESS
+        assert exporter.export(spans[8:]) == SpanExportResult.SUCCESS
+        assert exporter.export(spans[:4]) == SpanExportResult.SUCCESS  # a retry: loaded once
+        exporter.shutdown()
+        wait_until(
+            lambda: (
+                collector.spool.pending()["traces"] == 0
+                and collector.status()["loaded_traces"] >= 5
+            )
+        )
+    counts = graph_counts(db, trace_ids)
+    assert all(row["traces"] == 1 and row["duplicates"] == 0 for row in counts.values()), counts
+    assert all(row["ops"] == 3 for row in counts.values()), counts
+    assert leases(db, trace_ids) == 0  # a spent lease is deleted, not left behind
 
 
 def test_a_late_span_reloads_its_trace_with_the_spans_before_it(
@@ -201,6 +241,8 @@ def _start(spool: Path, port: int, *options: str) -> subprocess.Popen[bytes]:
         str(port),
         "--spool",
         str(spool),
+        "--grpc-port",
+        str(free_port()),
         "--quiet-period",
         "0.5",
         *options,
@@ -280,3 +322,45 @@ def test_sigkill_during_ingestion_loses_no_acknowledged_span_and_duplicates_none
         f"crash: {len(sent)} spans acknowledged, {len(loaded)} loaded, "
         f"{sum(row['duplicates'] for row in counts.values())} duplicates"
     )
+
+
+def test_a_receiver_killed_during_a_load_is_taken_over_by_its_restart_within_seconds(
+    db: Database, tmp_path: Path, cleanup: list[str]
+) -> None:
+    """SIGKILL while a load holds its leases: the restarted receiver (same spool) loads every
+    acknowledged span once within the quiet period + 10 s, and leaves no lease behind."""
+    spans, trace_ids = traced_spans(16, tag="midload")
+    cleanup.extend(trace_ids)
+    spool, port = tmp_path / "spool", free_port()
+    endpoint = f"http://127.0.0.1:{port}/v1/traces"
+    process = _start(spool, port)
+    try:
+        exporter = OTLPSpanExporter(endpoint=endpoint, timeout=10)
+        assert exporter.export(spans) == SpanExportResult.SUCCESS
+        deadline = time.monotonic() + 30
+        while leases(db, trace_ids) == 0:  # the loader holds leases only while it loads
+            assert time.monotonic() < deadline, "no load was seen in progress"
+            time.sleep(0.01)
+        os.kill(process.pid, signal.SIGKILL)  # our own receiver, by its pid
+        process.wait()
+        held = leases(db, trace_ids)
+        assert held > 0  # killed mid-load: its leases are still there
+        process = _start(spool, port)
+        restarted = time.monotonic()  # answering: what comes now is the takeover
+
+        def all_loaded() -> bool:
+            counts = graph_counts(db, trace_ids)
+            return sum(row["ops"] for row in counts.values()) == len(spans) and all(
+                row["traces"] == 1 for row in counts.values()
+            )
+
+        wait_until(all_loaded, 120)
+        took = time.monotonic() - restarted
+        wait_until(lambda: leases(db, trace_ids) == 0, 10)
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=120)
+    counts = graph_counts(db, trace_ids)
+    assert all(row["duplicates"] == 0 and row["ops"] == 3 for row in counts.values()), counts
+    print(f"mid-load kill: {held} lease(s) held, all {len(spans)} spans loaded {took:.1f} s after")
+    assert took <= 0.5 + 10, took

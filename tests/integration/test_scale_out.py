@@ -76,7 +76,10 @@ def test_two_receivers_and_three_attribute_processes_duplicate_nothing(
         Receiver(
             remote,
             ReceiverOptions(
-                port=0, spool_dir=tmp_path / f"spool{n}", ingest=IngestOptions(quiet_seconds=0.3)
+                port=0,
+                grpc_port=None,
+                spool_dir=tmp_path / f"spool{n}",
+                ingest=IngestOptions(quiet_seconds=0.3),
             ),
             print,
         )

@@ -23,7 +23,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 from starlette.testclient import TestClient
 
-from memtrace.collect.app import create_app
+from memtrace.collect.app import Limits, create_app
 from memtrace.collect.decode import BadRequest, decode, decompress, encoding_of, group_spans
 from memtrace.collect.receiver import check_exposure
 from memtrace.collect.spool import Spool, expired
@@ -432,6 +432,25 @@ def test_a_malformed_body_gets_an_error_and_nothing_is_written(
     assert list((tmp_path / "batches").iterdir()) == []
 
 
+@pytest.mark.parametrize("coding", ["identity", "gzip"])
+def test_a_body_over_the_limit_gets_413_compressed_or_once_inflated(
+    tmp_path: Path, coding: str
+) -> None:
+    spool = Spool(tmp_path, 10**6)
+    body = json.dumps(request(span(TRACE_A, "00000000000000a1"))).encode()
+    limit = len(body) - 1
+    app = create_app(spool, None, dict, limits=Limits(max_body_bytes=limit))
+    headers = {"Content-Type": "application/json", "Content-Encoding": coding}
+    content = gzip.compress(body) if coding == "gzip" else body
+    assert len(content) <= limit or coding == "identity"
+    answer = TestClient(app, base_url="http://127.0.0.1:4318").post(
+        "/v1/traces", content=content, headers=headers
+    )
+    assert answer.status_code == 413
+    assert "limit" in answer.json()["message"]
+    assert list((tmp_path / "batches").iterdir()) == []
+
+
 def test_over_its_bound_the_spool_answers_503_with_retry_after(tmp_path: Path) -> None:
     spool = Spool(tmp_path, 10)
     accept_json(spool, request(span(TRACE_A, "00000000000000a1")))  # more than 10 bytes
@@ -496,7 +515,7 @@ def test_the_documented_commands_parse() -> None:
         for line in block.splitlines()
         if line.startswith("memtrace collect")
     ]
-    assert len(commands) == 2
+    assert len(commands) == 3
     for args in commands:
         collect_command.make_context("collect", args[1:])  # raises on an unknown option
 

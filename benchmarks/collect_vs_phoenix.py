@@ -1,0 +1,242 @@
+"""`memtrace collect` beside Arize Phoenix on the same OTLP/HTTP stream, in one run.
+
+    nice -n 10 .venv/bin/python benchmarks/collect_vs_phoenix.py \\
+        --phoenix-python /work/wt/phoenix-venv/bin/python --traces 300 --rounds 3 --trickle 60
+
+Phoenix is the benchmark's dependency, never memtrace's: install it into a virtualenv of its
+own (``python -m venv phoenix-venv && phoenix-venv/bin/pip install arize-phoenix``) and pass
+that interpreter as ``--phoenix-python``. Both run as child processes on loopback with free
+ports: Phoenix with its default SQLite store in a temporary working directory (telemetry off),
+memtrace as ``memtrace collect --quiet-period --quiet`` on a private managed Neo4j.
+
+1. rate (--rounds, alternating which goes first): the spans of --traces traces of a small
+   OpenInference-instrumented QA app (otlp_qa_app.py, 3 spans per trace, fresh ids each round)
+   sent by the SDK's OTLP/HTTP exporter (protobuf, gzip) in requests of --batch spans; spans /
+   seconds from the first send until every span is queryable: in Phoenix's store (SQLite, the
+   table its API reads), in Neo4j as :Operation nodes of complete traces.
+2. trickle: --trickle traces, one per second, to each; per trace the seconds from its export's
+   answer to its spans being queryable (polled every 20 ms); p50 / p95.
+
+Prints JSON: per round both rates and memtrace / Phoenix, their median, the trickle latencies,
+and the machine load (uptime) before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from opentelemetry.exporter.otlp.proto.http import Compression
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExportResult
+from otlp_qa_app import traced_spans
+from private_server import PrivateServer, free_port, start_private_server
+
+from memtrace.admin import init_schema
+from memtrace.db import Database, connect
+from memtrace.server import manager
+
+MEMTRACE = str(Path(sys.executable).parent / "memtrace")
+POLL_SECONDS = 0.02
+
+
+def uptime() -> str:
+    return Path("/proc/loadavg").read_text().split(" 1")[0].strip()
+
+
+def hex_ids(spans: list[ReadableSpan]) -> list[str]:
+    return sorted({format(span.context.trace_id, "032x") for span in spans if span.context})
+
+
+@dataclass
+class Target:
+    """A running receiver: where to send, and how many of some traces' spans it can answer."""
+
+    name: str
+    endpoint: str
+    queryable: Callable[[list[str]], int]  # spans of these trace ids (hex) one can query now
+
+
+@contextmanager
+def phoenix(python: str, folder: Path) -> Iterator[Target]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "PHOENIX_WORKING_DIR": str(folder),
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(free_port()),
+        "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+    }
+    log = (folder / "phoenix.log").open("wb")
+    process = subprocess.Popen(
+        [python, "-m", "phoenix.server.main", "serve"], env=env, stdout=log, stderr=log
+    )
+    try:
+        _wait_for(f"http://127.0.0.1:{port}/healthz", process, folder / "phoenix.log")
+        database = folder / "phoenix.db"
+
+        def queryable(trace_ids: list[str]) -> int:
+            with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30) as store:
+                marks = ",".join("?" * len(trace_ids))
+                row = store.execute(
+                    "SELECT count(*) FROM spans s JOIN traces t ON s.trace_rowid = t.id "
+                    f"WHERE t.trace_id IN ({marks})",
+                    trace_ids,
+                ).fetchone()
+            return int(row[0])
+
+        yield Target("phoenix", f"http://127.0.0.1:{port}/v1/traces", queryable)
+    finally:
+        process.terminate()  # our own child, by its handle
+        process.wait(timeout=120)
+
+
+@contextmanager
+def memtrace(server: PrivateServer, db: Database, folder: Path, quiet: float) -> Iterator[Target]:
+    port = free_port()
+    command = [MEMTRACE, "collect", "--port", str(port), "--no-grpc", "--spool", str(folder)]
+    command += ["--quiet-period", str(quiet)]
+    folder.mkdir(parents=True)
+    log_path = folder.parent / f"{folder.name}.log"
+    process = subprocess.Popen(command, env=server.env, stderr=log_path.open("wb"))
+    try:
+        _wait_for(f"http://127.0.0.1:{port}/status", process, log_path)
+
+        def queryable(trace_ids: list[str]) -> int:
+            rows = db.run(
+                "UNWIND $ids AS id MATCH (t:Trace {id: 'otlp-' + id, load_state: 'complete'}) "
+                "MATCH (o:Operation {trace_id: t.id}) RETURN count(o) AS n",
+                ids=trace_ids,
+            )
+            return int(rows[0]["n"])
+
+        yield Target("memtrace", f"http://127.0.0.1:{port}/v1/traces", queryable)
+    finally:
+        process.terminate()
+        process.wait(timeout=120)
+
+
+def _wait_for(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            if httpx.get(url, timeout=5).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{url} did not come up:\n{log.read_text()[-3000:]}")
+        time.sleep(0.2)
+
+
+def rate(target: Target, spans: list[ReadableSpan], batch: int) -> dict[str, Any]:
+    exporter = OTLPSpanExporter(endpoint=target.endpoint, compression=Compression.Gzip, timeout=60)
+    ids = hex_ids(spans)
+    started = time.perf_counter()
+    for start in range(0, len(spans), batch):
+        assert exporter.export(spans[start : start + batch]) == SpanExportResult.SUCCESS
+    sent = time.perf_counter() - started
+    while target.queryable(ids) < len(spans):
+        time.sleep(0.2)
+    seconds = time.perf_counter() - started
+    return {
+        "spans": len(spans),
+        "send_seconds": round(sent, 3),
+        "seconds": round(seconds, 3),
+        "spans_per_second": round(len(spans) / seconds, 1),
+    }
+
+
+def trickle(target: Target, count: int, tag: str) -> dict[str, Any]:
+    exporter = OTLPSpanExporter(endpoint=target.endpoint, timeout=60)
+    latencies = []
+    for number in range(count):
+        spans, _ = traced_spans(1, tag=f"{tag}{number}-")
+        ids = hex_ids(spans)
+        tick = time.perf_counter()
+        assert exporter.export(spans) == SpanExportResult.SUCCESS
+        answered = time.perf_counter()
+        while target.queryable(ids) < len(spans):
+            time.sleep(POLL_SECONDS)
+        latencies.append(time.perf_counter() - answered)
+        time.sleep(max(0.0, 1.0 - (time.perf_counter() - tick)))
+    cuts = statistics.quantiles(latencies, n=20, method="inclusive")
+    return {"traces": count, "p50_s": round(cuts[9], 3), "p95_s": round(cuts[18], 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--phoenix-python", required=True, help="python of Phoenix's virtualenv")
+    parser.add_argument("--traces", type=int, default=300)
+    parser.add_argument("--batch", type=int, default=30, help="spans per exporter request")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--trickle", type=int, default=60, help="traces at one per second")
+    parser.add_argument("--quiet", type=float, default=0.5, help="memtrace's quiet period, s")
+    args = parser.parse_args()
+    logging.getLogger("neo4j").setLevel(logging.ERROR)
+    results: dict[str, Any] = {"uptime_before": uptime(), "rounds": []}
+    with tempfile.TemporaryDirectory() as temporary:
+        root = Path(temporary)
+        server = start_private_server(root / "neo4j", 512 * 2**20)
+        try:
+            with (
+                connect(server.settings) as db,
+                phoenix(args.phoenix_python, _folder(root / "phoenix")) as peer,
+            ):
+                init_schema(db)
+                with memtrace(server, db, root / "spool", args.quiet) as ours:
+                    for number in range(args.rounds):
+                        order = [ours, peer] if number % 2 == 0 else [peer, ours]
+                        measured = {}
+                        for target in order:
+                            spans, _ = traced_spans(args.traces, tag=f"r{number}{target.name}-")
+                            measured[target.name] = rate(target, spans, args.batch)
+                        ratio = (
+                            measured["memtrace"]["spans_per_second"]
+                            / measured["phoenix"]["spans_per_second"]
+                        )
+                        results["rounds"].append(
+                            {
+                                **measured,
+                                "ratio": round(ratio, 3),
+                                "first": order[0].name,
+                                "uptime": uptime(),
+                            }
+                        )
+                        print(json.dumps(results["rounds"][-1]), file=sys.stderr)
+                    if args.trickle > 1:
+                        results["trickle"] = {
+                            target.name: trickle(target, args.trickle, f"t{target.name}-")
+                            for target in (ours, peer)
+                        }
+        finally:
+            manager.stop(server.layout)
+    results["uptime_after"] = uptime()
+    ratios = [r["ratio"] for r in results["rounds"]]
+    results["ratio_median"] = round(statistics.median(ratios), 3) if ratios else None
+    print(json.dumps(results, indent=2))
+
+
+def _folder(path: Path) -> Path:
+    path.mkdir(parents=True)
+    return path
+
+
+if __name__ == "__main__":
+    main()
