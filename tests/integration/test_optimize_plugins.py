@@ -115,3 +115,22 @@ def test_the_prompt_mode_rewrites_the_prompt_the_blamed_extraction_reads(
     assert answer_only.final["test"] < guided.final["test"] == 1.0
     accepted = out / "guided" / "accepted" / "concierge.toml"
     assert concierge.evaluate(accepted, test, fake_openai.base_url) == guided.final["test"]
+
+
+def test_routed_by_headroom_the_users_replayer_measures_each_class(
+    db: Database, runs: tuple[str, Path]
+) -> None:
+    run_id, out = runs
+    summary = optimize(
+        out / "guided", f"{run_id}-guided", "--route-by", "headroom",
+        "--replayer", "optsystems.household:make_replayer",
+    )  # fmt: skip
+    first = summary["rounds"][0]
+    assert first["replays"] > 0 and summary["budget_spent"] <= 48
+    measured = {c["op_name"]: c for c in first["classes"]}
+    # each memory-side repair is replayed by the household's own oracle: the search's and the
+    # answer's rescue all 4 of their cases; the kept wifi note is still forgotten later (the
+    # shelve class holds it), so repairing the extraction alone rescues nothing
+    assert measured["household.lookup"]["headroom"] == 4
+    assert measured["household.note"]["headroom"] == 0 and not measured["household.note"]["targets"]
+    assert "min_words" not in first["targets"] and "top_k" in first["targets"]

@@ -29,6 +29,7 @@ from memtrace.optimize.plugin import (
     SystemRun,
     Tracing,
 )
+from memtrace.replay.hook import STEP, Replayed, ReplayTrace
 from memtrace.settings import Settings
 from memtrace.tracing import SimClock, Var, case, delete, operation, read, session, trace, variable
 
@@ -86,11 +87,17 @@ HOUSEHOLDS = {h.id: h for h in map(household, range(1, 13))}
 
 
 class Memory:
-    """The system itself: notes in a list, newest last."""
+    """The system itself: notes in a list, newest last. A replay repairs the ``repaired``
+    steps with its oracle, the ``evidence`` message of the case it answers again."""
 
-    def __init__(self, config: dict[str, int]) -> None:
+    def __init__(
+        self, config: dict[str, int], repaired: frozenset[str] = frozenset(), evidence: str = ""
+    ) -> None:
         self.config = config
         self.notes: list[tuple[str, str, Var]] = []  # (message id, text, traced memory)
+        self.repaired = repaired
+        self.evidence = evidence
+        self.changed: dict[str, str] = {}  # step -> what its repair changed
 
     def knob(self, name: str) -> int:
         """A configuration value, recorded as the parameter the current operation reads."""
@@ -98,30 +105,42 @@ class Memory:
         return self.config[name]
 
     def note(self, message_id: str, text: str) -> tuple[list[str], Var]:
-        with operation("household.note", category="extraction"):
+        step = f"note:{message_id}"
+        with operation("household.note", category="extraction", metadata={STEP: step}):
             message = variable(message_id, text, category="message")
             read(message)
             kept = [text] if len(words(text)) >= self.knob("min_words") else []
+            if step in self.repaired and not kept:
+                kept, self.changed[step] = [text], f"kept the note {text!r}"
             return kept, variable(f"kept:{message_id}", kept, sources=(message,))
 
     def shelve(self, message_id: str, kept: list[str], source: Var) -> None:
-        with operation("household.shelve", category="update"):
+        step = f"shelve:{message_id}"
+        with operation("household.shelve", category="update", metadata={STEP: step}):
             read(source)
             for text in kept:
                 memory = variable(f"note:{message_id}", text, category="memory", sources=(source,))
                 self.notes.append((message_id, text, memory))
             limit = self.knob("keep_last")
             while len(self.notes) > limit:
-                delete(self.notes.pop(0)[2])
+                oldest = 0
+                if step in self.repaired and self.notes[0][0] == self.evidence:
+                    oldest, self.changed[step] = 1, f"kept the note of {self.evidence}"
+                delete(self.notes.pop(oldest)[2])
 
     def lookup(self, question_id: str, question: Var, text: str) -> tuple[list[str], Var]:
-        with operation("household.lookup", category="retrieval"):
+        step = f"lookup:{question_id}"
+        with operation("household.lookup", category="retrieval", metadata={STEP: step}):
             read(question, *(memory for _, _, memory in self.notes))
             asked = set(words(text))
             order = sorted(
                 range(len(self.notes)),
                 key=lambda i: (-len(asked & set(words(self.notes[i][1]))), -i),
             )[: self.knob("top_k")]
+            held = [i for i, note in enumerate(self.notes) if note[0] == self.evidence]
+            if step in self.repaired and held and held[0] not in order:
+                order = [*order[:-1], held[0]]  # as many results, the evidence among them
+                self.changed[step] = f"returned the note of {self.evidence}"
             found = [self.notes[i][1] for i in order]
             sources = tuple(self.notes[i][2] for i in order)
             return found, variable(f"context:{question_id}", found, category="context",
@@ -130,9 +149,12 @@ class Memory:
     def answer(
         self, question_id: str, question: Var, found: list[str], context: Var
     ) -> tuple[str, Var]:
-        with operation("household.answer", category="generation"):
+        step = f"answer:{question_id}"
+        with operation("household.answer", category="generation", metadata={STEP: step}):
             read(question, context)
             cut = self.knob("answer_words")
+            if step in self.repaired:  # the oracle answers from the whole of every note
+                cut, self.changed[step] = max(len(n.split()) for n in found or [""]), "quoted all"
             quote = " | ".join(" ".join(note.split()[:cut]) for note in found)
             prediction = variable(
                 f"answer:{question_id}", quote, class_name="prediction", sources=(context,)
@@ -141,10 +163,13 @@ class Memory:
 
 
 def run_household(
-    config: dict[str, int], home: Household, only: Collection[str] | None = None
+    config: dict[str, int],
+    home: Household,
+    only: Collection[str] | None = None,
+    memory: Memory | None = None,
 ) -> list[tuple[str, bool, str, Var]]:
     """(question id, passed, answer, its prediction) of every question (in ``only``)."""
-    memory = Memory(config)
+    memory = memory or Memory(config)
     with session("notes"):
         for message_id, text in home.messages:
             memory.shelve(message_id, *memory.note(message_id, text))
@@ -207,7 +232,7 @@ class HouseholdSystem:
             trace_id = f"{tracing.prefix}household-{hid}" if tracing else ""
             path = tracing.directory / f"{trace_id}.jsonl" if tracing else Path()
             with trace(path, trace_id or hid, system=self.name, clock=SimClock(),
-                       enabled=tracing is not None):  # fmt: skip
+                       metadata={"household": hid}, enabled=tracing is not None):  # fmt: skip
                 answered = run_household(values, home, only)
             if tracing is not None:
                 traces[trace_id] = path
@@ -227,3 +252,28 @@ class HouseholdSystem:
 
 def make_system(settings: Settings) -> HouseholdSystem:
     return HouseholdSystem()
+
+
+class HouseholdReplayer:
+    """Answers a case again with steps repaired, under the configuration its trace recorded
+    (the parameters its operations read) and its own oracle (the case's evidence message)."""
+
+    def __init__(self, trace: ReplayTrace) -> None:
+        head = trace.records[0]
+        self.home = HOUSEHOLDS[str(head["metadata"]["household"])]
+        recorded = {
+            str(r["name"]): int(r["value"])
+            for r in trace.records
+            if r.get("type") == "variable" and r.get("category") == "parameter"
+        }
+        self.config = {**DEFAULTS, **recorded}
+
+    def replay(self, case_id: str, steps: frozenset[str]) -> Replayed:
+        evidence = next(f"{self.home.id}-{q[3]}" for q in self.home.questions if q[0] == case_id)
+        memory = Memory(self.config, steps, evidence)
+        ((_, passed, answer, _),) = run_household(self.config, self.home, {case_id}, memory)
+        return Replayed(passed, answer, memory.changed)
+
+
+def make_replayer(trace: ReplayTrace) -> HouseholdReplayer:
+    return HouseholdReplayer(trace)
