@@ -544,14 +544,14 @@ def optimize(
     held = evaluator.score(config, "heldout").accuracy
     initial = {"train": train, "heldout": held} | _reported(evaluator, config)
     state = Incumbent(config, train, held, Versions(config))
-    stopped = "rounds done"
-    baseline: tuple[str, ...] = ()
-    if not options.guided:
-        try:
+    stopped, rounds = "rounds done", options.rounds
+    baseline: tuple[str, ...] = ()  # what a baseline moves every round (guided: routed anew)
+    try:
+        if not options.guided:
             baseline = baseline_targets(options, evaluator, config, out)
-        except OutOfBudget:
-            stopped = "budget"
-    for number in range(1, options.rounds + 1 if stopped != "budget" else 1):
+    except OutOfBudget:
+        stopped, rounds = "budget", 0
+    for number in range(1, rounds + 1):
         outcome = run_round(number, state, options, evaluator, budget, proposer, feedback, baseline)
         if isinstance(outcome, str):
             stopped = outcome

@@ -251,13 +251,10 @@ SystemFactory = Callable[[Settings], OptimizableSystem]
 
 def load_spec(spec: str) -> SystemFactory:
     """The factory ``module:attr`` names (ConfigError, one line, when it cannot be loaded)."""
-    from memtrace.replay.plugins import load_factory
+    from memtrace.replay.plugins import load_callable
 
-    try:
-        factory: Any = load_factory(spec)
-    except ConfigError as exc:
-        raise ConfigError(str(exc).replace("--replayer", "--system")) from None
-    return factory  # type: ignore[no-any-return]
+    factory: SystemFactory = load_callable(spec, "--system", "mysystem.optimize:make_system")
+    return factory
 
 
 def registered(name: str) -> SystemFactory | None:
