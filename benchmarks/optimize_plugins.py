@@ -72,11 +72,25 @@ def main() -> None:
     parser.add_argument("--budgets", type=int, nargs="+", default=[24, 48, 96])
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--run-prefix", default="plugins")
+    parser.add_argument(
+        "--reflection-url",
+        help="Opt-in: a real OpenAI-compatible endpoint as concierge's reflection model (e.g. "
+        "the local 0.5B model of ../shared/tools/local-llm/serve.sh); the system stays on the "
+        "scripted server. It runs end to end; no quality claim.",
+    )
+    parser.add_argument("--reflection-model", default="qwen2.5-0.5b")
     args = parser.parse_args()
     server = FakeOpenAI()
     server.responder = concierge.Replies()
     server.start()
     settings = LLMSettings(base_url=server.base_url, api_key=SecretStr("local"), model="m")
+    if args.reflection_url:
+        settings = LLMSettings(
+            base_url=args.reflection_url,
+            api_key=SecretStr("local"),
+            model=args.reflection_model,
+            timeout_seconds=600.0,
+        )
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     try:
