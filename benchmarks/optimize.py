@@ -19,7 +19,9 @@ seeded), rounds until the budget is spent:
   (c) headroom: the same classes, each replayed with its blamed operations repaired on the train
       traces (memtrace.patterns.headroom); only the parameters of classes whose repair rescues
       answers are searched; the replays are charged to the budget;
-  (d) unguided: the same search over every parameter with a search range, no attribution.
+  (d) unguided: the same search over every parameter with a search range, no attribution;
+  (e) answer-only: the paper's baseline (MemTrace's --disable-memtrace): no attribution, every
+      failure routed to the answer step's knobs (answer_items in this mode).
 Extra variants: headroom-precise (as headroom, but a repaired search keeps only the results
 holding the evidence: the oracle of a precise retrieval, which a smaller top_k moves towards),
 counts-major (classes with >= 10% of the failures), counts-largest (the largest).
@@ -45,6 +47,7 @@ from typing import Any
 
 from memtrace.db import connect
 from memtrace.optimize import OptimizeOptions, OptimizeResult, run_optimization
+from memtrace.optimize.reference import ReferenceSystem
 from memtrace.settings import load_settings
 from memtrace.systems.locomo import load_locomo
 from memtrace.systems.offline import OfflineBackend
@@ -58,6 +61,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "counts": {"guided": True},
     "headroom": {"guided": True, "route_by": "headroom"},
     "unguided": {"guided": False},
+    "answer-only": {"guided": False, "baseline": "answer-only"},
     "headroom-precise": {"guided": True, "route_by": "headroom", "search_repair": "precise"},
     "counts-major": {"guided": True, "min_share": 0.1},
     "counts-largest": {"guided": True, "focus": 1},
@@ -92,6 +96,7 @@ def row_of(
                 f"{share:.0%}": accuracy_at(result, budget, share, split) for share in SHARES
             }
             for split in ("test", "heldout")
+            if split in result.initial  # --dev-only: no test split
         },
         "accepted": sum(bool(r.candidate and r.candidate.accepted) for r in result.rounds),
         "targets": [r.targets for r in result.rounds],
@@ -127,6 +132,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             summary[variant] = {"seeds": [r["seed"] for r in runs]} | {
                 f"{split}{suffix}": value
                 for split in ("test", "heldout")
+                if split in runs[0]["final"]
                 for suffix, value in (
                     ("", stats([r["final"][split] for r in runs])),
                     (
@@ -158,6 +164,11 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument(
+        "--dev-only",
+        action="store_true",
+        help="Report no test split: conversations 7-10 are not run at all (development).",
+    )
+    parser.add_argument(
         "--run-prefix",
         default="bench",
         help="Of the optimization and attribution run ids in Neo4j; a new experiment needs a "
@@ -183,7 +194,9 @@ def main() -> None:
         return
 
     convs = load_locomo(DATA)
-    train, heldout, test = ([c for c in convs if c.number in SPLIT[s]] for s in SPLIT)
+    train, heldout, test = ([str(n) for n in SPLIT[s]] for s in SPLIT)
+    if args.dev_only:
+        test = []
     budget = args.budget
     args.out.mkdir(parents=True, exist_ok=True)
     log = args.out / "results.jsonl"
@@ -206,10 +219,10 @@ def main() -> None:
                     )
                     result = run_optimization(
                         options,
+                        ReferenceSystem(system, OfflineBackend(), convs),
                         train,
                         heldout,
                         args.out / system / variant / f"seed-{seed}",
-                        backend=OfflineBackend(),
                         db=db,
                         classes_cache=args.out / system / "classes",
                         test=test,

@@ -1,17 +1,18 @@
-"""Attribution-guided optimization of a reference system's prompts and parameters.
+"""Attribution-guided optimization of a memory system's prompts and parameters.
 
-``run_optimization`` is the Python API: it builds the evaluator (system runs on a train and a
-held-out split), the attribution feedback (Neo4j), the lineage store and the proposer, then runs
+The system is a plugin (``memtrace.optimize.plugin.OptimizableSystem``): memtrace's reference
+systems (``memtrace.optimize.reference``) and a user's own alike. ``run_optimization`` is the
+Python API: it builds the evaluator (system runs on a train and a held-out split of the
+system's ids), the attribution feedback (Neo4j), the lineage store and the proposer, then runs
 ``loop.optimize``; one ``Budget`` of system runs is passed to each of them that spends it.
-``optimize_system`` is what the CLI calls: it picks backend and proposer for the mode from
-``PROPOSERS`` (parameters: offline backend + Optuna; prompts: the OpenAI-compatible backend +
-GEPA with the same endpoint as reflection model).
+``optimize_system`` is what the CLI calls: it picks the proposer for the mode from
+``PROPOSERS`` (parameters: Optuna; prompts: GEPA with the configured endpoint as reflection
+model).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import combinations
 from pathlib import Path
 
 from memtrace.attribution.judges import Judge, OfflineJudge
@@ -29,14 +30,11 @@ from memtrace.optimize.loop import (
     optimize,
 )
 from memtrace.optimize.parameters import propose_parameters
+from memtrace.optimize.plugin import Configuration, OptimizableSystem, check_ids
 from memtrace.optimize.routing import Mode, Routing, route
 from memtrace.optimize.scoring import Budget, Evaluator, Score
 from memtrace.optimize.store import LineageStore
 from memtrace.settings import Settings
-from memtrace.systems.config import SystemConfig
-from memtrace.systems.core import Backend
-from memtrace.systems.locomo import Conversation
-from memtrace.systems.params import RANGES
 
 __all__ = [
     "PROPOSERS",
@@ -60,18 +58,19 @@ def parameter_proposer(
 ) -> Proposer:
     """Optuna over the routed parameters; leaves the budget for the held-out check."""
 
-    def evaluate(config: SystemConfig) -> Score:
+    def evaluate(config: Configuration) -> Score:
         if not budget.affords(evaluator.cost("train") + evaluator.cost("heldout")):
             raise OutOfBudget("the rest of the budget is kept for the held-out check")
         return evaluator.score(config, "train")
 
     def propose(
-        incumbent: SystemConfig,
+        incumbent: Configuration,
         targets: Sequence[str],
         routing: Routing | None,
         round_number: int,
     ) -> list[Trial]:
-        searchable = [t for t in targets if t in RANGES]
+        known = incumbent.knobs.parameters
+        searchable = [t for t in targets if t in known and known[t].searchable]
         seed = options.seed * 1000 + round_number
         return propose_parameters(incumbent, searchable, evaluate, options.trials, seed)
 
@@ -91,7 +90,7 @@ def prompt_proposer(reflection: LLMClient) -> ProposerFactory:
         from memtrace.optimize.gepa_adapter import MemtraceAdapter, propose_prompts
 
         def propose(
-            incumbent: SystemConfig,
+            incumbent: Configuration,
             targets: Sequence[str],
             routing: Routing | None,
             round_number: int,
@@ -100,7 +99,7 @@ def prompt_proposer(reflection: LLMClient) -> ProposerFactory:
             adapter = MemtraceAdapter(
                 evaluator, incumbent, reflection, budget=budget, routing=routing, blames=blames
             )
-            cases = sum(len(c.questions) for c in evaluator.splits["train"])
+            cases = len(evaluator.cases("train"))
             return propose_prompts(
                 adapter,
                 targets,
@@ -114,74 +113,53 @@ def prompt_proposer(reflection: LLMClient) -> ProposerFactory:
     return factory
 
 
-def _parameters_mode(settings: Settings) -> tuple[Backend, ProposerFactory]:
-    from memtrace.systems.offline import OfflineBackend
-
-    return OfflineBackend(), parameter_proposer
-
-
-def _prompts_mode(settings: Settings) -> tuple[Backend, ProposerFactory]:
+def _prompts_mode(settings: Settings) -> ProposerFactory:
     if not settings.llm.base_url:
         raise ConfigError("the prompt mode needs an LLM endpoint: set OPENAI_BASE_URL")
-    from memtrace.systems.openai_backend import OpenAIBackend
-
-    client = LLMClient.from_settings(settings)
-    return OpenAIBackend(client), prompt_proposer(client)
+    return prompt_proposer(LLMClient.from_settings(settings))
 
 
-# The optimizers by mode: the system's backend and the proposer. ``parameters``: Optuna (TPE)
-# over the routed parameters, offline; ``prompts``: GEPA over the routed prompts, the system
-# and the reflection model on the configured OpenAI-compatible endpoint.
-PROPOSERS: dict[Mode, Callable[[Settings], tuple[Backend, ProposerFactory]]] = {
-    "parameters": _parameters_mode,
+# The proposers by mode. ``parameters``: Optuna (TPE) over the routed parameters; ``prompts``:
+# GEPA over the routed prompts, the reflection model on the configured OpenAI-compatible
+# endpoint.
+PROPOSERS: dict[Mode, Callable[[Settings], ProposerFactory]] = {
+    "parameters": lambda _settings: parameter_proposer,
     "prompts": _prompts_mode,
 }
 
 
 def run_optimization(
     options: OptimizeOptions,
-    train: Sequence[Conversation],
-    heldout: Sequence[Conversation],
+    system: OptimizableSystem,
+    train: Sequence[str],
+    heldout: Sequence[str],
     out: Path,
     *,
-    backend: Backend,
     db: Database | None,
     judge: Judge | None = None,
     proposer: ProposerFactory = parameter_proposer,
-    base: SystemConfig | None = None,
+    base: Configuration | None = None,
     on_round: Callable[[RoundSummary], None] | None = None,
     classes_cache: Path | None = None,
     replayer: ReplayerFactory | None = None,
-    test: Sequence[Conversation] = (),
+    test: Sequence[str] = (),
     settings: Settings | None = None,
+    replayer_spec: str | None = None,
 ) -> OptimizeResult:
-    """Optimize ``options.system`` on ``train``, accepting on ``heldout``; writes to ``out``.
+    """Optimize ``system`` on its ids ``train``, accepting on ``heldout``; writes to ``out``.
     ``test`` (optional) is only reported: the incumbent's accuracy on it after each round,
     outside the budget, read by no decision. Routed by headroom, the what-if replays go
-    through ``replayer`` (default: the replay engine over the traced train files).
-    ``settings``: for a system that calls an endpoint itself (mem0-lib)."""
-    splits: dict[str, Sequence[Conversation]] = {
-        "train": list(train),
-        "heldout": list(heldout),
-        "test": list(test),
-    }
-    for (one, first), (other, second) in combinations(splits.items(), 2):
-        overlap = {c.number for c in first} & {c.number for c in second}
-        if overlap:
-            raise ConfigError(f"conversations {sorted(overlap)} are in both {one} and {other}")
+    through ``replayer`` (default: the replay engine, or the user's replayer ``replayer_spec``
+    / the one registered for the system, over the traced train files). ``settings``: for
+    replays of a system that calls an endpoint itself (mem0-lib)."""
+    splits = {"train": list(train), "heldout": list(heldout), "test": list(test)}
+    check_ids(system, splits)
     if not train or not heldout:
-        raise ConfigError("optimization needs train and held-out conversations")
+        raise ConfigError("optimization needs train and held-out ids")
     # one budget, passed to everything that spends it: the evaluator's runs, the attribution
     # feedback's cached classes and what-if replays, the proposer's trials, the loop's checks
     budget = Budget(options.budget)
-    evaluator = Evaluator(
-        options.system,
-        backend,
-        splits,
-        budget,
-        out / "evaluations.jsonl",
-        settings,
-    )
+    evaluator = Evaluator(system, splits, budget, out / "evaluations.jsonl")
     feedback = None
     if options.guided and db is not None:
         feedback = GraphFeedback(
@@ -196,6 +174,8 @@ def run_optimization(
             cache=classes_cache,
             replayer=replayer,
             precise_search=options.search_repair == "precise",
+            settings=settings,
+            replayer_spec=replayer_spec,
         )
     return optimize(
         options,
@@ -213,27 +193,27 @@ def run_optimization(
 def optimize_system(
     options: OptimizeOptions,
     settings: Settings,
-    train: Sequence[Conversation],
-    heldout: Sequence[Conversation],
+    system: OptimizableSystem,
+    train: Sequence[str],
+    heldout: Sequence[str],
     out: Path,
     db: Database,
     *,
-    base: SystemConfig | None = None,
     on_round: Callable[[RoundSummary], None] | None = None,
-    test: Sequence[Conversation] = (),
+    test: Sequence[str] = (),
+    replayer_spec: str | None = None,
 ) -> OptimizeResult:
-    """The CLI's entry: backend and proposer from ``PROPOSERS[options.mode]``."""
-    backend, proposer = PROPOSERS[options.mode](settings)
+    """The CLI's entry: the proposer from ``PROPOSERS[options.mode]``."""
     return run_optimization(
         options,
+        system,
         train,
         heldout,
         out,
-        backend=backend,
         db=db,
-        proposer=proposer,
-        base=base,
+        proposer=PROPOSERS[options.mode](settings),
         on_round=on_round,
         test=test,
         settings=settings,
+        replayer_spec=replayer_spec,
     )

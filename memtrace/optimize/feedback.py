@@ -30,6 +30,7 @@ from memtrace.attribution.store import AttributionStore
 from memtrace.db import Database
 from memtrace.errors import ConfigError
 from memtrace.loaders.load import LoadOptions, load_paths
+from memtrace.optimize.plugin import Configuration
 from memtrace.optimize.scoring import Blame, Budget, Evaluator
 from memtrace.patterns import CLASS_COLUMNS, HEADROOM_COLUMNS, failure_classes
 from memtrace.patterns.export import records
@@ -38,20 +39,24 @@ from memtrace.patterns.reader import PatternReader
 from memtrace.replay.graph import TraceFiles
 from memtrace.replay.what_if import WhatIfReplayer
 from memtrace.settings import Settings
-from memtrace.systems.config import SystemConfig
-from memtrace.systems.runner import trace_id
 
 # the trace files of a configuration's train run, by trace id -> a replayer of them
 ReplayerFactory = Callable[[Mapping[str, Path]], ClassReplayer]
 
 
 def engine_replayer(
-    files: Mapping[str, Path], *, precise_search: bool = False, settings: Settings | None = None
+    files: Mapping[str, Path],
+    *,
+    precise_search: bool = False,
+    settings: Settings | None = None,
+    replayer: str | None = None,
 ) -> ClassReplayer:
-    """The replay engine over native trace files; ``precise_search``: a repaired search keeps
-    only the results holding the evidence; ``settings``: for a system that calls an endpoint
-    itself (mem0-lib; offline backends need none)."""
-    return WhatIfReplayer(TraceFiles(files, settings).for_trace, precise_search)
+    """Replays of native trace files: the replay engine for memtrace's systems, else the
+    user's replayer (``replayer``: ``module:attr``, or the one registered for the trace's
+    system, ``memtrace.replay.plugins``); ``precise_search``: a repaired search keeps only the
+    results holding the evidence; ``settings``: for a system that calls an endpoint itself
+    (mem0-lib; offline backends need none)."""
+    return WhatIfReplayer(TraceFiles(files, settings, replayer).for_trace, precise_search)
 
 
 class BudgetedReplayer:
@@ -93,7 +98,11 @@ class GraphFeedback:
         cache: Path | None = None,
         replayer: ReplayerFactory | None = None,
         precise_search: bool = False,
+        settings: Settings | None = None,
+        replayer_spec: str | None = None,
     ) -> None:
+        """``replayer``: what replays the train traces (default: ``engine_replayer`` with
+        ``settings`` and the user's ``replayer_spec``)."""
         self.db = db
         self.judge = judge
         self.evaluator = evaluator
@@ -104,20 +113,23 @@ class GraphFeedback:
         self.seed = seed
         self.cache = cache or out / "classes"
         self.replayer = replayer or partial(
-            engine_replayer, precise_search=precise_search, settings=evaluator.settings
+            engine_replayer,
+            precise_search=precise_search,
+            settings=settings,
+            replayer=replayer_spec,
         )
         # the two search oracles measure different headroom: cached apart
         self.headroom_name = "headroom.precise" if precise_search else "headroom"
         self._charged: set[tuple[str, str]] = set()
 
-    def _first(self, what: str, config: SystemConfig) -> bool:
+    def _first(self, what: str, config: Configuration) -> bool:
         """True the first time this run asks for ``what`` of ``config`` (then it is charged)."""
         key = (what, config.key())
         first = key not in self._charged
         self._charged.add(key)
         return first
 
-    def attribution_run(self, config: SystemConfig) -> str:
+    def attribution_run(self, config: Configuration) -> str:
         """The attribution run of ``config``'s classes: this run's, or, when the classes came
         from a shared cache, the run that computed them (its traces are the ones loaded)."""
         source = self.cache / f"{config.key()}.run.json"
@@ -125,7 +137,7 @@ class GraphFeedback:
             return str(json.loads(source.read_text(encoding="utf-8"))["run_id"])
         return f"{self.run_id}-{config.key()}"
 
-    def classes(self, config: SystemConfig) -> pd.DataFrame:
+    def classes(self, config: Configuration) -> pd.DataFrame:
         cached = self.cache / f"{config.key()}.json"
         if cached.is_file():
             if self._first("classes", config):
@@ -133,13 +145,10 @@ class GraphFeedback:
             return pd.DataFrame(json.loads(cached.read_text(encoding="utf-8")))
         self._first("classes", config)  # traced() below charges the run
         prefix = f"{self.attribution_run(config)}-"
-        paths = self.evaluator.traced(config, "train", self.out / "traces" / config.key(), prefix)
-        load_paths(self.db, [str(p) for p in paths], LoadOptions())
-        score = self.evaluator.cached(config, "train")
-        assert score is not None  # traced() records it
-        system = self.evaluator.system
-        by_case = {c.number: trace_id(system, c, prefix) for c in self.evaluator.splits["train"]}
-        failed = [(by_case[int(case.split("-")[2])], case) for case in score.failed]
+        run = self.evaluator.traced(config, "train", self.out / "traces" / config.key(), prefix)
+        load_paths(self.db, [str(p) for p in run.traces.values()], LoadOptions())
+        system = self.evaluator.system.name
+        failed = [(r.trace_id, r.case_id) for r in run.results if not r.passed]
         # a seeded sample keeps the attribution cost per round bounded
         picked = sorted(random.Random(self.seed).sample(failed, min(self.max_cases, len(failed))))
         run_id = self.attribution_run(config)
@@ -161,14 +170,11 @@ class GraphFeedback:
         self._blames_path(config).write_text(json.dumps(blames), encoding="utf-8")
         cached.write_text(frame[list(CLASS_COLUMNS)].to_json(orient="records"), encoding="utf-8")
         source = self.cache / f"{config.key()}.run.json"
-        files = {
-            trace_id(system, c, prefix): str(p)
-            for c, p in zip(self.evaluator.splits["train"], paths, strict=True)
-        }
+        files = {trace: str(path) for trace, path in run.traces.items()}
         source.write_text(json.dumps({"run_id": run_id, "files": files}), encoding="utf-8")
         return frame
 
-    def train_files(self, config: SystemConfig) -> dict[str, Path]:
+    def train_files(self, config: Configuration) -> dict[str, Path]:
         """Trace id -> the file of the incumbent's traced train run (what a replay reads)."""
         source = self.cache / f"{config.key()}.run.json"
         if not source.is_file():
@@ -176,7 +182,9 @@ class GraphFeedback:
         files = json.loads(source.read_text(encoding="utf-8")).get("files", {})
         return {str(t): Path(p) for t, p in files.items()}
 
-    def headroom(self, config: SystemConfig, classes: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
+    def headroom(
+        self, config: Configuration, classes: pd.DataFrame, keys: set[str]
+    ) -> pd.DataFrame:
         """The what-if of the classes in ``keys`` on the train traces (no fix-alone, no joint:
         routing needs neither), cached beside the classes; a cached answer is charged its
         replays again, like cached evaluations, so a resumed run spends what the first did."""
@@ -195,10 +203,10 @@ class GraphFeedback:
         cached.write_text(json.dumps(payload, allow_nan=False), encoding="utf-8")
         return result.classes
 
-    def _blames_path(self, config: SystemConfig) -> Path:
+    def _blames_path(self, config: Configuration) -> Path:
         return self.cache / f"{config.key()}.blames.json"
 
-    def blames(self, config: SystemConfig) -> dict[str, Blame]:
+    def blames(self, config: Configuration) -> dict[str, Blame]:
         """Failed case id -> what attribution blamed (once ``classes`` ran for ``config``)."""
         path = self._blames_path(config)
         if not path.is_file():

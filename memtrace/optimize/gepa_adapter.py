@@ -1,8 +1,8 @@
 """Prompt proposals with GEPA (the ``gepa`` package) through a memtrace adapter.
 
 * ``evaluate`` runs the system with a candidate ``{prompt name: text}`` on a minibatch of train
-  cases (the conversations that hold them, only those questions) and scores each case 1/0 by
-  the system's judge.
+  cases (the units that hold them, only those cases) and scores each case 1/0 by the system's
+  judge.
 * ``make_reflective_dataset`` (guided) keeps, for a prompt, the failed cases whose attribution
   blames an operation reading that prompt, with the error type, the blamed operation and the
   judge's reason; unguided it is every failed case with "wrong answer, expected X", which is all
@@ -28,12 +28,10 @@ from pydantic import BaseModel
 
 from memtrace.errors import ConfigError, LLMError
 from memtrace.llm import LLMClient, Usage
+from memtrace.optimize.plugin import CaseResult, Configuration
 from memtrace.optimize.routing import Routing
 from memtrace.optimize.scoring import Blame, Budget, Evaluator, Score
 from memtrace.prompts import PROMPTS, Prompt
-from memtrace.systems.config import SystemConfig
-from memtrace.systems.core import QuestionResult
-from memtrace.systems.registry import make_system
 
 REFLECTION = PROMPTS.add(
     Prompt(
@@ -69,7 +67,7 @@ class PromptReply(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class CaseRef:
-    conversation: int
+    unit: str  # the system's unit (a conversation) that holds the case
     case_id: str
 
 
@@ -77,7 +75,7 @@ class MemtraceAdapter:
     def __init__(
         self,
         evaluator: Evaluator,
-        incumbent: SystemConfig,
+        incumbent: Configuration,
         reflection: LLMClient,
         *,
         budget: Budget,
@@ -98,7 +96,7 @@ class MemtraceAdapter:
         self._known: dict[str, dict[str, Any]] | None = None
 
     # -- evaluation ---------------------------------------------------------------------------
-    def config(self, candidate: Mapping[str, str]) -> SystemConfig:
+    def config(self, candidate: Mapping[str, str]) -> Configuration:
         return self.incumbent.with_prompts(candidate)
 
     def evaluate(
@@ -114,28 +112,9 @@ class MemtraceAdapter:
             trajectories=trajectories if capture_traces else None,
         )
 
-    def run_cases(
-        self, config: SystemConfig, batch: Sequence[CaseRef]
-    ) -> dict[str, QuestionResult]:
-        wanted: dict[int, set[str]] = {}
-        for ref in batch:
-            wanted.setdefault(ref.conversation, set()).add(ref.case_id)
-        conversations = {c.number: c for c in self.evaluator.splits["train"]}
-        # GEPA cannot stop mid-call: a minibatch is charged even past the limit, and the
-        # stopper ends the search at its next check
-        self.budget.charge(len(wanted), cached=False, strict=False)
-        system = make_system(
-            self.evaluator.system,
-            self.evaluator.backend,
-            params=config.params,
-            prompts=config.prompts,
-            settings=self.evaluator.settings,
-        )
-        out: dict[str, QuestionResult] = {}
-        for number, case_ids in sorted(wanted.items()):
-            run = system.run(conversations[number], only=case_ids)
-            out.update({r.case_id: r for r in run.results})
-        return out
+    def run_cases(self, config: Configuration, batch: Sequence[CaseRef]) -> dict[str, CaseResult]:
+        run = self.evaluator.run_cases(config, [(ref.unit, ref.case_id) for ref in batch])
+        return {r.case_id: r for r in run.results}
 
     # -- reflection ---------------------------------------------------------------------------
     def make_reflective_dataset(
@@ -156,11 +135,10 @@ class MemtraceAdapter:
         rows = []
         for item in failed:
             ref, result = item["case"], item["result"]
-            question = self.question(ref)
             row = {
-                "Inputs": question[0],
+                "Inputs": result.question,
                 "Generated Outputs": result.prediction,
-                "Feedback": f"wrong answer, expected {question[1]}",
+                "Feedback": f"wrong answer, expected {result.expected}",
             }
             blame = self.blames.get(ref.case_id)
             if routed is not None:
@@ -171,12 +149,6 @@ class MemtraceAdapter:
                 )
             rows.append(row)
         return rows[:EXAMPLES]
-
-    def question(self, ref: CaseRef) -> tuple[str, str]:
-        conv = next(c for c in self.evaluator.splits["train"] if c.number == ref.conversation)
-        number = int(ref.case_id.rsplit("-", 1)[1])
-        q = next(q for q in conv.questions if q.number == number)
-        return q.text, q.answer
 
     def propose_new_texts(
         self,
@@ -209,7 +181,10 @@ class MemtraceAdapter:
             reply = self.reflection.complete_json(request, PromptReply, temperature=0)
             self.usage = self.usage + reply.usage
             self.evaluator.reflection_usage = self.evaluator.reflection_usage + reply.usage
-            text: str | None = self.incumbent.prompts[name].revise(reply.value.prompt.strip()).text
+            new = reply.value.prompt.strip()
+            if not new:
+                raise ConfigError(f"the reflection model's {name!r} is empty")
+            text: str | None = self.incumbent.with_prompts({name: new}).text(name)
         except (LLMError, ConfigError):
             self.malformed += 1
             text = None
@@ -260,20 +235,16 @@ def propose_prompts(
     metric_calls: int,
     reserve: int,
     seed: int,
-) -> list[tuple[SystemConfig, Score]]:
+) -> list[tuple[Configuration, Score]]:
     """Run GEPA over ``targets`` (seeded with the incumbent's texts) on the train cases; the
     candidates it found, scored on the whole train split."""
     from gepa.api import optimize
 
-    trainset = [
-        CaseRef(c.number, f"locomo-qa-{c.number}-{q.number}")
-        for c in adapter.evaluator.splits["train"]
-        for q in c.questions
-    ]
+    trainset = [CaseRef(unit, case_id) for unit, case_id in adapter.evaluator.cases("train")]
     budget = adapter.budget
     guided = adapter.routing is not None
     result: Any = optimize(
-        seed_candidate={name: adapter.incumbent.prompts[name].text for name in targets},
+        seed_candidate={name: adapter.incumbent.text(name) for name in targets},
         trainset=trainset,
         valset=trainset,  # GEPA selects on train: the held-out split is only for acceptance
         adapter=cast(Any, adapter),  # a structural GEPAAdapter

@@ -8,7 +8,11 @@ is recorded in Neo4j (``LineageStore``) and in ``<out>/update_results.json``. An
 *test* split is only reported: the incumbent's accuracy on it at the start and after each round
 (``RoundSummary.test_after``), outside the budget and read by no decision.
 
-Unguided mode (the baseline) skips attribution and lets the proposer move everything. Routed by
+Two baselines skip attribution, with the same proposer, budget and seeds: unguided
+(``guided=False``) moves every knob the mode can move; answer-only (``baseline="answer-only"``,
+the paper's ablation, as MemTrace's ``--disable-memtrace``) routes every failure to the answer
+step's knobs. The system is a plugin (``memtrace.optimize.plugin``): the loop reads its knobs
+and writes the accepted configuration through it, whichever system it is. Routed by
 headroom (``route_by="headroom"``), each round also executes the what-if of the classes that have
 a target (``memtrace.patterns.headroom``: repair, replay, count; replays charged to the budget)
 and searches only what the classes with headroom read.
@@ -19,12 +23,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import pandas as pd
 
 from memtrace.errors import ConfigError, OutOfBudget
+from memtrace.optimize.plugin import Configuration, knobs_of, read_in_traces
 from memtrace.optimize.routing import (
     Mode,
     RouteBy,
@@ -35,25 +41,20 @@ from memtrace.optimize.routing import (
 from memtrace.optimize.scoring import Budget, Evaluator, Score
 from memtrace.optimize.store import LineageStore
 from memtrace.patterns.classes import class_key
-from memtrace.systems.config import SystemConfig, write_config
-from memtrace.systems.params import RANGES
-from memtrace.systems.registry import (
-    answer_prompts,
-    native_configs,
-    parameters_read,
-    prompts_tunable,
-)
 
-Trial = tuple[SystemConfig, Score]
+Trial = tuple[Configuration, Score]
+Baseline = Literal["none", "answer-only"]
 
 
 class Feedback(Protocol):
-    def classes(self, config: SystemConfig) -> pd.DataFrame: ...
+    def classes(self, config: Configuration) -> pd.DataFrame: ...
 
 
 @runtime_checkable
 class HeadroomFeedback(Feedback, Protocol):
-    def headroom(self, config: SystemConfig, classes: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
+    def headroom(
+        self, config: Configuration, classes: pd.DataFrame, keys: set[str]
+    ) -> pd.DataFrame:
         """The what-if rows (``HEADROOM_COLUMNS``) of the classes whose key is in ``keys``."""
         ...
 
@@ -61,7 +62,7 @@ class HeadroomFeedback(Feedback, Protocol):
 class Proposer(Protocol):
     def __call__(
         self,
-        incumbent: SystemConfig,
+        incumbent: Configuration,
         targets: Sequence[str],
         routing: Routing | None,
         round_number: int,
@@ -85,10 +86,19 @@ class OptimizeOptions:
     # routed by headroom, the oracle of a repaired search: "same-size" puts the evidence in
     # the system's own number of results; "precise" keeps only the results holding it
     search_repair: SearchRepair = "same-size"
+    # "answer-only": the paper's baseline, every failure routed to the answer step's knobs
+    baseline: Baseline = "none"
 
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.trials < 1 or self.budget < 1:
             raise ConfigError("rounds, trials and budget must be >= 1")
+        if self.baseline != "none" and self.guided:
+            raise ConfigError(f"the {self.baseline} baseline is not guided (guided=False)")
+
+    @property
+    def variant(self) -> str:
+        """guided, answer-only or unguided."""
+        return "guided" if self.guided else "unguided" if self.baseline == "none" else "answer-only"
 
 
 @dataclass
@@ -130,11 +140,22 @@ class OptimizeResult:
     initial: dict[str, float]
     final: dict[str, float]
     rounds: list[RoundSummary]
-    config: SystemConfig
+    config: Configuration
+    base: Configuration
     budget_spent: int
     runs_made: int
     stopped: str  # why the loop ended
     replays: int = 0  # what-if replays, one system run each, part of budget_spent
+
+    def summary(self) -> str:
+        """One line: what changed and what it bought."""
+        changes = self.base.diff(self.config)
+        named = ", ".join(_change(name, old, new) for name, (old, new) in sorted(changes.items()))
+        bought = ", ".join(
+            f"{split} {self.initial[split]:.1%} -> {self.final[split]:.1%}" for split in self.final
+        )
+        what = f"changed {named}" if changes else "accepted no change"
+        return f"{self.run_id}: {what}; {bought} ({self.budget_spent} system runs)"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -142,7 +163,8 @@ class OptimizeResult:
             "options": self.options,
             "initial": self.initial,
             "final": self.final,
-            "changes": {k: list(v) for k, v in SystemConfig().diff(self.config).items()},
+            "changes": {k: list(v) for k, v in self.base.diff(self.config).items()},
+            "summary": self.summary(),
             "rounds": [asdict(r) for r in self.rounds],
             "budget_spent": self.budget_spent,
             "runs_made": self.runs_made,
@@ -161,6 +183,13 @@ def accept(before: tuple[float, float], after: tuple[float, float]) -> tuple[boo
     return True, f"train {train0:.4f} -> {train1:.4f}, held-out {held0:.4f} -> {held1:.4f}"
 
 
+def _change(name: str, old: Any, new: Any) -> str:
+    """One change for the summary line: a prompt by its length, a parameter by its values."""
+    if isinstance(new, str):
+        return f"{name} rewritten ({len(str(old).split())} -> {len(new.split())} words)"
+    return f"{name} {old} -> {new}"
+
+
 def _value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
@@ -168,7 +197,7 @@ def _value(value: Any) -> str:
 class Versions:
     """Version numbers per variable within one optimization run (version 1 = the base)."""
 
-    def __init__(self, base: SystemConfig) -> None:
+    def __init__(self, base: Configuration) -> None:
         self.latest = dict.fromkeys(base.values(), 1)
         self.current = dict(self.latest)
 
@@ -196,19 +225,38 @@ class Versions:
             self.current[f"{change['kind']}:{change['name']}"] = change["version"]
 
 
-def movable(mode: Mode, system: str) -> tuple[str, ...]:
-    """What an unguided optimizer moves: every parameter with a range that the system reads
-    (another system's would only spend trials), or every tunable prompt."""
-    if mode == "prompts":
-        return prompts_tunable(system)
-    return tuple(name for name in parameters_read(system) if name in RANGES)
+def baseline_targets(
+    options: OptimizeOptions, evaluator: Evaluator, config: Configuration, out: Path
+) -> tuple[str, ...]:
+    """What a baseline moves: unguided, every knob the mode can move (searchable parameters,
+    tunable prompts); answer-only, those the answer step reads: as the system declares them,
+    else as one traced train run shows (charged to the budget like any run)."""
+    knobs, mode = config.knobs, options.mode
+    if options.baseline != "answer-only":
+        return knobs.movable(mode)
+    declared = knobs.answer(mode)
+    if declared:
+        return declared
+    prefix = f"{options.run_id}-answer-step-"
+    run = evaluator.traced(config, "train", out / "traces" / "answer-step", prefix)
+    category = "prompt" if mode == "prompts" else "parameter"
+    read = read_in_traces(run.traces.values(), knobs.answer_op, category)
+    return tuple(name for name in knobs.movable(mode) if name in read)
 
 
-def _routing(feedback: Feedback, incumbent: SystemConfig, options: OptimizeOptions) -> Routing:
+def _routing(feedback: Feedback, incumbent: Configuration, options: OptimizeOptions) -> Routing:
     found = feedback.classes(incumbent)
-    prompts = prompts_tunable(options.system)
-    answer = answer_prompts(options.system)
-    by_count = route(found, options.mode, prompts=prompts)
+    knobs = incumbent.knobs
+    answer = knobs.answer("prompts")
+    # to what this system's optimizer may move: its movable knobs, and what each op reads
+    routed = partial(
+        route,
+        mode=options.mode,
+        parameters=knobs.movable("parameters"),
+        prompts=knobs.movable("prompts"),
+        readers=knobs.readers(options.mode),
+    )
+    by_count = routed(found)
     # a stale-memory class goes where its replay shows (routing.py), also routed by cases
     stale = {
         class_key(row)
@@ -219,24 +267,17 @@ def _routing(feedback: Feedback, incumbent: SystemConfig, options: OptimizeOptio
         if not stale or not isinstance(feedback, HeadroomFeedback):
             return by_count
         replayed = feedback.headroom(incumbent, found, stale)
-        return route(found, options.mode, prompts=prompts, answer_prompts=answer, stale=replayed)
+        return routed(found, answer_prompts=answer, stale=replayed)
     if not isinstance(feedback, HeadroomFeedback):
         raise ConfigError("routing by headroom needs feedback that executes the what-if")
     # only classes with something to search are worth a replay: the rest get no trials anyway
     keys = {
         class_key(row)
-        for row, routed in zip(found.to_dict("records"), by_count.classes, strict=True)
-        if routed.targets
+        for row, routed_class in zip(found.to_dict("records"), by_count.classes, strict=True)
+        if routed_class.targets
     }
     headroom = feedback.headroom(incumbent, found, keys | stale)
-    return route(
-        found,
-        options.mode,
-        prompts=prompts,
-        headroom=headroom,
-        answer_prompts=answer,
-        stale=headroom,
-    )
+    return routed(found, headroom=headroom, answer_prompts=answer, stale=headroom)
 
 
 @dataclass
@@ -244,7 +285,7 @@ class Incumbent:
     """The loop's state between rounds: the configuration, its accuracies and the versions of
     its variables."""
 
-    config: SystemConfig
+    config: Configuration
     train: float
     held: float
     versions: Versions
@@ -267,10 +308,12 @@ def run_round(
     budget: Budget,
     proposer: Proposer,
     feedback: Feedback | None,
+    baseline: Sequence[str] = (),
 ) -> RoundOutcome | str:
-    """One round, writing nothing: attribute and route (guided), propose, score the best trial
-    on the held-out split, accept or reject it (an accepted one becomes ``state``). Returns the
-    round, or why the loop stops before it (no budget, no target)."""
+    """One round, writing nothing: attribute and route (guided) or move the ``baseline``'s
+    targets, propose, score the best trial on the held-out split, accept or reject it (an
+    accepted one becomes ``state``). Returns the round, or why the loop stops before it (no
+    budget, no target)."""
     routing: Routing | None = None
     classes: list[dict[str, Any]] = []
     try:
@@ -280,7 +323,7 @@ def run_round(
             targets = routing.targets(options.focus, options.min_share)
             classes = [{**asdict(c), "case_ids": list(c.case_ids[:3])} for c in routing.classes]
         else:
-            targets = movable(options.mode, options.system)
+            targets = tuple(baseline)
     except OutOfBudget:
         return "budget"
     if not targets:
@@ -330,7 +373,7 @@ def _candidate(
     trials: Sequence[Trial],
     routing: Routing | None,
     evaluator: Evaluator,
-) -> tuple[ConfigCandidate, SystemConfig]:
+) -> tuple[ConfigCandidate, Configuration]:
     """The best trial on train (on a tie the first: fewest trials spent to find it), scored on
     the held-out split when it beats the incumbent, and the verdict."""
     best_config, best_score = max(trials, key=lambda t: t[1].accuracy)
@@ -375,14 +418,22 @@ class Recorder:
     ``update_results.json``, ``accepted/``, ``summary.json``) and, given a store, the lineage in
     Neo4j."""
 
-    def __init__(self, out: Path, store: LineageStore | None, options: OptimizeOptions) -> None:
+    def __init__(
+        self,
+        out: Path,
+        store: LineageStore | None,
+        options: OptimizeOptions,
+        write_config: Callable[[Configuration, Path], Any],
+    ) -> None:
+        """``write_config``: the system's own (``OptimizableSystem.write_config``)."""
         self.out = out
         self.store = store
         self.options = options
+        self.write_config = write_config
         self.rounds: list[RoundSummary] = []
         self.updates: dict[str, dict[str, Any]] = {}
 
-    def begin(self, incumbent: SystemConfig) -> None:
+    def begin(self, incumbent: Configuration) -> None:
         if self.store is None:
             return
         options = self.options
@@ -392,6 +443,7 @@ class Recorder:
                 "system": options.system,
                 "mode": options.mode,
                 "guided": options.guided,
+                "baseline": options.baseline,
                 "route_by": options.route_by if options.guided else "none",
                 "seed": options.seed,
                 "budget": options.budget,
@@ -402,7 +454,7 @@ class Recorder:
             ],
         )
 
-    def round(self, outcome: RoundOutcome, incumbent: SystemConfig) -> None:
+    def round(self, outcome: RoundOutcome, incumbent: Configuration) -> None:
         run_id, summary, candidate = self.options.run_id, outcome.summary, outcome.summary.candidate
         if self.store is not None and outcome.routing is not None:
             self.store.classes(run_id, summary.round, outcome.routing)
@@ -434,12 +486,13 @@ class Recorder:
         self.rounds.append(summary)
         _write(self.out / "rounds.json", [asdict(r) for r in self.rounds])
         _write(self.out / "update_results.json", self.updates)
-        write_accepted(incumbent, self.out / "accepted", self.options.system)
+        self.write_config(incumbent, self.out / "accepted")
 
     def finish(self, result: OptimizeResult) -> None:
-        write_accepted(result.config, self.out / "accepted", self.options.system)
+        self.write_config(result.config, self.out / "accepted")
         _write(self.out / "update_results.json", self.updates)
         _write(self.out / "summary.json", result.as_dict())
+        (self.out / "summary.txt").write_text(result.summary() + "\n", encoding="utf-8")
         if self.store is None:
             return
         initial, final = result.initial, result.final
@@ -474,7 +527,7 @@ def optimize(
     budget: Budget,
     feedback: Feedback | None = None,
     store: LineageStore | None = None,
-    base: SystemConfig | None = None,
+    base: Configuration | None = None,
     on_round: Callable[[RoundSummary], None] | None = None,
 ) -> OptimizeResult:
     """Run the rounds (``run_round``), recording each (``Recorder``); ``budget`` is what the
@@ -484,16 +537,22 @@ def optimize(
     if options.guided and feedback is None:
         raise ConfigError("guided optimization needs attribution feedback (a database)")
     _check_resume(out, options)
-    config = base or SystemConfig()
-    recorder = Recorder(out, store, options)
+    config = base or knobs_of(evaluator.system).defaults()
+    recorder = Recorder(out, store, options, evaluator.system.write_config)
     recorder.begin(config)
     train = evaluator.score(config, "train").accuracy
     held = evaluator.score(config, "heldout").accuracy
     initial = {"train": train, "heldout": held} | _reported(evaluator, config)
     state = Incumbent(config, train, held, Versions(config))
-    stopped = "rounds done"
-    for number in range(1, options.rounds + 1):
-        outcome = run_round(number, state, options, evaluator, budget, proposer, feedback)
+    stopped, rounds = "rounds done", options.rounds
+    baseline: tuple[str, ...] = ()  # what a baseline moves every round (guided: routed anew)
+    try:
+        if not options.guided:
+            baseline = baseline_targets(options, evaluator, config, out)
+    except OutOfBudget:
+        stopped, rounds = "budget", 0
+    for number in range(1, rounds + 1):
+        outcome = run_round(number, state, options, evaluator, budget, proposer, feedback, baseline)
         if isinstance(outcome, str):
             stopped = outcome
             break
@@ -510,6 +569,7 @@ def optimize(
         final={"train": state.train, "heldout": state.held} | _reported(evaluator, state.config),
         rounds=recorder.rounds,
         config=state.config,
+        base=config,
         budget_spent=budget.spent,
         runs_made=budget.runs_made,
         stopped=stopped,
@@ -519,15 +579,7 @@ def optimize(
     return result
 
 
-def write_accepted(config: SystemConfig, directory: Path, system: str) -> None:
-    """The accepted configuration: memtrace's TOML (``memtrace run --prompts --params``) and,
-    for a system with terms of its own, its files (mem0-lib: a Mem0 config)."""
-    write_config(config, directory)
-    for name, data in native_configs(system, config).items():
-        _write(directory / name, data)
-
-
-def _reported(evaluator: Evaluator, incumbent: SystemConfig) -> dict[str, float]:
+def _reported(evaluator: Evaluator, incumbent: Configuration) -> dict[str, float]:
     """``{"test": accuracy}`` when the evaluator has a test split (reported, never decided by)."""
     score = evaluator.report(incumbent)
     return {} if score is None else {"test": score.accuracy}

@@ -1,8 +1,9 @@
 """Propose parameter values with Optuna (TPE): a standard, seeded, ask-and-tell optimizer.
 
 Only the routed parameters move (the rest keep the incumbent's values), each within the range
-declared next to ``Params``. With the same seed and the same scores Optuna asks the same
-questions again, which is what makes a resumed run replay its cached history exactly.
+its knob declares (``ParameterKnob.low``/``high``; an int knob steps by 1). With the same seed
+and the same scores Optuna asks the same questions again, which is what makes a resumed run
+replay its cached history exactly.
 """
 
 from __future__ import annotations
@@ -10,17 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from memtrace.errors import OutOfBudget
+from memtrace.optimize.plugin import Configuration
 from memtrace.optimize.scoring import Score
-from memtrace.systems.config import SystemConfig
-from memtrace.systems.params import RANGES
 
-Trial = tuple[SystemConfig, Score]
+Trial = tuple[Configuration, Score]
 
 
 def propose_parameters(
-    incumbent: SystemConfig,
+    incumbent: Configuration,
     targets: Sequence[str],
-    evaluate: Callable[[SystemConfig], Score],
+    evaluate: Callable[[Configuration], Score],
     trials: int,
     seed: int,
 ) -> list[Trial]:
@@ -35,11 +35,12 @@ def propose_parameters(
         trial = study.ask()
         values: dict[str, int | float] = {}
         for name in targets:
-            bounds = RANGES[name]
-            if bounds.integer:
-                values[name] = trial.suggest_int(name, int(bounds.low), int(bounds.high))
+            knob = incumbent.knobs.parameters[name]
+            assert knob.low is not None and knob.high is not None  # routed: searchable
+            if knob.integer:
+                values[name] = trial.suggest_int(name, int(knob.low), int(knob.high))
             else:
-                values[name] = round(trial.suggest_float(name, bounds.low, bounds.high), 3)
+                values[name] = round(trial.suggest_float(name, knob.low, knob.high), 3)
         config = incumbent.with_params(**values)
         try:
             score = evaluate(config)

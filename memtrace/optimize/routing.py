@@ -1,8 +1,10 @@
 """Route failure classes to what an optimizer may change: pure, a DataFrame in, a Routing out.
 
 A class's targets are the prompt and parameter variables its blamed operation read (the
-``prompts`` / ``parameters`` columns of ``memtrace.patterns.failure_classes``), restricted to
-what the optimizer in use can move: parameters with a search range, prompts an LLM may rewrite.
+``prompts`` / ``parameters`` columns of ``memtrace.patterns.failure_classes``) and the knobs the
+system declares that operation reads (``readers``: op name -> knob names, from a system
+plugin's ``read_by``), restricted to what the optimizer in use can move: parameters with a
+search range, prompts an LLM may rewrite.
 Everything else is reported as unoptimizable, with the reason.
 
 Routed by **headroom** (``route(..., headroom=...)``, the executed what-if of
@@ -20,7 +22,7 @@ it rescues some, to what the extraction reads (its instructions).
 from __future__ import annotations
 
 import numbers
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -102,13 +104,16 @@ def route(
     headroom: pd.DataFrame | None = None,
     answer_prompts: Collection[str] = (),
     stale: pd.DataFrame | None = None,
+    readers: Mapping[str, Collection[str]] | None = None,
 ) -> Routing:
     """``classes``: rows with the failure_classes columns (system, op_name, error_type,
     failure_mode, inputs, prompts, parameters, cases, share_of_failures, case_ids).
     ``headroom``: rows of ``memtrace.patterns.headroom.what_if`` (key, replayable, net, rescued,
     broken, why) to route by headroom; a class missing from it has no known headroom and gets no
     target. ``stale``: such rows of the stale-memory classes (routed by cases too), which go to
-    ``answer_prompts`` (the prompts the system's answer reads) when their repair rescues none."""
+    ``answer_prompts`` (the prompts the system's answer reads) when their repair rescues none.
+    ``readers``: op name -> the knobs the system declares it reads (beside what the trace
+    recorded it reading)."""
     movable = set(parameters if mode == "parameters" else prompts)
     measured = (
         {str(r["key"]): r for r in headroom.to_dict("records")} if headroom is not None else {}
@@ -117,8 +122,12 @@ def route(
     routed = []
     for row in classes.to_dict("records"):
         read = list(row["parameters"] if mode == "parameters" else row["prompts"])
+        declared = (readers or {}).get(str(row["op_name"]), ())
+        read += [name for name in declared if name not in read]
+        read_prompts = read if mode == "prompts" else list(row["prompts"])
+        read_parameters = read if mode == "parameters" else list(row["parameters"])
         targets = tuple(name for name in read if name in movable)
-        why_not = "" if targets else _why_not(mode, row["prompts"], row["parameters"])
+        why_not = "" if targets else _why_not(mode, read_prompts, read_parameters)
         what_if = measured.get(class_key(row), {})
         net = _int(what_if.get("net"))
         rerouted = ""

@@ -1,6 +1,7 @@
 """Score a configuration by re-running the system and its judge; budget and an on-disk cache.
 
-One *system run* is one conversation replayed with its questions: the unit the budget counts.
+One *system run* is one unit of the system's data (a LoCoMo conversation replayed with its
+questions; a user's case or conversation id) run and judged: the unit the budget counts.
 A what-if replay (headroom routing) re-runs one conversation too and is charged as one system
 run (``Budget.charge_replays``), so headroom routing pays for what it measures.
 Evaluations are cached by (configuration, split) in a JSON-lines file, so an interrupted
@@ -20,13 +21,13 @@ from pathlib import Path
 
 from memtrace.errors import OutOfBudget
 from memtrace.llm import Usage
-from memtrace.settings import Settings
-from memtrace.systems.config import SystemConfig
-from memtrace.systems.core import Backend, ConversationRun
-from memtrace.systems.locomo import Conversation
-from memtrace.systems.registry import make_system
-from memtrace.systems.runner import run_conversation
-from memtrace.tracing import SimClock
+from memtrace.optimize.plugin import (
+    CaseResult,
+    Configuration,
+    OptimizableSystem,
+    SystemRun,
+    Tracing,
+)
 
 TEST = "test"  # the report-only split: never charged, never read by a decision
 
@@ -36,18 +37,19 @@ class Score:
     correct: int
     total: int
     failed: tuple[str, ...] = ()  # case ids judged wrong
+    cases: tuple[tuple[str, str], ...] = ()  # (unit, case id) of every case, in run order
 
     @property
     def accuracy(self) -> float:
         return self.correct / self.total if self.total else 0.0
 
 
-def score_runs(runs: Sequence[ConversationRun]) -> Score:
-    results = [r for run in runs for r in run.results]
+def score_results(results: Sequence[CaseResult]) -> Score:
     return Score(
         sum(r.passed for r in results),
         len(results),
         tuple(r.case_id for r in results if not r.passed),
+        tuple((r.unit, r.case_id) for r in results),
     )
 
 
@@ -85,22 +87,18 @@ class Budget:
 
 
 class Evaluator:
-    """Runs ``system`` with a configuration on a split; cached in ``cache_path``."""
+    """Runs ``system`` (an ``OptimizableSystem``) with a configuration on a split (its unit
+    ids); cached in ``cache_path``."""
 
     def __init__(
         self,
-        system: str,
-        backend: Backend,
-        splits: Mapping[str, Sequence[Conversation]],
+        system: OptimizableSystem,
+        splits: Mapping[str, Sequence[str]],
         budget: Budget,
         cache_path: Path,
-        settings: Settings | None = None,
     ) -> None:
-        """``settings``: for a system that calls an endpoint itself (mem0-lib)."""
         self.system = system
-        self.settings = settings
-        self.backend = backend
-        self.splits = dict(splits)
+        self.splits = {name: list(ids) for name, ids in splits.items()}
         self.budget = budget
         self.cache_path = cache_path
         self._cache: dict[tuple[str, str], Score] = {}
@@ -108,30 +106,33 @@ class Evaluator:
         self.test_runs = 0  # system runs of the report-only test split (not in the budget)
         if cache_path.is_file():
             for line in cache_path.read_text(encoding="utf-8").splitlines():
-                if line.strip():  # a line cut by an interruption is not valid JSON: skip it
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue
-                    self._cache[(row["key"], row["split"])] = Score(
-                        row["correct"], row["total"], tuple(row["failed"])
-                    )
+                # a line cut by an interruption is not valid JSON, and a row of an older
+                # memtrace lacks the cases: skip both (the run is made again)
+                try:
+                    row = json.loads(line)
+                    cases = tuple((str(u), str(c)) for u, c in row["cases"])
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                    continue
+                self._cache[(row["key"], row["split"])] = Score(
+                    row["correct"], row["total"], tuple(row["failed"]), cases
+                )
 
     def llm_usage(self) -> Usage:
-        """LLM calls and tokens so far: the system's (an LLM backend) and the reflections'."""
-        system = getattr(self.backend, "usage", None)
+        """LLM calls and tokens so far: the system's (one that counts them) and the
+        reflections'."""
+        system = getattr(self.system, "usage", None)
         return self.reflection_usage + (system if isinstance(system, Usage) else Usage())
 
     def cost(self, split: str) -> int:
         return len(self.splits[split])
 
-    def score(self, config: SystemConfig, split: str) -> Score:
+    def score(self, config: Configuration, split: str) -> Score:
         if split == TEST:
             raise ValueError("the test split is reported (Evaluator.report), never scored")
         self.budget.charge(self.cost(split), cached=(config.key(), split) in self._cache)
         return self._evaluate(config, split)
 
-    def report(self, config: SystemConfig) -> Score | None:
+    def report(self, config: Configuration) -> Score | None:
         """The ``test`` split's score of ``config`` (None without one), outside the budget:
         the loop records it and decides nothing by it."""
         if not self.splits.get(TEST):
@@ -140,24 +141,22 @@ class Evaluator:
             self.test_runs += self.cost(TEST)
         return self._evaluate(config, TEST)
 
-    def _evaluate(self, config: SystemConfig, split: str) -> Score:
+    def _evaluate(self, config: Configuration, split: str) -> Score:
         cached = self._cache.get((config.key(), split))
         if cached is not None:
             return cached
-        system = make_system(
-            self.system,
-            self.backend,
-            params=config.params,
-            prompts=config.prompts,
-            settings=self.settings,
-        )
-        runs = [run_conversation(system, conv, None)[0] for conv in self.splits[split]]
-        return self.remember(config, split, score_runs(runs))
+        run = self.system.run(config, self.splits[split])
+        return self.remember(config, split, score_results(run.results))
 
-    def cached(self, config: SystemConfig, split: str) -> Score | None:
+    def cases(self, split: str) -> tuple[tuple[str, str], ...]:
+        """(unit, case id) of every case of ``split``, from any run of it so far (the cases
+        do not depend on the configuration)."""
+        return next((s.cases for (_, name), s in self._cache.items() if name == split), ())
+
+    def cached(self, config: Configuration, split: str) -> Score | None:
         return self._cache.get((config.key(), split))
 
-    def remember(self, config: SystemConfig, split: str, score: Score) -> Score:
+    def remember(self, config: Configuration, split: str, score: Score) -> Score:
         self._cache[(config.key(), split)] = score
         self.cache_path.parent.mkdir(parents=True, exist_ok=True)
         with self.cache_path.open("a", encoding="utf-8") as out:
@@ -165,22 +164,18 @@ class Evaluator:
             out.write(json.dumps(row) + "\n")
         return score
 
-    def traced(self, config: SystemConfig, split: str, out: Path, prefix: str) -> list[Path]:
+    def traced(self, config: Configuration, split: str, out: Path, prefix: str) -> SystemRun:
         """Run ``split`` traced into ``out`` (for attribution); charged like any run."""
         self.budget.charge(self.cost(split), cached=False)
-        system = make_system(
-            self.system,
-            self.backend,
-            params=config.params,
-            prompts=config.prompts,
-            settings=self.settings,
-        )
-        paths, runs = [], []
-        for conv in self.splits[split]:
-            run, path = run_conversation(system, conv, out, prefix=prefix, clock=SimClock())
-            runs.append(run)
-            if path is not None:
-                paths.append(path)
+        run = self.system.run(config, self.splits[split], tracing=Tracing(out, prefix))
         if (config.key(), split) not in self._cache:
-            self.remember(config, split, score_runs(runs))
-        return paths
+            self.remember(config, split, score_results(run.results))
+        return run
+
+    def run_cases(self, config: Configuration, cases: Sequence[tuple[str, str]]) -> SystemRun:
+        """Only the cases ``(unit, case id)`` (a prompt proposer's minibatch), charged one
+        system run per unit they are in; never refused (the proposer cannot stop mid-call,
+        its stopper ends the search at its next check)."""
+        units = sorted({unit for unit, _ in cases})
+        self.budget.charge(len(units), cached=False, strict=False)
+        return self.system.run(config, units, only={case_id for _, case_id in cases})

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from importlib import metadata
-from typing import Final
+from typing import Any, Final
 
 from memtrace.errors import ConfigError
 from memtrace.replay.hook import ReplayableSystem, ReplayTrace
@@ -29,22 +29,28 @@ ReplayerFactory = Callable[[ReplayTrace], ReplayableSystem]
 def load_factory(spec: str) -> ReplayerFactory:
     """The replayer factory ``module:attr`` names (ConfigError, one line, when it cannot be
     imported or is not callable)."""
+    factory: ReplayerFactory = load_callable(spec, "--replayer", "mysystem.replay:make")
+    return factory
+
+
+def load_callable(spec: str, option: str, example: str) -> Any:
+    """The callable ``module:attr`` names, given with ``option`` (ConfigError, one line, when
+    it cannot be imported or is not callable)."""
     module_name, colon, attr = spec.partition(":")
     if not colon or not module_name or not attr:
-        raise ConfigError(f"--replayer {spec!r}: expected module:attr (e.g. mysystem.replay:make)")
+        raise ConfigError(f"{option} {spec!r}: expected module:attr (e.g. {example})")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ConfigError(f"--replayer {spec!r}: cannot import {module_name!r} ({exc})") from None
+        raise ConfigError(f"{option} {spec!r}: cannot import {module_name!r} ({exc})") from None
     found: object = module
     for part in attr.split("."):
         found = getattr(found, part, None)
         if found is None:
-            raise ConfigError(f"--replayer {spec!r}: module {module_name!r} has no {attr!r}")
+            raise ConfigError(f"{option} {spec!r}: module {module_name!r} has no {attr!r}")
     if not callable(found):
-        raise ConfigError(f"--replayer {spec!r}: {attr!r} is not callable")
-    factory: ReplayerFactory = found
-    return factory
+        raise ConfigError(f"{option} {spec!r}: {attr!r} is not callable")
+    return found
 
 
 def _entry_point(system: str) -> metadata.EntryPoint | None:

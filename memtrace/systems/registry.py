@@ -16,7 +16,6 @@ from memtrace.errors import ConfigError
 from memtrace.llm import LLMClient
 from memtrace.settings import Settings
 from memtrace.systems.base import System
-from memtrace.systems.config import SystemConfig
 from memtrace.systems.core import Backend
 from memtrace.systems.evermemos import EverMemOSSystem
 from memtrace.systems.long_context import LongContextSystem
@@ -111,31 +110,6 @@ def make_ranker(
     sentence-transformers model)."""
     factory: RankerFactory = _lookup(RANKERS, "retriever", name)
     return factory(settings, embedding_model)
-
-
-def parameters_read(name: str) -> tuple[str, ...]:
-    """The Params fields the system registered as ``name`` reads."""
-    factory: SystemFactory = _lookup(SYSTEMS, "system", name)
-    return factory.parameters
-
-
-def prompts_tunable(name: str) -> tuple[str, ...]:
-    """The prompts an optimizer may rewrite in the system registered as ``name``."""
-    factory: SystemFactory = _lookup(SYSTEMS, "system", name)
-    return factory.tunable_prompts
-
-
-def answer_prompts(name: str) -> tuple[str, ...]:
-    """The prompts the answer of the system registered as ``name`` reads."""
-    factory: SystemFactory = _lookup(SYSTEMS, "system", name)
-    return (factory.answer_prompt,)
-
-
-def native_configs(name: str, config: SystemConfig) -> dict[str, Any]:
-    """``config`` in the own terms of the system registered as ``name`` (``System.native_configs``:
-    file name -> JSON data)."""
-    factory: SystemFactory = _lookup(SYSTEMS, "system", name)
-    return factory.native_configs(config.prompts, config.params)
 
 
 def make_system(name: str, backend: Backend, **options: Any) -> System:

@@ -23,6 +23,7 @@ from memtrace.db import Database
 from memtrace.llm import LLMClient
 from memtrace.optimize import OptimizeOptions, prompt_proposer, route, run_optimization
 from memtrace.optimize.feedback import GraphFeedback
+from memtrace.optimize.reference import ReferenceSystem
 from memtrace.optimize.scoring import Budget, Evaluator
 from memtrace.optimize.store import LineageStore
 from memtrace.report.build import make_report
@@ -38,6 +39,12 @@ pytestmark = pytest.mark.integration
 # A planted misconfiguration: one memory in the answer context starves the offline answers.
 STARVED = SystemConfig().with_params(top_k=1)
 SESSIONS = (1, 2, 3, 4)
+
+
+def mem0(convs: Any, base: SystemConfig | None = STARVED) -> ReferenceSystem:
+    """The reference mem0 offline on ``convs`` (a dict by number or a list), from ``base``."""
+    listed = list(convs.values()) if isinstance(convs, dict) else list(convs)
+    return ReferenceSystem("mem0", OfflineBackend(), listed, base=base)
 
 
 def small_locomo(shared_data: Path) -> dict[int, Conversation]:
@@ -78,15 +85,14 @@ def test_routing_from_the_classes_of_a_seeded_graph(
     db: Database, opt_run: tuple[str, Path], shared_data: Path
 ) -> None:
     run_id, out = opt_run
-    convs = [small_locomo(shared_data)[2]]
-    evaluator = Evaluator(
-        "mem0", OfflineBackend(), {"train": convs}, Budget(10), out / "evaluations.jsonl"
-    )
+    system = mem0([small_locomo(shared_data)[2]])
+    starved = system.configuration()
+    evaluator = Evaluator(system, {"train": ["2"]}, Budget(10), out / "evaluations.jsonl")
     feedback = GraphFeedback(
         db, OfflineJudge(), evaluator, out, run_id, budget=evaluator.budget, max_cases=100, seed=0
     )
-    classes = feedback.classes(STARVED)
-    failed = evaluator.cached(STARVED, "train")
+    classes = feedback.classes(starved)
+    failed = evaluator.cached(starved, "train")
     assert failed is not None and classes["cases"].sum() == len(failed.failed) > 0
     routing = route(classes, "parameters")
     by_op = {(c.op_name, c.error_type): c for c in routing.classes}
@@ -104,7 +110,7 @@ def test_routing_from_the_classes_of_a_seeded_graph(
     # the classes are kept: asking again costs no attribution and no new system run
     made = evaluator.budget.runs_made
     columns = ["op_name", "error_type", "cases", "parameters", "case_ids"]
-    again = feedback.classes(STARVED)
+    again = feedback.classes(starved)
     assert again[columns].to_dict("records") == classes[columns].to_dict("records")
     assert evaluator.budget.runs_made == made
 
@@ -115,22 +121,14 @@ def test_the_offline_parameter_loop_raises_held_out_accuracy_and_records_lineage
     run_id, out = opt_run
     convs = small_locomo(shared_data)
     options = OptimizeOptions("mem0", run_id, rounds=2, trials=4, budget=40, max_cases=100)
-    result = run_optimization(
-        options,
-        [convs[2]],
-        [convs[1], convs[3]],
-        out,
-        backend=OfflineBackend(),
-        db=db,
-        base=STARVED,
-    )
+    result = run_optimization(options, mem0(convs), ["2"], ["1", "3"], out, db=db)
     assert result.final["heldout"] > result.initial["heldout"]
     assert result.final["train"] > result.initial["train"]
     assert result.budget_spent <= 40
     first = result.rounds[0]
     assert "top_k" in first.targets
     assert first.candidate is not None and first.candidate.accepted
-    assert result.config.params.top_k > 1
+    assert result.config.params["top_k"] > 1
 
     lineage = LineageStore(db).lineage(run_id)
     top_k = lineage[lineage["name"] == "top_k"].iloc[0]
@@ -170,10 +168,7 @@ def test_routed_by_headroom_the_replays_are_paid_and_recorded(
     options = OptimizeOptions(
         "mem0", run_id, rounds=1, trials=3, budget=40, max_cases=100, route_by="headroom"
     )
-    result = run_optimization(
-        options, [convs[2]], [convs[1], convs[3]], out, backend=OfflineBackend(), db=db,
-        base=STARVED,
-    )  # fmt: skip
+    result = run_optimization(options, mem0(convs), ["2"], ["1", "3"], out, db=db)
     (first,) = result.rounds
     # the engine's step map and one replay per class with a target that is not the answer
     assert result.replays >= 2 and first.replays == result.replays
@@ -193,17 +188,15 @@ def test_routed_by_headroom_the_replays_are_paid_and_recorded(
     assert summary["replays"] == result.replays
     # a second run over the same classes cache reads the headroom without replaying, but pays it
     again = run_optimization(
-        replace(options, run_id=f"{run_id}-again"), [convs[2]], [convs[1], convs[3]],
-        out / "again", backend=OfflineBackend(), db=db, base=STARVED,
-        classes_cache=out / "classes",
+        replace(options, run_id=f"{run_id}-again"), mem0(convs), ["2"], ["1", "3"],
+        out / "again", db=db, classes_cache=out / "classes",
     )  # fmt: skip
     assert again.replays == result.replays
     LineageStore(db).delete(f"{run_id}-again")
     # the precise search oracle measures other headroom: replayed anew, cached apart, paid
     precise = run_optimization(
-        replace(options, run_id=f"{run_id}-precise", search_repair="precise"), [convs[2]],
-        [convs[1], convs[3]], out / "precise", backend=OfflineBackend(), db=db, base=STARVED,
-        classes_cache=out / "classes",
+        replace(options, run_id=f"{run_id}-precise", search_repair="precise"), mem0(convs),
+        ["2"], ["1", "3"], out / "precise", db=db, classes_cache=out / "classes",
     )  # fmt: skip
     LineageStore(db).delete(f"{run_id}-precise")
     assert precise.replays >= 1 and list((out / "classes").glob("*.headroom.precise.json"))
@@ -329,14 +322,10 @@ def test_the_prompt_path_end_to_end_against_a_local_server(
         options = OptimizeOptions(
             "mem0", run_id, mode="prompts", rounds=1, trials=6, budget=80, max_cases=100
         )
+        system = ReferenceSystem("mem0", OpenAIBackend(client), convs)
+        ids = system.case_ids()
         return run_optimization(
-            options,
-            convs[:1],
-            convs[1:],
-            out / "run",
-            backend=OpenAIBackend(client),
-            db=db,
-            proposer=prompt_proposer(client),
+            options, system, ids[:1], ids[1:], out / "run", db=db, proposer=prompt_proposer(client)
         )
 
     result = run()
@@ -344,8 +333,9 @@ def test_the_prompt_path_end_to_end_against_a_local_server(
     assert first.targets == [QUESTION_ANSWERING]  # ResponseError at question-answering
     assert first.candidate is not None and first.candidate.accepted, first.candidate
     assert result.final["heldout"] > result.initial["heldout"]
-    assert result.config.prompts[QUESTION_ANSWERING].text.endswith(QUOTE)
-    assert result.config.prompts[QUESTION_ANSWERING].version == 2
+    assert result.config.prompts[QUESTION_ANSWERING].endswith(QUOTE)
+    accepted = (out / "run" / "accepted" / "prompts.toml").read_text()
+    assert "version = 2" in accepted and QUOTE in accepted
     reflections = [r for r in fake_openai.chat_requests if "<prompt>" in json.dumps(r.body)]
     # the malformed reply was answered with a repair request, then given up on; the next
     # reflection's proposal was parsed and kept

@@ -6,25 +6,20 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr
-from test_optimize import CLASSES
+from test_optimize import CLASSES, mem0
 
 from memtrace.llm import LLMClient
 from memtrace.optimize.gepa_adapter import CaseRef, MemtraceAdapter
+from memtrace.optimize.plugin import CaseResult
 from memtrace.optimize.routing import route
 from memtrace.optimize.scoring import Blame, Budget, Evaluator
 from memtrace.settings import LLMSettings
-from memtrace.systems.config import SystemConfig
-from memtrace.systems.core import QuestionResult
-from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
-from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.prompts import QUESTION_ANSWERING, UPDATE_DECISION
 
 
 def adapter(tmp_path: Path, guided: bool) -> MemtraceAdapter:
-    convs = load_locomo(SAMPLE_PATH)
-    evaluator = Evaluator(
-        "mem0", OfflineBackend(), {"train": convs[:1]}, Budget(10), tmp_path / "e.jsonl"
-    )
+    system = mem0()
+    evaluator = Evaluator(system, {"train": ["1"]}, Budget(10), tmp_path / "e.jsonl")
     client = LLMClient(LLMSettings(base_url="http://127.0.0.1:9/v1", api_key=SecretStr("k")), None)
     blames = {
         "locomo-qa-1-1": Blame("question-answering", "ResponseError", "context held it"),
@@ -32,7 +27,7 @@ def adapter(tmp_path: Path, guided: bool) -> MemtraceAdapter:
     }
     return MemtraceAdapter(
         evaluator,
-        SystemConfig(),
+        system.configuration(),
         client,
         budget=evaluator.budget,
         routing=route(CLASSES, "prompts") if guided else None,
@@ -43,8 +38,8 @@ def adapter(tmp_path: Path, guided: bool) -> MemtraceAdapter:
 def failed(*numbers: int) -> list[dict[str, Any]]:
     return [
         {
-            "case": CaseRef(1, f"locomo-qa-1-{n}"),
-            "result": QuestionResult(f"locomo-qa-1-{n}", "single-hop", False, "no idea"),
+            "case": CaseRef("1", f"locomo-qa-1-{n}"),
+            "result": CaseResult(f"locomo-qa-1-{n}", "1", False, "no idea", "Where?", "Oslo"),
         }
         for n in numbers
     ]
@@ -60,7 +55,8 @@ def test_guided_feedback_keeps_the_cases_blamed_on_an_operation_reading_the_prom
         "UpdateError at memory_system.update_memory_decision: merged",
     ]
     assert rows[0]["Generated Outputs"] == "no idea"
-    assert rows[0]["Feedback"].startswith("wrong answer, expected ")
+    assert rows[0]["Feedback"].startswith("wrong answer, expected Oslo")
+    assert rows[0]["Inputs"] == "Where?"
 
 
 def test_unguided_feedback_is_the_answer_only(tmp_path: Path) -> None:

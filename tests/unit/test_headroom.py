@@ -15,12 +15,13 @@ from memtrace.errors import OutOfBudget
 from memtrace.optimize import OptimizeOptions, loop, route
 from memtrace.optimize.feedback import BudgetedReplayer
 from memtrace.optimize.loop import Trial
+from memtrace.optimize.plugin import Configuration
+from memtrace.optimize.reference import ReferenceSystem
 from memtrace.optimize.routing import Routing
 from memtrace.optimize.scoring import Budget, Evaluator, Score
 from memtrace.patterns import CLASS_COLUMNS
 from memtrace.patterns.classes import class_key
 from memtrace.patterns.headroom import BlamedOp, ReplayedAnswer, explain, what_if
-from memtrace.systems.config import SystemConfig
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.offline import OfflineBackend
 
@@ -223,10 +224,12 @@ class ReplayingFeedback:
         self.replayer = replayer
         self.measured: dict[str, pd.DataFrame] = {}
 
-    def classes(self, config: SystemConfig) -> pd.DataFrame:
+    def classes(self, config: Configuration) -> pd.DataFrame:
         return CLASSES
 
-    def headroom(self, config: SystemConfig, classes: pd.DataFrame, keys: set[str]) -> pd.DataFrame:
+    def headroom(
+        self, config: Configuration, classes: pd.DataFrame, keys: set[str]
+    ) -> pd.DataFrame:
         if config.key() not in self.measured:
             budgeted = BudgetedReplayer(self.replayer, self.evaluator.budget)
             result = what_if(classes, BLAMED, budgeted, fix_alone=False, joint_top=0, only=keys)
@@ -234,13 +237,18 @@ class ReplayingFeedback:
         return self.measured[config.key()]
 
 
+def mem0() -> ReferenceSystem:
+    return ReferenceSystem("mem0", OfflineBackend(), load_locomo(SAMPLE_PATH))
+
+
 class TopKEvaluator(Evaluator):
     """Train accuracy rises with min_content_words, held-out stays: every trial is scored
     without running a system (1 train + 2 held-out conversations)."""
 
-    def score(self, config: SystemConfig, split: str) -> Score:
+    def score(self, config: Configuration, split: str) -> Score:
         self.budget.charge(self.cost(split), cached=False)
-        return Score(40 + config.params.min_content_words if split == "train" else 40, 100)
+        words = int(config.params["min_content_words"])
+        return Score(40 + words if split == "train" else 40, 100)
 
 
 @dataclass
@@ -251,7 +259,7 @@ class Searched:
 
     def __call__(
         self,
-        incumbent: SystemConfig,
+        incumbent: Configuration,
         targets: Sequence[str],
         routing: Routing | None,
         round_number: int,
@@ -263,11 +271,9 @@ class Searched:
 def test_the_loop_pays_replays_from_the_budget_and_searches_only_what_has_headroom(
     tmp_path: Path,
 ) -> None:
-    convs = load_locomo(SAMPLE_PATH)
     evaluator = TopKEvaluator(
-        "mem0", OfflineBackend(), {"train": convs[:1], "heldout": convs[1:]}, Budget(12),
-        tmp_path / "evaluations.jsonl",
-    )  # fmt: skip
+        mem0(), {"train": ["1"], "heldout": ["2", "3"]}, Budget(12), tmp_path / "evaluations.jsonl"
+    )
     replayer = toy()
     options = OptimizeOptions("mem0", "unit", rounds=2, trials=1, budget=12, route_by="headroom")
     searched = Searched()

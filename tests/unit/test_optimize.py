@@ -13,11 +13,13 @@ import pytest
 from memtrace.errors import ConfigError
 from memtrace.optimize import OptimizeOptions, RoundSummary, accept, loop, route, run_optimization
 from memtrace.optimize.loop import Trial
+from memtrace.optimize.plugin import Configuration
+from memtrace.optimize.reference import ReferenceSystem
 from memtrace.optimize.routing import Routing
 from memtrace.optimize.scoring import Budget, Evaluator, Score
 from memtrace.patterns import CLASS_COLUMNS
 from memtrace.patterns.classes import class_key
-from memtrace.systems.config import SystemConfig, read_config
+from memtrace.systems.config import read_config
 from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.offline import OfflineBackend
 from memtrace.systems.prompts import QUESTION_ANSWERING
@@ -207,7 +209,7 @@ class TableFeedback:
         self.frame = classes
         self.calls = 0
 
-    def classes(self, config: SystemConfig) -> pd.DataFrame:
+    def classes(self, config: Configuration) -> pd.DataFrame:
         self.calls += 1
         return self.frame
 
@@ -224,8 +226,8 @@ class ScriptedEvaluator(Evaluator):
     }
     SPLITS: ClassVar[tuple[str, ...]] = ("train", "heldout", "test")
 
-    def _evaluate(self, config: SystemConfig, split: str) -> Score:
-        correct = self.TABLE[config.params.top_k][self.SPLITS.index(split)]
+    def _evaluate(self, config: Configuration, split: str) -> Score:
+        correct = self.TABLE[int(config.params["top_k"])][self.SPLITS.index(split)]
         return self.cached(config, split) or self.remember(config, split, Score(correct, 100))
 
 
@@ -234,7 +236,7 @@ def scripted_proposer(*values: int) -> Any:
         evaluator: Evaluator, feedback: Any, options: OptimizeOptions, budget: Budget
     ) -> Any:
         def propose(
-            incumbent: SystemConfig, targets: Sequence[str], routing: Routing | None, number: int
+            incumbent: Configuration, targets: Sequence[str], routing: Routing | None, number: int
         ) -> list[Trial]:
             config = incumbent.with_params(top_k=values[number - 1])
             return [(config, evaluator.score(config, "train"))]
@@ -244,16 +246,20 @@ def scripted_proposer(*values: int) -> Any:
     return factory
 
 
+def mem0() -> ReferenceSystem:
+    """The reference mem0, offline, on the shipped sample (a plugin like any other)."""
+    return ReferenceSystem("mem0", OfflineBackend(), load_locomo(SAMPLE_PATH))
+
+
 def scripted_run(tmp_path: Path, budget: int = 100, test: bool = False, **kwargs: Any) -> Any:
-    convs = load_locomo(SAMPLE_PATH)
+    system = mem0()
+    ids = system.case_ids()
     options = OptimizeOptions("mem0", "unit", rounds=3, trials=1, budget=budget, guided=False)
-    splits = {"train": convs[:1], "heldout": convs[1:]}
+    splits = {"train": ids[:1], "heldout": ids[1:]}
     if test:
-        splits = {"train": convs[:1], "heldout": convs[1:2], "test": convs[2:]}
+        splits = {"train": ids[:1], "heldout": ids[1:2], "test": ids[2:]}
     spent = Budget(budget)
-    evaluator = ScriptedEvaluator(
-        "mem0", OfflineBackend(), splits, spent, tmp_path / "evaluations.jsonl"
-    )
+    evaluator = ScriptedEvaluator(system, splits, spent, tmp_path / "evaluations.jsonl")
     proposer = scripted_proposer(3, 20, 25)(evaluator, None, options, spent)
     return loop.optimize(options, evaluator, proposer, tmp_path, budget=spent, **kwargs)
 
@@ -278,7 +284,7 @@ def test_a_held_out_worse_candidate_is_rejected_a_better_one_kept_both_recorded(
     accepted = read_config(
         tmp_path / "accepted" / "prompts.toml", tmp_path / "accepted" / "params.toml"
     )
-    assert accepted == result.config and accepted.params.top_k == 25
+    assert mem0().configuration(accepted) == result.config and accepted.params.top_k == 25
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["changes"] == {"parameter:top_k": [10, 25]}
 
@@ -299,9 +305,9 @@ def test_the_test_split_is_reported_after_each_round_decides_nothing_and_costs_n
     # initial 2 runs, then per round 1 trial + 1 held-out check: the test split is not charged
     assert result.budget_spent == 2 + 3 * 2
     with pytest.raises(ValueError, match="reported"):
-        ScriptedEvaluator(
-            "mem0", OfflineBackend(), {"test": []}, Budget(1), tmp_path / "e.jsonl"
-        ).score(SystemConfig(), "test")
+        ScriptedEvaluator(mem0(), {"test": []}, Budget(1), tmp_path / "e.jsonl").score(
+            mem0().configuration(), "test"
+        )
 
 
 def test_the_budget_bounds_every_run(tmp_path: Path) -> None:
@@ -332,52 +338,45 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
 
 def test_a_run_directory_refuses_other_options(tmp_path: Path) -> None:
     scripted_run(tmp_path)
-    convs = load_locomo(SAMPLE_PATH)
+    system = mem0()
+    ids = system.case_ids()
     with pytest.raises(ConfigError, match="other options \\(seed\\)"):
         run_optimization(
             OptimizeOptions("mem0", "unit", rounds=3, trials=1, guided=False, seed=1),
-            convs[:1],
-            convs[1:],
+            system,
+            ids[:1],
+            ids[1:],
             tmp_path,
-            backend=OfflineBackend(),
             db=None,
         )
     with pytest.raises(ConfigError, match="both train and heldout"):
-        run_optimization(
-            OptimizeOptions("mem0", "x"),
-            convs[:2],
-            convs[1:],
-            tmp_path / "x",
-            backend=OfflineBackend(),
-            db=None,
-        )
+        run_optimization(OptimizeOptions("mem0", "x"), system, ids[:2], ids[1:], tmp_path, db=None)
     with pytest.raises(ConfigError, match="both heldout and test"):
         run_optimization(
             OptimizeOptions("mem0", "x"),
-            convs[:1],
-            convs[1:2],
+            system,
+            ids[:1],
+            ids[1:2],
             tmp_path / "x",
-            backend=OfflineBackend(),
             db=None,
-            test=convs[1:],
+            test=ids[1:],
         )
+    with pytest.raises(ConfigError, match="--train: 99 not among the system's ids"):
+        run_optimization(OptimizeOptions("mem0", "x"), system, ["99"], ids[1:], tmp_path, db=None)
 
 
 def test_the_offline_parameter_loop_runs_real_systems_and_writes_strict_json(
     tmp_path: Path,
 ) -> None:
-    convs = load_locomo(SAMPLE_PATH)
+    system = mem0()
+    ids = system.case_ids()
     feedback = TableFeedback(CLASSES)
     options = OptimizeOptions("mem0", "unit", rounds=2, trials=3, budget=40)
     from memtrace.optimize import parameter_proposer
 
     budget = Budget(40)
     evaluator = Evaluator(
-        "mem0",
-        OfflineBackend(),
-        {"train": convs[:1], "heldout": convs[1:]},
-        budget,
-        tmp_path / "evaluations.jsonl",
+        system, {"train": ids[:1], "heldout": ids[1:]}, budget, tmp_path / "evaluations.jsonl"
     )
     result = loop.optimize(
         options,
@@ -389,7 +388,9 @@ def test_the_offline_parameter_loop_runs_real_systems_and_writes_strict_json(
     )
     assert feedback.calls >= 1 and result.budget_spent <= 40
     for r in result.rounds:
-        assert r.targets == ["top_k", "none_threshold", "update_threshold"]
+        # the answer class's table row names no parameter: answer_items is the one the
+        # system declares its answer operation reads (ReferenceSystem.knobs)
+        assert r.targets == ["top_k", "answer_items", "none_threshold", "update_threshold"]
         assert all(set(t["changes"]) <= {f"parameter:{n}" for n in r.targets} for t in r.trials)
     json.loads((tmp_path / "summary.json").read_text())  # strict JSON
 
