@@ -23,6 +23,7 @@ from memtrace.attribution.pipeline import (
     analyse_case,
     evaluation_rows,
     failure_summary,
+    has_labels,
     resolve_case,
     run_attribution,
     unscored_cases,
@@ -221,6 +222,8 @@ def attribute_command(
         wall_seconds = time.perf_counter() - started
         # named cases are attributed whatever their score; otherwise say what was never taken
         unscored = unscored_cases(store, trace_id) if cases is None else None
+        written = not no_write and not as_json and bool(verdicts)
+        next_step = _next_step(store, resolved, trace_id) if written else ""
     if as_json:
         records = [memtrace_record(v) for v in verdicts]
         records += [_unscored_record(*case) for case in (unscored.ids if unscored else [])]
@@ -245,9 +248,19 @@ def attribute_command(
     if failures:
         err.print(f"[yellow]warning:[/] {escape(failures)}", highlight=False, soft_wrap=True)
     if not no_write and not as_json:
-        console.print(
-            f"written as run [bold]{resolved}[/]; score it with `memtrace eval --run-id {resolved}`"
-        )
+        console.print(f"written as run [bold]{resolved}[/]; {next_step}")
+
+
+def _next_step(store: AttributionStore, run_id: str, trace_id: str | None) -> str:
+    """Where to go from a written run: scoring it where its cases have labels, else the
+    classes and the review that makes labels (``eval`` would find nothing to score)."""
+    if has_labels(store, run_id, trace_id):
+        return f"score it with `memtrace eval --run-id {run_id}`"
+    return (
+        f"its failure classes: `memtrace patterns --run {run_id}`; no case has a label to score "
+        "it against (`memtrace review` confirms or corrects verdicts, then `memtrace eval "
+        "--labels human` scores them)"
+    )
 
 
 def _unscored_record(trace_id: str, case_id: str) -> dict[str, Any]:

@@ -116,7 +116,9 @@ class SystemReplayer:
         self.system = system
         self.error_types = dict(error_types or {})
         operations = [r for r in records if r.get("type") == "operation"]
-        self._kinds = {str(r["id"]): str(r.get("kind") or r.get("category") or "") for r in operations}
+        self._kinds = {
+            str(r["id"]): str(r.get("kind") or r.get("category") or "") for r in operations
+        }
         self._names = {str(r["id"]): str(r.get("name") or "") for r in operations}
         self._recorded = {str(r["id"]): _passed(r) for r in records if r.get("type") == "case"}
         self.answer_ops = answer_ops(records)

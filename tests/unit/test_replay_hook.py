@@ -3,12 +3,14 @@ the plugin point's specs and refusals."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 from memtrace.attribution.counterfactual import Suspect, executed_label
 from memtrace.errors import ConfigError, NotReplayableError
+from memtrace.patterns.headroom import ReplayedAnswer
 from memtrace.replay import can_replay, replay_refusal
 from memtrace.replay.hook import STEP, Replayed, SystemReplayer
 from memtrace.replay.plugins import load_factory
@@ -137,3 +139,46 @@ def test_replayer_specs_and_refusals_are_one_line_each() -> None:
     why = replay_refusal("mine")
     assert why is not None and "--replayer module:attr" in why and "memtrace.replayers" in why
     assert not can_replay("mem0", source="smartcomment")
+
+
+def test_the_answer_op_without_a_step_gets_the_gold_answer_in_a_what_if(tmp_path: Path) -> None:
+    """docs/replay.md advises leaving the answer op without a step: a class what-if then
+    gives it the answer step's oracle (the gold answer, nothing re-run), as for our systems."""
+
+    class NoAnswerStep(ToySystem):
+        def run(self, repaired: frozenset[str] = frozenset()) -> tuple[bool, str]:
+            with operation("toy.answer", kind="generation") as answer:
+                read(variable("q1", QUESTION, class_name="query"))
+            self.answer_id = answer.id
+            return super().run(repaired)
+
+    path = tmp_path / "toy.jsonl"
+    system = NoAnswerStep()
+    with trace(path, "toy-1", system="toy", clock=SimClock()):
+        system.run()
+    replayer = SystemReplayer(path, system)
+    assert replayer.answer_ops == {system.answer_id}
+    repaired = {"q1": [system.answer_id]}
+    assert replayer.joint_cost(repaired) == 0
+    assert dict(replayer.replay_jointly(repaired)) == {"q1": ReplayedAnswer(True)}
+    assert replayer.replays == 0
+    extract = next(op for op, step in replayer.steps.items() if step == "extract:m1")
+    with pytest.raises(NotReplayableError, match=r"names no replay step.*docs/replay.md"):
+        replayer.replay_jointly({"q1": ["op-999999"]})
+    assert replayer.replay_jointly({"q1": [extract]})["q1"] == ReplayedAnswer(False)
+
+
+def test_a_replayer_module_is_found_in_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my_replay_i40.py").write_text("def make(trace):\n    return trace\n")
+    (tmp_path / "broken_replay_i40.py").write_text("import no_such_dependency_i40\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    assert load_factory("my_replay_i40:make")("x") == "x"
+    # a module that is found but imports something missing: that is what the error names
+    with pytest.raises(ConfigError, match=r"importing 'broken_replay_i40' failed.*no_such_dep"):
+        load_factory("broken_replay_i40:make")
+    monkeypatch.chdir(tmp_path.parent)
+    with pytest.raises(ConfigError, match=r"no module 'elsewhere_i40'.*PYTHONPATH"):
+        load_factory("elsewhere_i40:make")
