@@ -340,6 +340,12 @@ def _explain_tree(analysis: Analysis) -> Tree:
     tree.add(f"question: {anchor.question}")
     tree.add(f"gold: {', '.join(anchor.golden_answers)}")
     tree.add(f"prediction: {anchor.prediction}")
+    uncovered = [e.id for e in analysis.graph.evidence if not e.covers]
+    if uncovered:
+        tree.add(
+            "[yellow]no retrieved message covers the gold answer[/]: followed the best-ranked "
+            f"statement {', '.join(uncovered)}, which may not hold it"
+        )
     trails = tree.add("[bold]evidence trails[/]")
     for trail in analysis.trails:
         role = "key sentence" if trail.role == "key" else f"holds {', '.join(trail.answer_words)}"
