@@ -255,6 +255,11 @@ class AttributionStore:
         rows = self.db.run(get_query("attribution/trace_state"), trace_id=trace_id)
         return str(rows[0]["load_state"]) if rows else None
 
+    def trace_system(self, trace_id: str) -> str | None:
+        """The system the trace was written with (None when it names none)."""
+        rows = self.db.run(get_query("attribution/trace_state"), trace_id=trace_id)
+        return str(rows[0]["system"]) if rows and rows[0]["system"] else None
+
     def run_exists(self, run_id: str) -> bool:
         rows = self.db.run(get_query("attribution/run_exists"), run_id=run_id)
         return bool(rows and rows[0]["found"])

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from rich.table import Table
 from rich.tree import Tree
 
+from memtrace.attribution import calibration
 from memtrace.attribution.evaluate import score
 from memtrace.attribution.evidence import EVIDENCE_MODES, RETRIEVAL_QUERIES, RETRIEVERS
 from memtrace.attribution.judges import Judge
@@ -334,7 +335,7 @@ def eval_command(
     )
 
 
-def _explain_tree(analysis: Analysis) -> Tree:
+def _explain_tree(analysis: Analysis, system: str | None) -> Tree:
     anchor, verdict = analysis.anchor, analysis.verdict
     tree = Tree(f"[bold]case {anchor.case_id}[/] ({anchor.trace_id})")
     tree.add(f"question: {anchor.question}")
@@ -374,6 +375,7 @@ def _explain_tree(analysis: Analysis) -> Tree:
         f"[bold]verdict[/]: {verdict.error_type} at {verdict.op_id} "
         f"(judge {verdict.judge}, confidence {verdict.confidence:.2f}) - {verdict.reason}"
     )
+    tree.add(f"confidence: {calibration.describe(verdict.judge, system)}")
     if verdict.replay_outcomes:
         tree.add(_replay_tree(json.loads(verdict.replay_outcomes)))
     if verdict.overridden_from:
@@ -428,6 +430,7 @@ def explain_command(
         replayers = LoadedTraces(db, settings, replayer)
         chosen = _judge(judge, settings, replayers, [resolved], as_json)
         analysis = analyse_case(store, chosen, resolved, case_id, options)
+        system = store.trace_system(resolved)
     answer_seq = analysis.anchor.answer.seq if analysis.anchor.answer else 0
     cypher = explain_cypher(resolved, case_id, answer_seq)
     if as_json:
@@ -447,9 +450,10 @@ def explain_command(
             for t in analysis.trails
         ]
         record["candidates"] = [c.op.id for c in analysis.candidates]
+        record["confidence_scale"] = calibration.scale(analysis.verdict.judge, system)
         record["cypher"] = cypher
         click.echo(strict_json(record))
         return
-    console.print(_explain_tree(analysis))
+    console.print(_explain_tree(analysis, system))
     console.print("\n[bold]Paste into Neo4j Browser:[/]")
     console.print(cypher, markup=False, highlight=False, soft_wrap=True)

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from memtrace.errors import MemtraceError, NotReplayableError
-from memtrace.loaders.kinds import derive_kind
 from memtrace.patterns.headroom import ReplayedAnswer
 from memtrace.replay.engine import CaseReplay
 from memtrace.settings import Settings
@@ -215,8 +214,8 @@ class SystemReplayer:
 
 def answer_ops(records: Sequence[Mapping[str, Any]]) -> frozenset[str]:
     """The answer operations of a trace's cases, without a replay step: per case, a generation
-    op that reads its question or writes its prediction (as attribution finds a case's answer
-    op, ``case_anchor.cypher``)."""
+    op (its kind, as loaded, or its category) that reads its question or writes its prediction
+    (as attribution finds a case's answer op, ``case_anchor.cypher``)."""
     cases = [r for r in records if r.get("type") == "case"]
     asked = {str(c.get("query")) for c in cases}
     predicted = {str(c.get("prediction")) for c in cases if c.get("prediction")}
@@ -224,8 +223,7 @@ def answer_ops(records: Sequence[Mapping[str, Any]]) -> frozenset[str]:
         str(r["id"])
         for r in records
         if r.get("type") == "operation"
-        and (r.get("kind") or derive_kind(str(r.get("name") or ""), r.get("category")))
-        == "generation"
+        and "generation" in (r.get("kind"), r.get("category"))
         and STEP not in (r.get("metadata") or {})
         and (asked & set(r.get("reads") or ()) or predicted & set(r.get("writes") or ()))
     )
