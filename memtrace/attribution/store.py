@@ -36,9 +36,18 @@ FLOW_DEPTH = 12  # FLOWS_TO steps followed from an evidence message (enough for 
 VALUE_BUDGET = 600  # characters per input/output value in a judge's operation view
 
 
-def explain_cypher(trace_id: str, case_id: str, max_seq: int) -> str:
-    """The explain view (``explain_view.cypher``) with :param lines, ready for Neo4j Browser."""
-    params = {"trace_id": trace_id, "case_id": case_id, "max_seq": max_seq}
+def explain_cypher(
+    trace_id: str, case_id: str, max_seq: int, message_ids: Sequence[str] = ()
+) -> str:
+    """The explain view (``explain_view.cypher``) with :param lines, ready for Neo4j Browser,
+    starting from ``message_ids``: the messages the judge started from (``CaseGraph.evidence``:
+    the gold evidence, or what ``--evidence retrieved`` found)."""
+    params = {
+        "trace_id": trace_id,
+        "case_id": case_id,
+        "message_ids": list(message_ids),
+        "max_seq": max_seq,
+    }
     lines = [f":param {key} => {json.dumps(value)};" for key, value in params.items()]
     return "\n".join([*lines, get_query("attribution/explain_view").text])
 

@@ -432,7 +432,8 @@ def explain_command(
         analysis = analyse_case(store, chosen, resolved, case_id, options)
         system = store.trace_system(resolved)
     answer_seq = analysis.anchor.answer.seq if analysis.anchor.answer else 0
-    cypher = explain_cypher(resolved, case_id, answer_seq)
+    started = [e.id for e in analysis.graph.evidence]  # where the judge started
+    cypher = explain_cypher(resolved, case_id, answer_seq, started)
     if as_json:
         record = memtrace_record(analysis.verdict)
         record["trails"] = [

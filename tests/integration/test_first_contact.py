@@ -124,6 +124,18 @@ def test_a_users_system_gets_verdicts_what_if_and_labels(traced: Traced, tmp_pat
     }, out
     assert classes["ResponseError"]["replays"] == 0  # nothing re-runs for the gold answer
 
+    # explain: the answer told in a question is found by --evidence retrieved, the Browser
+    # query starts from it, and the confidence says it is a prior here
+    code, out = invoke("explain", "q-allergy", "--trace", run, "--evidence", "retrieved")
+    assert code == 0, out
+    assert ':param message_ids => ["msg-m2@1"];' in out
+    assert "no retrieved message covers" not in out
+    assert "confidence: not calibrated on pamem" in out
+    code, out = invoke("explain", "q-allergy", "--trace", run, "--judge", "replay",
+                       "--replayer", REPLAYER, "--json")  # fmt: skip
+    assert code == 0, out
+    assert json.loads(out)["confidence_scale"] == "observed"
+
     code, out = invoke("report", "--run", run, "--out", str(tmp_path / "report.html"))
     assert code == 0, out
 
