@@ -12,7 +12,7 @@ from memtrace.attribution.counterfactual import Suspect, executed_label
 from memtrace.errors import ConfigError, NotReplayableError
 from memtrace.patterns.headroom import ReplayedAnswer
 from memtrace.replay import can_replay, replay_refusal
-from memtrace.replay.hook import STEP, Replayed, SystemReplayer
+from memtrace.replay.hook import STEP, Replayed, ReplayTrace, SystemReplayer
 from memtrace.replay.plugins import load_factory
 from memtrace.tracing import SimClock, case, operation, read, trace, variable
 
@@ -175,7 +175,9 @@ def test_a_replayer_module_is_found_in_the_current_folder(
     (tmp_path / "broken_replay_i40.py").write_text("import no_such_dependency_i40\n")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
-    assert load_factory("my_replay_i40:make")("x") == "x"
+    trace = ReplayTrace("t", "mine", [])
+    made: object = load_factory("my_replay_i40:make")(trace)
+    assert made is trace
     # a module that is found but imports something missing: that is what the error names
     with pytest.raises(ConfigError, match=r"importing 'broken_replay_i40' failed.*no_such_dep"):
         load_factory("broken_replay_i40:make")
