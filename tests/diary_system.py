@@ -47,6 +47,7 @@ class Mistakes:
     gold: bool = True
     evidence: bool = True
     message_category: str | None = "message"
+    memory_sources: bool = True  # a new memory made from its message (an edge into it)
 
 
 def run_diary(path: Path, mistakes: Mistakes, trace_id: str = "diary") -> list[Finding]:
@@ -65,7 +66,10 @@ def run_diary(path: Path, mistakes: Mistakes, trace_id: str = "diary") -> list[F
                         write(entries[topic])
                 else:
                     entries[topic] = variable(
-                        f"note-{topic}", text, category=mistakes.memory_category
+                        f"note-{topic}",
+                        text,
+                        category=mistakes.memory_category,
+                        sources=(message,) if mistakes.memory_sources else (),
                     )
                     write(entries[topic])
         for n, (case_id, question_text, gold) in enumerate(QUESTIONS):

@@ -124,7 +124,8 @@ def retrieved_evidence(
     """Top-k messages for the question, filtered by the gold answer (which the query never saw).
 
     Kept: the (at most ``MAX_RETRIEVED``) messages covering the most of the gold answer's content
-    words, if they cover at least half; else the best-ranked message that is not a question.
+    words, if they cover at least half (a question only when no statement does); else the
+    best-ranked message that is not a question, marked ``covers=False`` (explain says so).
     Every retrieved message would otherwise count as needed evidence, and an irrelevant one whose
     sentence was (rightly) never stored would be blamed on extraction.
 
@@ -182,8 +183,11 @@ def retrieved_evidence(
         (i for i in top if not asks_only(texts[i])),
         key=lambda i: (other_speaker(i), -min(coverage(i), 0.5)),
     )
+    # A question can tell as well as ask ("Did I ever tell you I'm allergic to peanuts?"): when
+    # no statement covers the answer, a question that does is the evidence.
+    covers = [i for i in top if coverage(i) >= 0.5]
     covering = sorted(
-        (i for i in top if coverage(i) >= 0.5 and not asks_only(texts[i])),
+        [i for i in covers if not asks_only(texts[i])] or covers,
         key=lambda i: (
             -coverage(i),
             -own_coverage(i),
@@ -216,6 +220,7 @@ def retrieved_evidence(
             rank=ranks[i],
             speaker=(speakers or {}).get(i),
             said_on=(dates or {}).get(i),
+            covers=bool(covering),
         )
         for i in chosen
     )

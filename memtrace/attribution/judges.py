@@ -121,7 +121,7 @@ def _where_it_went(trail: Trail) -> str:
         words = ", ".join(map(repr, trail.answer_words))
         sentence = f"sentence {trail.key_sentence!r} of {trail.message_id} (gold answer: {words})"
     if trail.stage == "context":
-        return f"{sentence} reached the answer's context"
+        return f"{sentence} {trail.detail}"  # reached it, or a copy from another message did
     at = f" at {trail.stop.name or trail.stop.kind} {trail.stop.id}" if trail.stop else ""
     spared = "" if trail.needed else " (its gold-answer words are in the context all the same)"
     return f"{sentence} stopped{at}: {trail.detail}{spared}"

@@ -87,6 +87,9 @@ class Evidence:
     seq: int = 0  # the message variable's seq: nothing before it can have lost it
     speaker: str | None = None  # who said it, where the message's value says
     said_on: date | None = None  # the day it was said, where the message's value says
+    # retrieved evidence: it covers the gold answer (at least half its words); False when no
+    # retrieved message did and this is only the best-ranked statement
+    covers: bool = True
 
 
 @dataclass(frozen=True)

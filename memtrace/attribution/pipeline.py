@@ -356,6 +356,13 @@ def resolve_case(store: AttributionStore, case_id: str, trace_id: str | None) ->
     return traces[0]
 
 
+def has_labels(store: AttributionStore, run_id: str, trace_id: str | None = None) -> bool:
+    """Whether run ``run_id`` attributed a case with a label ``evaluation_rows`` scores (so
+    that ``memtrace eval`` is worth suggesting)."""
+    rows = store.evaluation_rows(run_id, trace_id)
+    return bool((rows["judge"].notna() & ~rows["label_type"].isin(ANNOTATION_ONLY_TYPES)).any())
+
+
 def evaluation_rows(
     store: AttributionStore,
     run_id: str | None,

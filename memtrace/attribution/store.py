@@ -36,9 +36,18 @@ FLOW_DEPTH = 12  # FLOWS_TO steps followed from an evidence message (enough for 
 VALUE_BUDGET = 600  # characters per input/output value in a judge's operation view
 
 
-def explain_cypher(trace_id: str, case_id: str, max_seq: int) -> str:
-    """The explain view (``explain_view.cypher``) with :param lines, ready for Neo4j Browser."""
-    params = {"trace_id": trace_id, "case_id": case_id, "max_seq": max_seq}
+def explain_cypher(
+    trace_id: str, case_id: str, max_seq: int, message_ids: Sequence[str] = ()
+) -> str:
+    """The explain view (``explain_view.cypher``) with :param lines, ready for Neo4j Browser,
+    starting from ``message_ids``: the messages the judge started from (``CaseGraph.evidence``:
+    the gold evidence, or what ``--evidence retrieved`` found)."""
+    params = {
+        "trace_id": trace_id,
+        "case_id": case_id,
+        "message_ids": list(message_ids),
+        "max_seq": max_seq,
+    }
     lines = [f":param {key} => {json.dumps(value)};" for key, value in params.items()]
     return "\n".join([*lines, get_query("attribution/explain_view").text])
 
@@ -254,6 +263,11 @@ class AttributionStore:
         """The trace's load_state, or None when no such trace exists."""
         rows = self.db.run(get_query("attribution/trace_state"), trace_id=trace_id)
         return str(rows[0]["load_state"]) if rows else None
+
+    def trace_system(self, trace_id: str) -> str | None:
+        """The system the trace was written with (None when it names none)."""
+        rows = self.db.run(get_query("attribution/trace_state"), trace_id=trace_id)
+        return str(rows[0]["system"]) if rows and rows[0]["system"] else None
 
     def run_exists(self, run_id: str) -> bool:
         rows = self.db.run(get_query("attribution/run_exists"), run_id=run_id)

@@ -194,7 +194,8 @@ def _held(sentence: str, words: dict[str, str]) -> tuple[str, ...]:
 def _trace_sentence(graph: CaseGraph, evidence: Evidence, sentence: str) -> Trail:
     words = content_words(sentence)
     if holds(words, (value for _, value in graph.context)):
-        return Trail(evidence.id, sentence, "context", None, None, "reached the answer's context")
+        detail = _reached(graph, evidence, words)
+        return Trail(evidence.id, sentence, "context", None, None, detail)
     cutoff = question_cutoff(graph)
     holders = [m for m in graph.memories if m.seq < cutoff and holds(words, [m.value])]
     live = [m for m in holders if _live(m, cutoff)]
@@ -216,6 +217,26 @@ def _trace_sentence(graph: CaseGraph, evidence: Evidence, sentence: str) -> Trai
     steps = [s for s in graph.flow if s.message_id == evidence.id]
     stop, why = _extraction_stop(steps, words)
     return Trail(evidence.id, sentence, "lost", stop, "ExtractionError", why, held)
+
+
+REACHED = "reached the answer's context"
+
+
+def _reached(graph: CaseGraph, evidence: Evidence, words: frozenset[str]) -> str:
+    """How a sentence the context holds got there, as far as the trace shows: when this
+    message's own extraction wrote nothing holding it, the context's copy came from another
+    message (a similar note), and the reason says so rather than that this one reached it."""
+    steps = [s for s in graph.flow if s.message_id == evidence.id]
+    if any(holds(words, [s.target_value]) for s in steps):
+        return REACHED
+    extraction = next((s.op for s in steps if s.op.kind == "extraction"), None)
+    if extraction is None:
+        return REACHED
+    return (
+        f"is in the answer's context, but not from {evidence.id}: its extraction "
+        f"{extraction.name or extraction.kind} {extraction.id} wrote nothing holding it (the "
+        "context's copy came from another message)"
+    )
 
 
 def trace_all(graph: CaseGraph) -> list[Trail]:

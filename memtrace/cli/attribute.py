@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 from rich.table import Table
 from rich.tree import Tree
 
+from memtrace.attribution import calibration
 from memtrace.attribution.evaluate import score
 from memtrace.attribution.evidence import EVIDENCE_MODES, RETRIEVAL_QUERIES, RETRIEVERS
 from memtrace.attribution.judges import Judge
@@ -23,6 +24,7 @@ from memtrace.attribution.pipeline import (
     analyse_case,
     evaluation_rows,
     failure_summary,
+    has_labels,
     resolve_case,
     run_attribution,
     unscored_cases,
@@ -221,6 +223,8 @@ def attribute_command(
         wall_seconds = time.perf_counter() - started
         # named cases are attributed whatever their score; otherwise say what was never taken
         unscored = unscored_cases(store, trace_id) if cases is None else None
+        written = not no_write and not as_json and bool(verdicts)
+        next_step = _next_step(store, resolved, trace_id) if written else ""
     if as_json:
         records = [memtrace_record(v) for v in verdicts]
         records += [_unscored_record(*case) for case in (unscored.ids if unscored else [])]
@@ -245,9 +249,19 @@ def attribute_command(
     if failures:
         err.print(f"[yellow]warning:[/] {escape(failures)}", highlight=False, soft_wrap=True)
     if not no_write and not as_json:
-        console.print(
-            f"written as run [bold]{resolved}[/]; score it with `memtrace eval --run-id {resolved}`"
-        )
+        console.print(f"written as run [bold]{resolved}[/]; {next_step}")
+
+
+def _next_step(store: AttributionStore, run_id: str, trace_id: str | None) -> str:
+    """Where to go from a written run: scoring it where its cases have labels, else the
+    classes and the review that makes labels (``eval`` would find nothing to score)."""
+    if has_labels(store, run_id, trace_id):
+        return f"score it with `memtrace eval --run-id {run_id}`"
+    return (
+        f"its failure classes: `memtrace patterns --run {run_id}`; no case has a label to score "
+        "it against (`memtrace review` confirms or corrects verdicts, then `memtrace eval "
+        "--labels human` scores them)"
+    )
 
 
 def _unscored_record(trace_id: str, case_id: str) -> dict[str, Any]:
@@ -321,12 +335,18 @@ def eval_command(
     )
 
 
-def _explain_tree(analysis: Analysis) -> Tree:
+def _explain_tree(analysis: Analysis, system: str | None) -> Tree:
     anchor, verdict = analysis.anchor, analysis.verdict
     tree = Tree(f"[bold]case {anchor.case_id}[/] ({anchor.trace_id})")
     tree.add(f"question: {anchor.question}")
     tree.add(f"gold: {', '.join(anchor.golden_answers)}")
     tree.add(f"prediction: {anchor.prediction}")
+    uncovered = [e.id for e in analysis.graph.evidence if not e.covers]
+    if uncovered:
+        tree.add(
+            "[yellow]no retrieved message covers the gold answer[/]: followed the best-ranked "
+            f"statement {', '.join(uncovered)}, which may not hold it"
+        )
     trails = tree.add("[bold]evidence trails[/]")
     for trail in analysis.trails:
         role = "key sentence" if trail.role == "key" else f"holds {', '.join(trail.answer_words)}"
@@ -355,6 +375,7 @@ def _explain_tree(analysis: Analysis) -> Tree:
         f"[bold]verdict[/]: {verdict.error_type} at {verdict.op_id} "
         f"(judge {verdict.judge}, confidence {verdict.confidence:.2f}) - {verdict.reason}"
     )
+    tree.add(f"confidence: {calibration.describe(verdict.judge, system)}")
     if verdict.replay_outcomes:
         tree.add(_replay_tree(json.loads(verdict.replay_outcomes)))
     if verdict.overridden_from:
@@ -409,8 +430,10 @@ def explain_command(
         replayers = LoadedTraces(db, settings, replayer)
         chosen = _judge(judge, settings, replayers, [resolved], as_json)
         analysis = analyse_case(store, chosen, resolved, case_id, options)
+        system = store.trace_system(resolved)
     answer_seq = analysis.anchor.answer.seq if analysis.anchor.answer else 0
-    cypher = explain_cypher(resolved, case_id, answer_seq)
+    started = [e.id for e in analysis.graph.evidence]  # where the judge started
+    cypher = explain_cypher(resolved, case_id, answer_seq, started)
     if as_json:
         record = memtrace_record(analysis.verdict)
         record["trails"] = [
@@ -428,9 +451,10 @@ def explain_command(
             for t in analysis.trails
         ]
         record["candidates"] = [c.op.id for c in analysis.candidates]
+        record["confidence_scale"] = calibration.scale(analysis.verdict.judge, system)
         record["cypher"] = cypher
         click.echo(strict_json(record))
         return
-    console.print(_explain_tree(analysis))
+    console.print(_explain_tree(analysis, system))
     console.print("\n[bold]Paste into Neo4j Browser:[/]")
     console.print(cypher, markup=False, highlight=False, soft_wrap=True)

@@ -161,6 +161,12 @@ def _table(
     return fit_table(rows, spec, title, width or console.width)
 
 
+NO_INPUT_NOTE = (
+    "no optimizable input: the blamed operation reads no prompt and no parameter, so no prompt "
+    "or threshold change (memtrace optimize) can fix the class; its code or model must change"
+)
+
+
 def _emit(frame: pd.DataFrame, fmt: str, columns: tuple[str, ...], title: str) -> None:
     if fmt == "json":
         click.echo(export.to_json(frame))
@@ -168,6 +174,13 @@ def _emit(frame: pd.DataFrame, fmt: str, columns: tuple[str, ...], title: str) -
         click.echo(export.to_csv(frame), nl=False)
     else:
         console.print(_table(frame, columns, title))
+        _input_note(frame, columns)
+
+
+def _input_note(frame: pd.DataFrame, columns: tuple[str, ...]) -> None:
+    """What "no optimizable input" means, under a table that shows it."""
+    if "inputs" in columns and "inputs" in frame and any(not v for v in frame["inputs"]):
+        console.print(NO_INPUT_NOTE, style="dim")
 
 
 @click.command("patterns")
@@ -309,7 +322,8 @@ def _what_if(
             progress=measured,
         )  # fmt: skip
     if not classes.empty and not result.classes["replayable"].astype(bool).any():
-        _nothing_replayed(run_id, result.not_replayable.values())
+        # a trace's refusal once; else each class's own reason (an op no repair addresses)
+        _nothing_replayed(run_id, result.not_replayable.values() or result.classes["why"])
     frame = patterns.with_headroom(classes, result.classes)
     _emit_what_if(frame, result.run_properties(), run_id, fmt)
 
@@ -342,6 +356,7 @@ def _emit_what_if(
     console.print(
         _table(frame, WHAT_IF_COLUMNS, f"what fixing each class would buy - run {run_id}")
     )
+    _input_note(frame, WHAT_IF_COLUMNS)
     if joint.get("joint_keys"):
         console.print(
             f"the top {len(joint['joint_keys'])} classes repaired together: "

@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from memtrace.loaders.kinds import derive_kind
-from memtrace.loaders.models import AnyRecord, CaseRecord, OperationRecord, VariableRecord
+from memtrace.loaders.models import (
+    AnyRecord,
+    CaseRecord,
+    EdgeRecord,
+    OperationRecord,
+    VariableRecord,
+)
 from memtrace.taxonomy import Kind
 
 Level = Literal["error", "warning"]
@@ -95,6 +101,7 @@ class TraceFacts:
     answer_writes: Ids = field(default_factory=dict)  # written by a generation op
     stored: Ids = field(default_factory=dict)  # written by a storing op
     served: Ids = field(default_factory=dict)  # read or written by a retrieval op
+    sourced: Ids = field(default_factory=dict)  # the target of an edge (made from something)
     kinds: dict[Kind, int] = field(default_factory=dict)
     messages: int = 0
     cases: list[_Case] = field(default_factory=list)
@@ -152,6 +159,10 @@ class TraceChecker:
                 facts.served.update(dict.fromkeys(record.writes))
             elif kind in STORING:
                 facts.stored.update(dict.fromkeys(record.writes))
+            for _, target in getattr(record, "edges", ()):  # format 2's inline edges
+                facts.sourced[target] = None
+        elif isinstance(record, EdgeRecord):
+            facts.sourced[record.target] = None
         elif isinstance(record, CaseRecord):
             facts.cases.append(
                 _Case(
@@ -465,6 +476,31 @@ def no_memories(facts: TraceFacts) -> list[Finding]:
     ]
 
 
+def memories_without_producer(facts: TraceFacts) -> list[Finding]:
+    memory = facts.memory_categories()
+    orphans = [
+        var_id
+        for var_id in facts.stored.keys() & facts.served.keys()
+        if facts.categories.get(var_id) in memory and var_id not in facts.sourced
+    ]
+    if not orphans:
+        return []
+    return [
+        Finding(
+            "memory-without-producer",
+            "warning",
+            len(orphans),
+            f"{_count(orphans, 'memory comes', 'memories come')} from nothing the trace "
+            "shows (no edge into it): attribution cannot follow a memory back to the "
+            "extraction output and the message it was made from, so it cannot tell which "
+            "message's fact it holds",
+            "variable(name, value, category='memory', sources=(facts,)) with the extraction "
+            "output it is made from (docs/tracing.md, the SDK example)",
+            _examples(orphans),
+        )
+    ]
+
+
 CHECKS: Final[tuple[Callable[[TraceFacts], list[Finding]], ...]] = (
     no_cases,
     unscored_cases,
@@ -474,5 +510,6 @@ CHECKS: Final[tuple[Callable[[TraceFacts], list[Finding]], ...]] = (
     cases_without_evidence,
     memories_without_category,
     lost_categories,
+    memories_without_producer,
     no_memories,
 )

@@ -6,8 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from memtrace.taxonomy import stage_of
-
 FAILED_ATTRIBUTION = "attribution failed"
 
 # The age of the evidence at question time: messages recorded between the evidence message and
@@ -216,7 +214,9 @@ def compare_classes(classes_a: pd.DataFrame, classes_b: pd.DataFrame) -> pd.Data
         else "unchanged"
         for a, b in zip(merged["cases_a"], merged["cases_b"], strict=True)
     ]
-    merged["stage"] = merged["op_kind"].map(stage_of)
+    # a deletion step is shown under its own stage, next to its DeletionError (only stage
+    # accuracy counts a deletion as an update: taxonomy.stage_of)
+    merged["stage"] = merged["op_kind"]
     merged["order"] = merged["status"].map(STATUS_ORDER.index)
     merged["magnitude"] = merged["change"].abs()
     merged = merged.sort_values(

@@ -10,8 +10,6 @@ from collections.abc import Hashable, Mapping
 
 import pandas as pd
 
-from memtrace.taxonomy import stage_of
-
 CLASS_COLUMNS = (
     "system",
     "op_name",
@@ -80,7 +78,9 @@ def shape_classes(rows: pd.DataFrame) -> pd.DataFrame:
     )
     modes = rows["failure_mode"] if "failure_mode" in rows else pd.Series("", index=rows.index)
     frame["failure_mode"] = modes.fillna("").astype(str)
-    frame["stage"] = frame["op_kind"].map(stage_of)
+    # a deletion step is shown under its own stage, next to its DeletionError (only stage
+    # accuracy counts a deletion as an update: taxonomy.stage_of)
+    frame["stage"] = frame["op_kind"]
     frame["inputs"] = rows["inputs"].map(_names)
     frame["prompts"] = rows["prompts"].map(_names)
     frame["parameters"] = rows["parameters"].map(_names)

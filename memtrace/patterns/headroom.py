@@ -23,6 +23,7 @@ from typing import Protocol
 
 import pandas as pd
 
+from memtrace.errors import NotReplayableError
 from memtrace.patterns.classes import class_key
 
 
@@ -164,6 +165,16 @@ def _replay_all(
     return _Counts(rescued, also, broken, dict(lost), runs)
 
 
+def _fix_alone(replayer: ClassReplayer, repairs: Sequence[BlamedOp]) -> tuple[int, int]:
+    """Cases each repair rescues on its own, and the system runs that took."""
+    alone = spent = 0
+    for repair in repairs:
+        spent += replayer.cost(repair.trace_id, [repair])
+        outcome = replayer.replay(repair.trace_id, [repair], {repair.case_id})
+        alone += outcome[repair.case_id].passed
+    return alone, spent
+
+
 UNSUPPORTED = "unsupported"  # the case's evidence does not hold its gold answer
 # The fix a class's error type names ("update fixes would rescue ..."), and the step that loses
 # the rest ("retrieval also misses 8").
@@ -263,16 +274,20 @@ def what_if(
             continue
         repairs = _repairs(refs, blamed)
         members = set(refs)
-        counts = _replay_all(replayer, repairs, members, baselines)
+        try:
+            counts = _replay_all(replayer, repairs, members, baselines)
+            alone, spent = _fix_alone(replayer, repairs) if fix_alone else (None, 0)
+        except NotReplayableError as exc:  # this class's ops: the other classes still measure
+            rows.append(
+                base
+                | {"replayable": False, "replays": 0, "still_lost": {}}
+                | {"why": f"cannot be measured: {exc}"}
+            )
+            if progress is not None:
+                progress(key)
+            continue
         repairs_of[key], members_of[key] = repairs, members
-        alone = None
-        spent = counts.replays
-        if fix_alone:
-            alone = 0
-            for repair in repairs:
-                spent += replayer.cost(repair.trace_id, [repair])
-                outcome = replayer.replay(repair.trace_id, [repair], {repair.case_id})
-                alone += outcome[repair.case_id].passed
+        spent += counts.replays
         replays += spent
         net = counts.rescued + counts.also_rescued - counts.broken
         if progress is not None:

@@ -114,12 +114,13 @@ class SystemReplayer:
         self.steps = steps_of(records, where)
         self.system = system
         self.error_types = dict(error_types or {})
+        operations = [r for r in records if r.get("type") == "operation"]
         self._kinds = {
-            str(r["id"]): str(r.get("kind") or r.get("category") or "")
-            for r in records
-            if r.get("type") == "operation"
+            str(r["id"]): str(r.get("kind") or r.get("category") or "") for r in operations
         }
+        self._names = {str(r["id"]): str(r.get("name") or "") for r in operations}
         self._recorded = {str(r["id"]): _passed(r) for r in records if r.get("type") == "case"}
+        self.answer_ops = answer_ops(records)
         self.replays = 0
         self._lock = threading.Lock()
 
@@ -139,10 +140,16 @@ class SystemReplayer:
         return CaseReplay(case_id, answer.passed, answer.prediction, changes)
 
     def _steps(self, repaired: Collection[str]) -> dict[str, str]:
-        unknown = [op for op in repaired if op not in self.steps]
+        """Op id -> step of the ops ``repaired`` a replay re-runs (an answer op without a step
+        is left out: its oracle is the gold answer, see ``replay_jointly``)."""
+        unknown = [op for op in repaired if op not in self.steps and op not in self.answer_ops]
         if unknown:
-            raise NotReplayableError(f"operation {unknown[0]!r} names no replay step")
-        return {op: self.steps[op] for op in repaired}
+            name = self._names.get(unknown[0], "")
+            raise NotReplayableError(
+                f"operation {unknown[0]!r} ({name}) names no replay step (metadata {STEP!r}), "
+                "so no repair can address it; docs/replay.md"
+            )
+        return {op: self.steps[op] for op in repaired if op in self.steps}
 
     def _changes(
         self, steps: Mapping[str, str], answer: Replayed, described: bool
@@ -166,9 +173,11 @@ class SystemReplayer:
         return self._recorded
 
     def joint_cost(self, repaired: Mapping[str, Collection[str]]) -> int:
-        """One run when the system replays many cases together, else one per case."""
+        """One run when the system replays many cases together, else one per case; none for a
+        case whose repair is its answer step's oracle."""
+        rerun = [c for c, ops in repaired.items() if not any(op in self.answer_ops for op in ops)]
         together = hasattr(self.system, "replay_together")
-        return min(1, len(repaired)) if together else len(repaired)
+        return min(1, len(rerun)) if together else len(rerun)
 
     def replay_jointly(
         self,
@@ -177,16 +186,47 @@ class SystemReplayer:
         precise: bool = False,
     ) -> Mapping[str, ReplayedAnswer]:
         """With ``replay_together`` every case it answers; else each case with its own repairs
-        (the other cases are taken as unchanged)."""
-        steps = {c: frozenset(self._steps(ops).values()) for c, ops in repaired.items()}
+        (the other cases are taken as unchanged). A case whose blamed op is its answer op (with
+        no step, as docs/replay.md advises) gets the answer step's oracle, as the engine's
+        systems do: the gold answer, correct by the case's own definition; no other answer can
+        change with it, and nothing is re-run for it."""
         wanted = set(self._recorded) if cases is None else set(cases)
+        answered = {c for c, ops in repaired.items() if any(op in self.answer_ops for op in ops)}
+        out = {c: ReplayedAnswer(True) for c in answered & wanted}
+        steps = {
+            c: frozenset(self._steps(ops).values())
+            for c, ops in repaired.items()
+            if c not in answered
+        }
+        steps = {c: s for c, s in steps.items() if s}
+        wanted -= answered
+        if not steps or not wanted:
+            return out
         together = getattr(self.system, "replay_together", None)
         if together is not None:
             answers = together(steps, wanted)
             with self._lock:
                 self.replays += 1
-            return {c: ReplayedAnswer(_replayed(a).passed) for c, a in answers.items()}
-        return {c: ReplayedAnswer(self.replay(c, repaired[c]).passed) for c in steps if c in wanted}
+            return out | {c: ReplayedAnswer(_replayed(a).passed) for c, a in answers.items()}
+        replayed = {c: self.replay(c, repaired[c]).passed for c in steps if c in wanted}
+        return out | {c: ReplayedAnswer(passed) for c, passed in replayed.items()}
+
+
+def answer_ops(records: Sequence[Mapping[str, Any]]) -> frozenset[str]:
+    """The answer operations of a trace's cases, without a replay step: per case, a generation
+    op (its kind, as loaded, or its category) that reads its question or writes its prediction
+    (as attribution finds a case's answer op, ``case_anchor.cypher``)."""
+    cases = [r for r in records if r.get("type") == "case"]
+    asked = {str(c.get("query")) for c in cases}
+    predicted = {str(c.get("prediction")) for c in cases if c.get("prediction")}
+    return frozenset(
+        str(r["id"])
+        for r in records
+        if r.get("type") == "operation"
+        and "generation" in (r.get("kind"), r.get("category"))
+        and STEP not in (r.get("metadata") or {})
+        and (asked & set(r.get("reads") or ()) or predicted & set(r.get("writes") or ()))
+    )
 
 
 def _replayed(answer: Replayed | tuple[bool, str]) -> Replayed:

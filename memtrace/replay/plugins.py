@@ -13,8 +13,10 @@ be tried (the replay itself may still refuse a trace that does not hold what it 
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from importlib import metadata
+from pathlib import Path
 from typing import Any, Final
 
 from memtrace.errors import ConfigError
@@ -39,10 +41,7 @@ def load_callable(spec: str, option: str, example: str) -> Any:
     module_name, colon, attr = spec.partition(":")
     if not colon or not module_name or not attr:
         raise ConfigError(f"{option} {spec!r}: expected module:attr (e.g. {example})")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"{option} {spec!r}: cannot import {module_name!r} ({exc})") from None
+    module = _import(f"{option} {spec!r}", module_name)
     found: object = module
     for part in attr.split("."):
         found = getattr(found, part, None)
@@ -51,6 +50,45 @@ def load_callable(spec: str, option: str, example: str) -> Any:
     if not callable(found):
         raise ConfigError(f"{option} {spec!r}: {attr!r} is not callable")
     return found
+
+
+def _import(given: str, module_name: str) -> object:
+    """The module ``module_name``, looked for as Python looks for it and then in the current
+    folder (where a user runs memtrace beside their replayer module, as ``python -m`` would
+    find it); a module found in neither is one error line saying where it was looked for."""
+    module = _try_import(given, module_name)
+    here = str(Path.cwd())
+    if module is None and here not in sys.path:
+        sys.path.append(here)  # after the installed packages: the folder never shadows them
+        module = _try_import(given, module_name)
+    if module is None:
+        top = module_name.split(".")[0]
+        raise ConfigError(
+            f"{given}: no module {module_name!r} in the current folder ({here}) or "
+            f"on the Python path: run memtrace from the folder holding {top}.py (or the package "
+            f"{top}/), add that folder to PYTHONPATH, or pip install your package"
+        )
+    return module
+
+
+def _try_import(given: str, module_name: str) -> object | None:
+    """The module, None when it is not found; a module that is found but fails to import (or
+    imports one that is missing) is an error naming what failed."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if _missing_is(exc, module_name):
+            return None
+        failure: ImportError = exc
+    except ImportError as exc:
+        failure = exc
+    raise ConfigError(f"{given}: importing {module_name!r} failed: {failure}")
+
+
+def _missing_is(exc: ModuleNotFoundError, module_name: str) -> bool:
+    """The module not found is the one asked for (or a package above it), not one it imports."""
+    missing = exc.name or ""
+    return module_name == missing or module_name.startswith(missing + ".")
 
 
 def _entry_point(system: str) -> metadata.EntryPoint | None:

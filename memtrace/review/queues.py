@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memtrace.attribution import calibration
 from memtrace.review.model import Queue, QueueCase
 
 # An offline verdict's confidence is the share of such verdicts executed counterfactuals
@@ -23,7 +24,15 @@ def disagrees(case: QueueCase) -> bool:
 
 
 def low_confidence(case: QueueCase, threshold: float) -> bool:
-    return case.op_id is not None and (case.confidence is None or case.confidence < threshold)
+    """Below the threshold on a scale where that means likely wrong (``calibration``): an
+    offline confidence on a system it was not calibrated on goes to its own queue."""
+    if case.op_id is None or not calibration.comparable(case.judge, case.system):
+        return False
+    return case.confidence is None or case.confidence < threshold
+
+
+def uncalibrated(case: QueueCase) -> bool:
+    return case.op_id is not None and not calibration.comparable(case.judge, case.system)
 
 
 def decided(case: QueueCase) -> bool:
@@ -55,6 +64,9 @@ def build_queues(
         ),
         queue("disagree", "judges disagree", [c.ref for c in cases if disagrees(c)]),
     ]
+    foreign = [c.ref for c in cases if uncalibrated(c)]
+    if foreign:  # their confidence is a prior from other systems: not "low", unknown
+        queues.append(queue("uncalibrated", "confidence not calibrated on this system", foreign))
     queues += [queue(f"class-{n}", title, refs) for n, (title, refs) in enumerate(classes, start=1)]
     failed = [c.ref for c in cases if c.op_id is None]
     if failed:

@@ -121,7 +121,10 @@ class Review:
             svg=case_svg(list(views.values()), blamed, answer),
             reviews=self.store.case_reviews(trace_id, case_id),
             browser_cypher=explain_cypher(
-                trace_id, case_id, graph.anchor.answer.seq if graph.anchor.answer else 0
+                trace_id,
+                case_id,
+                graph.anchor.answer.seq if graph.anchor.answer else 0,
+                [e.id for e in graph.evidence],
             ),
         )
 

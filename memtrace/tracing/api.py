@@ -80,13 +80,14 @@ def session(
     category: str | None = None,
     metadata: dict[str, Any] | None = None,
     **unknown: Any,
-) -> Iterator[str | None]:
-    """A stage of the run; operations and variables created inside belong to it."""
+) -> Iterator[str]:
+    """A stage of the run; operations and variables created inside belong to it. Yields the
+    session id (``""`` while tracing is off)."""
     if unknown:
         _refuse_unknown(session, unknown)
     tracer = active()
     if tracer is None:
-        yield None
+        yield ""
         return
     sid = tracer.session(name, session_id=session_id, category=category, metadata=metadata)
     token = _session.set(sid)
@@ -124,11 +125,13 @@ class operation:  # lower-case: used like a function, @operation(...) or with op
         self._tracer: Tracer | None = None
         self._token: Any = None
 
-    def __enter__(self) -> OpState | None:
+    def __enter__(self) -> OpState:
+        """The open operation; while tracing is off an unrecorded one with id ``""`` (as
+        ``variable`` hands out ``OFF``), so code using ``op.id`` runs the same either way."""
         tracer = _tracer.get()
         if tracer is None:
             if not _process_tracer:
-                return None
+                return OpState("", self.name, "", 0, None, self.category, self.kind)
             tracer = _process_tracer[-1]
         self._tracer = tracer
         self._state = tracer.start_operation(

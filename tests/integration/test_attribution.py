@@ -60,6 +60,7 @@ def sample_params(db: Database, trace_id: str, run_id: str) -> dict[str, Any]:
         "query_id": anchor.query_id,
         "evidence_ids": list(anchor.evidence_ids),
         "ids": list(anchor.evidence_ids),
+        "message_ids": list(anchor.evidence_ids),
         "max_seq": anchor.answer.seq,
         "max_depth": 12,
         "max_hops": 3,

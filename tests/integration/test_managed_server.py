@@ -175,6 +175,8 @@ def test_cli_start_warms_up_then_stop_then_status_says_stopped(tmp_path: Path) -
     # an empty database: the pattern queries are planned and run against a run that is not there
     assert "Pattern queries planned and run once in" in started.output
     assert "no attribution run yet" in started.output
+    # and the load and attribution queries, on a small trace loaded, attributed and deleted
+    assert "load and attribution queries in" in started.output
     state = layout.read_state()
     assert state is not None
     pid = state.pid

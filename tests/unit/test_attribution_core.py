@@ -500,3 +500,20 @@ def test_with_an_update_step_on_the_way_the_classic_types_apply() -> None:
         stale_verdict(job_case(stored=True, via=decision))
         == [("answer", "ResponseError", None)] * 2
     )
+
+
+def test_retrieved_evidence_finds_an_answer_told_in_a_question_and_says_when_none_covers() -> None:
+    corpus = [
+        ("told", "Did I ever tell you I'm allergic to peanuts?"),
+        ("other", "I had a sandwich for lunch at work today."),
+        ("asks", "What should I cook for dinner tonight?"),
+    ]
+    (found,) = retrieved_evidence(_anchor("What am I allergic to?", "peanuts", None), corpus)
+    assert (found.id, found.covers) == ("told", True)
+    # a statement that covers the answer still comes before a question that does
+    corpus.append(("states", "I am allergic to peanuts, sadly."))
+    (found,) = retrieved_evidence(_anchor("What am I allergic to?", "peanuts", None), corpus)
+    assert (found.id, found.covers) == ("states", True)
+    # nothing covers it: the best-ranked statement, marked as not covering
+    (found,) = retrieved_evidence(_anchor("What did I eat for lunch?", "ramen", None), corpus)
+    assert (found.id, found.covers) == ("other", False)

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from memtrace.errors import OutOfBudget
+from memtrace.errors import NotReplayableError, OutOfBudget
 from memtrace.optimize import OptimizeOptions, loop, route
 from memtrace.optimize.feedback import BudgetedReplayer
 from memtrace.optimize.loop import Trial
@@ -303,3 +303,25 @@ def test_the_loop_pays_replays_from_the_budget_and_searches_only_what_has_headro
     assert stopped.stopped.startswith("no failure class with headroom: ")
     assert "retrieval fixes would rescue 0 of 4" in stopped.stopped
     assert "extraction fixes would rescue 0 of 2" in stopped.stopped
+
+
+def test_a_class_no_repair_addresses_is_said_and_the_others_are_measured() -> None:
+    class NoStepAtSearches(RuleReplayer):
+        def replay(
+            self, trace_id: str, repairs: Sequence[BlamedOp], cases: Collection[str] | None = None
+        ) -> Mapping[str, ReplayedAnswer]:
+            if any(r.op_id.startswith("s") for r in repairs):
+                raise NotReplayableError("operation 's1' names no replay step")
+            return super().replay(trace_id, repairs, cases)
+
+    base = toy()
+    replayer = NoStepAtSearches(base.trace_id, base.passed, base.needs, base.breaks, base.lost_at)
+    result = what_if(CLASSES, BLAMED, replayer)
+    by_type = {r["error_type"]: r for r in result.classes.to_dict(orient="records")}
+    assert not by_type["RetrievalError"]["replayable"]
+    assert by_type["RetrievalError"]["why"] == (
+        "cannot be measured: operation 's1' names no replay step"
+    )
+    extraction = by_type["ExtractionError"]
+    assert (extraction["replayable"], extraction["rescued"], extraction["broken"]) == (True, 2, 1)
+    assert result.joint_keys == ()  # one measured class: no joint line

@@ -41,7 +41,7 @@ def test_shape_classes_types_and_order() -> None:
     assert list(classes.columns) == list(CLASS_COLUMNS)
     assert list(classes["cases"]) == [5, 3]
     deletion = classes.iloc[1]
-    assert deletion["stage"] == "update"  # taxonomy.stage_of: a deletion is an update
+    assert deletion["stage"] == "deletion"  # its own stage, next to its DeletionError
     assert deletion["inputs"] == ["delete-prompt@1", "top_k@2"]
     assert deletion["parameters"] == ["top_k"]
     assert deletion["case_ids"] == ["a", "b", "c"] and deletion["example_cases"] == ["a", "b", "c"]

@@ -3,14 +3,17 @@ the plugin point's specs and refusals."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memtrace.attribution.counterfactual import Suspect, executed_label
 from memtrace.errors import ConfigError, NotReplayableError
+from memtrace.patterns.headroom import ReplayedAnswer
 from memtrace.replay import can_replay, replay_refusal
-from memtrace.replay.hook import STEP, Replayed, SystemReplayer
+from memtrace.replay.hook import STEP, Replayed, ReplayTrace, SystemReplayer, read_records
 from memtrace.replay.plugins import load_factory
 from memtrace.tracing import SimClock, case, operation, read, trace, variable
 
@@ -126,7 +129,7 @@ def test_a_failing_user_replay_is_one_error_line(tmp_path: Path) -> None:
 def test_replayer_specs_and_refusals_are_one_line_each() -> None:
     with pytest.raises(ConfigError, match="expected module:attr"):
         load_factory("no_colon_here")
-    with pytest.raises(ConfigError, match="cannot import 'no_such_module_xyz'"):
+    with pytest.raises(ConfigError, match="no module 'no_such_module_xyz' in the current folder"):
         load_factory("no_such_module_xyz:make")
     with pytest.raises(ConfigError, match="has no 'nothing'"):
         load_factory("memtrace.replay.hook:nothing")
@@ -137,3 +140,121 @@ def test_replayer_specs_and_refusals_are_one_line_each() -> None:
     why = replay_refusal("mine")
     assert why is not None and "--replayer module:attr" in why and "memtrace.replayers" in why
     assert not can_replay("mem0", source="smartcomment")
+
+
+def test_the_answer_op_without_a_step_gets_the_gold_answer_in_a_what_if(tmp_path: Path) -> None:
+    """docs/replay.md advises leaving the answer op without a step: a class what-if then
+    gives it the answer step's oracle (the gold answer, nothing re-run), as for our systems."""
+
+    class NoAnswerStep(ToySystem):
+        def run(self, repaired: frozenset[str] = frozenset()) -> tuple[bool, str]:
+            with operation("toy.answer", kind="generation") as answer:
+                read(variable("q1", QUESTION, class_name="query"))
+            self.answer_id = answer.id
+            return super().run(repaired)
+
+    path = tmp_path / "toy.jsonl"
+    system = NoAnswerStep()
+    with trace(path, "toy-1", system="toy", clock=SimClock()):
+        system.run()
+    replayer = SystemReplayer(path, system)
+    assert replayer.answer_ops == {system.answer_id}
+    repaired = {"q1": [system.answer_id]}
+    assert replayer.joint_cost(repaired) == 0
+    assert dict(replayer.replay_jointly(repaired)) == {"q1": ReplayedAnswer(True)}
+    assert replayer.replays == 0
+    extract = next(op for op, step in replayer.steps.items() if step == "extract:m1")
+    with pytest.raises(NotReplayableError, match=r"names no replay step.*docs/replay.md"):
+        replayer.replay_jointly({"q1": ["op-999999"]})
+    assert replayer.replay_jointly({"q1": [extract]})["q1"] == ReplayedAnswer(False)
+
+
+def test_a_replayer_module_is_found_in_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my_replay_i40.py").write_text("def make(trace):\n    return trace\n")
+    (tmp_path / "broken_replay_i40.py").write_text("import no_such_dependency_i40\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    trace = ReplayTrace("t", "mine", [])
+    made: object = load_factory("my_replay_i40:make")(trace)
+    assert made is trace
+    # a module that is found but imports something missing: that is what the error names
+    with pytest.raises(ConfigError, match=r"importing 'broken_replay_i40' failed.*no_such_dep"):
+        load_factory("broken_replay_i40:make")
+    monkeypatch.chdir(tmp_path.parent)
+    with pytest.raises(ConfigError, match=r"no module 'elsewhere_i40'.*PYTHONPATH"):
+        load_factory("elsewhere_i40:make")
+
+
+def test_what_a_replayer_reads_of_the_trace_and_says_back(tmp_path: Path) -> None:
+    """The recorded verdicts (``failed`` first, else the judge score; unscored is not passed),
+    the error type a step prefix names, the answer op by the prediction it writes, and a file
+    that is no native trace, each one way."""
+    records: list[dict[str, Any]] = [
+        {"type": "trace", "id": "mine-1", "system": "mine"},
+        {"type": "operation", "id": "op-1", "name": "mine.note", "category": "extraction",
+         "metadata": {STEP: "note:m1"}},
+        {"type": "operation", "id": "op-2", "name": "mine.reply", "category": "generation",
+         "reads": [], "writes": ["answer-1@1"]},
+        {"type": "operation", "id": "op-3", "name": "mine.other", "kind": "generation",
+         "reads": ["ctx@1"], "writes": ["ctx@2"]},
+        {"type": "case", "id": "a", "query": "q-a@1", "prediction": "answer-1@1", "failed": True,
+         "judge_score": 1.0},
+        {"type": "case", "id": "b", "query": "q-b@1", "judge_score": 0.5},
+        {"type": "case", "id": "c", "query": "q-c@1", "judge_score": 0.0},
+        {"type": "case", "id": "d", "query": "q-d@1"},
+        {"type": "case", "id": "e", "query": "q-e@1", "failed": False, "judge_score": 0.0},
+    ]  # fmt: skip
+
+    class Together:
+        def __init__(self) -> None:
+            self.asked: list[tuple[dict[str, frozenset[str]], set[str]]] = []
+
+        def replay(self, case_id: str, steps: frozenset[str]) -> Replayed:
+            return Replayed(True, "fixed", {s: f"fixed {s}" for s in steps})
+
+        def replay_together(
+            self, repaired: dict[str, frozenset[str]], cases: set[str]
+        ) -> dict[str, Replayed]:
+            self.asked.append((dict(repaired), set(cases)))
+            return {c: Replayed(c == "b", "") for c in cases}
+
+    system = Together()
+    replayer = SystemReplayer(records, system, {"note": "UpdateError"})
+    assert dict(replayer.recorded()) == {"a": False, "b": True, "c": False, "d": False, "e": True}
+    assert replayer.answer_ops == {"op-2"}  # writes a case's prediction; op-3 answers nothing
+    (change,) = replayer.replay("c", ["op-1"]).repaired
+    assert (change.step, change.op_id, change.error_type) == ("note:m1", "op-1", "UpdateError")
+    assert change.detail == "fixed note:m1"
+    assert SystemReplayer(records, system).replay("c", ["op-1"]).repaired[0].error_type == (
+        "ExtractionError"  # without the mapping: what the category implies
+    )
+    # replay_together: one run for every case asked, the answer op's case by its oracle
+    repaired = {"a": ["op-2"], "c": ["op-1"]}
+    assert replayer.joint_cost(repaired) == 1
+    assert replayer.joint_cost({"a": ["op-2"]}) == 0
+    answers = replayer.replay_jointly(repaired, cases={"a", "b", "c"})
+    assert dict(answers) == {
+        "a": ReplayedAnswer(True),
+        "b": ReplayedAnswer(True),
+        "c": ReplayedAnswer(False),
+    }
+    assert system.asked == [({"c": frozenset({"note:m1"})}, {"b", "c"})]
+    before = replayer.replays
+    assert dict(replayer.replay_jointly({"a": ["op-2"]})) == {"a": ReplayedAnswer(True)}
+    assert replayer.replays == before  # nothing re-ran
+    with pytest.raises(NotReplayableError, match=r"'op-3' \(mine\.other\) names no replay step"):
+        replayer.replay_jointly({"c": ["op-3"]})
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "trace"}\nnot json\n', encoding="utf-8")
+    with pytest.raises(NotReplayableError, match=r"bad\.jsonl: not a native JSON Lines trace"):
+        read_records(bad)
+    with pytest.raises(NotReplayableError, match=r"missing\.jsonl: cannot read file"):
+        read_records(tmp_path / "missing.jsonl")
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"a": 1}\n\n{"b": 2}\n', encoding="utf-8")
+    assert read_records(good) == [{"a": 1}, {"b": 2}]
+    with pytest.raises(NotReplayableError, match=r"trace 'mine-1': no operation names a replay"):
+        SystemReplayer([records[0], records[4]], system)

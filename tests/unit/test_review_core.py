@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from test_architecture import imports_of
 
+from memtrace.attribution import calibration
 from memtrace.attribution.model import OperationView
 from memtrace.errors import ConfigError, InputError
 from memtrace.review.agreement import cohen_kappa, judge_agreement, reviewer_agreement
@@ -93,6 +94,30 @@ def test_queues_and_the_next_case() -> None:
     assert next_case(queues["class-1"], cases, ("t", "q2")) is None  # q1 is decided
     assert next_case(queues["all"], cases, ("t", "q3")) == ("t", "q4")
     assert next_case(queues["all"], cases, ("t", "q4")) == ("t", "q2")  # wraps around, past q1
+    assert "uncalibrated" not in queues  # every verdict is on a calibrated system
+
+
+def test_low_confidence_means_the_same_on_a_system_memtrace_did_not_write() -> None:
+    cases = [
+        _case("q1", "ex1", 0.02, system="pamem"),  # a prior from the reference systems
+        _case("q2", "ex1", 0.02),  # mem0: calibrated, likely wrong
+        _case("q3", "ex1", 1.0, system="pamem", judge="replay"),  # observed
+        _case("q4", "ex1", 0.3, system="pamem", judge="llm"),  # the model's own figure
+    ]
+    queues = {q.key: q for q in build_queues(cases, [])}
+    assert [ref[1] for ref in queues["low-confidence"].cases] == ["q2", "q4"]
+    assert [ref[1] for ref in queues["uncalibrated"].cases] == ["q1"]
+    assert queues["uncalibrated"].title == "confidence not calibrated on this system"
+
+
+def test_a_confidence_says_what_it_is_calibrated_on() -> None:
+    assert calibration.scale("offline", "mem0") == "calibrated"
+    assert calibration.scale("hybrid", "pamem") == "prior"
+    assert calibration.scale("replay", "pamem") == "observed"
+    assert calibration.scale("llm", "mem0") == "model"
+    said = calibration.describe("offline", "pamem")
+    assert said.startswith("not calibrated on pamem") and "bench natural" in said
+    assert "reference systems' natural failures" in calibration.describe("offline", "rag")
 
 
 MANUAL = (

@@ -37,6 +37,7 @@ VARIANTS = {
     "retrieval-does-not-read-question": (Mistakes(lookup_reads_question=False), "warning"),
     "overwrite-lost-category": (Mistakes(overwrite="variable"), "error"),
     "memory-without-category": (Mistakes(memory_category=None), "error"),
+    "memory-without-producer": (Mistakes(memory_sources=False), "warning"),
     "no-memories": (Mistakes(lookup_name="diary.find"), "warning"),
     "unscored-cases": (Mistakes(scored=1), "warning"),
     "no-gold-answer": (Mistakes(gold=False), "warning"),

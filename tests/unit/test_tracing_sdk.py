@@ -236,7 +236,13 @@ def test_disabled_tracing_records_nothing_and_returns_results(tmp_path: Path) ->
         assert tracer is None
         assert extract("One.") == ["One"]
         assert variable("x", 1).id == ""
+        # the blocks give an object with an id either way: code using op.id runs untraced
+        with session("s") as sid, operation("memory_system.answer", kind="generation") as op:
+            assert (sid, op.id, op.name, op.kind) == ("", "", "memory_system.answer", "generation")
+            read(variable("y", 2))
     assert not (tmp_path / "off.jsonl").exists()
+    with session("s") as sid, operation("memory_system.answer") as op:  # outside any trace
+        assert (sid, op.id) == ("", "")
 
 
 def test_an_exception_is_recorded_and_reraised(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from memtrace.attribution.judges import CaseView
+from memtrace.attribution.judges import CaseView, followed
 from memtrace.attribution.model import (
     Anchor,
     Candidate,
@@ -460,3 +460,29 @@ def test_a_deciding_judge_decides_the_whole_case() -> None:
     found = search("binary", Decider(), view, cands())
     assert blamed(found) == ("op1", "DeletionError", 1.0) and found.reason == "binary"
     assert blamed(search("linear", ScriptedJudge(), walk_view(), cands()))[0] == "answer"
+
+
+def test_a_context_holding_another_messages_copy_is_not_said_to_be_this_ones() -> None:
+    """Two evidence messages say the same; only m2 was noted (m1's extraction wrote ``[]``):
+    the reason names where the context's copy did not come from."""
+    noted = OpRef("extract-2", 5, "extraction", "pamem.take_note")
+    flow = (
+        FlowStep("m1", 1, READ, "m1", "facts-1", "[]"),
+        FlowStep("m2", 1, noted, "m2", "facts-2", f"Ann: {SENTENCE}"),
+    )
+    graph = CaseGraph(
+        KITTEN,
+        (Evidence("m1", SENTENCE, seq=1), Evidence("m2", SENTENCE, seq=4)),
+        flow,
+        (),
+        (("ctx", f"Ann: {SENTENCE}"),),
+    )
+    first, second = trace_all(graph)
+    assert first.stage == second.stage == "context"
+    assert first.detail == (
+        "is in the answer's context, but not from m1: its extraction extract_facts extract wrote "
+        "nothing holding it (the context's copy came from another message)"
+    )
+    assert second.detail == "reached the answer's context"
+    assert "reached the answer's context" not in followed([first])
+    assert "but not from m1" in followed([first, second])

@@ -1,4 +1,4 @@
-// What a replay re-runs from, of one complete trace: its source, metadata, sessions, the message, query, parameter and prompt variables, operations (name, kind, category, written variables, metadata: a recorded model call or a replay step) and cases.
+// What a replay re-runs from, of one complete trace: its source, metadata, sessions, the message, query, parameter and prompt variables, operations (name, kind, category, written variables, the questions read, metadata: a recorded model call or a replay step) and cases.
 // params: $trace_id
 // returns: source, system, metadata, sessions, variables, operations, cases
 MATCH (t:Trace {id: $trace_id})
@@ -19,8 +19,13 @@ CALL (t) {
     OPTIONAL MATCH (o)-[:WRITES]->(w:Variable)
     RETURN collect(w.id) AS writes
   }
+  // the questions it reads: a case's answer op reads its question (hook.answer_ops)
+  CALL (o) {
+    OPTIONAL MATCH (o)-[:READS]->(q:Variable {class_name: 'query'})
+    RETURN collect(q.id) AS reads
+  }
   RETURN collect({id: o.id, name: o.name, kind: o.kind, category: o.category, writes: writes,
-                  metadata: o.metadata}) AS operations
+                  reads: reads, metadata: o.metadata}) AS operations
 }
 CALL (t) {
   OPTIONAL MATCH (t)-[:HAS_CASE]->(c:Case)
