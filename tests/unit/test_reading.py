@@ -26,6 +26,8 @@ from memtrace.reading.keys import key_sentences
 from memtrace.reading.lexical import content_words
 from memtrace.reading.meaning import OTHER, SAME, MeaningReader, installed
 from memtrace.settings import LLMSettings, Settings
+from memtrace.systems.evidence import key_sentence
+from memtrace.systems.locomo import Question, Turn
 
 GREETING = "Hey Jon, how are you doing?"
 TOLD = "I launched an ad campaign to grow my store."
@@ -34,6 +36,19 @@ TOLD = "I launched an ad campaign to grow my store."
 def test_a_greeting_to_the_other_speaker_is_not_the_key_sentence() -> None:
     message = f"{GREETING} {TOLD}"
     assert key_sentences(message, "What did Gina tell Jon?", ["she advertises"]) == [TOLD]
+
+
+def test_the_systems_provenance_follows_the_same_key_sentence() -> None:
+    turn = Turn("D1:1", "Gina", f"{GREETING} {TOLD}")
+    question = Question(1, "What did Gina tell Jon?", "she advertises", ("D1:1",), "1")
+    assert key_sentence(question, turn) == 1
+
+
+def test_a_name_the_answer_gives_counts_and_a_question_is_no_key_sentence() -> None:
+    message = "Do you have pets? Luna and Oliver! They are sweet."
+    assert key_sentences(message, "What are Melanie's pets' names?", ["Oliver, Luna, Bailey"]) == [
+        "Luna and Oliver!"
+    ]
 
 
 def test_the_settings_offer_exactly_the_registered_readers() -> None:
