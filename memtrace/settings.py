@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
@@ -54,6 +54,9 @@ class Settings(BaseModel):
     llm: LLMSettings
     # a local model (sentence-transformers) that is not on disk may be fetched from its hub
     allow_model_download: bool = False
+    # how judges and repairs read memories (``memtrace.reading.READERS``): by meaning where the
+    # extra sentence-transformers is installed (auto), always by meaning, or by words only
+    reading: Literal["auto", "meaning", "lexical"] = "auto"
 
 
 _ENV_NEO4J = {
@@ -72,6 +75,7 @@ _ENV_LLM = {
     "embedding_dims": "MEMTRACE_EMBEDDING_DIMS",
 }
 ALLOW_MODEL_DOWNLOAD_ENV = "MEMTRACE_ALLOW_MODEL_DOWNLOAD"
+READING_ENV = "MEMTRACE_READING"
 
 
 def memtrace_home() -> Path:
@@ -124,12 +128,14 @@ def load_settings(
     downloads: Any = os.environ.get(ALLOW_MODEL_DOWNLOAD_ENV) or file_values.get(
         "allow_model_download", False
     )
+    reading: Any = os.environ.get(READING_ENV) or file_values.get("reading", "auto")
     try:
         return Settings(
             home=home,
             neo4j=Neo4jSettings(**neo4j_values),
             llm=LLMSettings(**llm_values),
             allow_model_download=downloads,
+            reading=reading,
         )
     except ValidationError as exc:
         raise ConfigError(f"invalid settings: {exc}") from exc

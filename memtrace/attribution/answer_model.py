@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from memtrace.attribution.dates import date_phrases, unglue_dates
 from memtrace.attribution.model import CaseGraph, Trail
-from memtrace.attribution.text import lines, memory_text, ranking_words
+from memtrace.attribution.text import memory_text
+from memtrace.reading.lexical import lines, ranking_words
 
 QUOTED_SHARE = 0.9  # of an item's content words in the prediction: the answer quoted the item
 _TIMESTAMP = re.compile(r"^\[[^\]]*\]\s*")  # a context line's leading "[8 May 2023]"

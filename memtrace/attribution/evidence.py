@@ -17,7 +17,7 @@ from rank_bm25 import BM25Okapi
 
 from memtrace.attribution.dates import date_phrases, is_dated, unglue_dates
 from memtrace.attribution.model import Anchor, Evidence
-from memtrace.attribution.text import (
+from memtrace.reading.lexical import (
     MIN_CONTENT_WORDS,
     YES_NO,
     content_words,

@@ -12,6 +12,11 @@ decisive, well-formed answer:
   names a type of the op's own stage (an update op can be an UpdateError or a DeletionError, not
   an ExtractionError).
 
+Before that, where the trails rest on a reading the reader could not tell (``Trail.sure``), the
+model is asked exactly that question, whether the memory or context holds what the sentence
+says (``asking.py``, one question per case), and the offline walk proposes from trails read
+with its answer.
+
 Anything else (a failed request, an invalid reply, a hedge, a model that says the same thing of
 every op) leaves the offline verdict standing, so an uninformative model cannot make accuracy
 worse than no model. Every override is recorded on the verdict (``overridden_from``,
@@ -21,16 +26,25 @@ worse than no model. Every override is recorded on the verdict (``overridden_fro
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
+from memtrace.attribution.asking import AskingReader
 from memtrace.attribution.judges import CaseView, Judge, OfflineJudge
 from memtrace.attribution.model import Candidate, Check
+from memtrace.attribution.trails import candidates as trail_candidates
+from memtrace.attribution.trails import trace_all
 from memtrace.attribution.walk import Found, Strategy, search
 from memtrace.errors import LLMError
 from memtrace.taxonomy import ERROR_TYPE_KIND, ErrorType, default_error_type, stage_of
 from memtrace.usage import Usage
 
+if TYPE_CHECKING:  # the judge is handed a client; it never opens a connection itself
+    from memtrace.llm import LLMClient
+
 OVERRIDE_CONFIDENCE = 0.7
 RIVALS_EACH_SIDE = 1
+READING_QUESTIONS = 1  # per case: with the proposal and its two rivals, 4 calls at most
 
 
 def decisive(check: Check) -> bool:
@@ -57,10 +71,27 @@ class HybridJudge:
     name = "hybrid"
     reads_operations = True
 
-    def __init__(self, llm: Judge, offline: Judge | None = None) -> None:
+    def __init__(
+        self, llm: Judge, offline: Judge | None = None, client: LLMClient | None = None
+    ) -> None:
         self.llm = llm
         self.offline = offline or OfflineJudge()
         self.model = llm.model
+        self.client = client  # asked what the reader cannot tell; None: nothing is asked
+
+    def _read_again(
+        self, view: CaseView, candidates: Sequence[Candidate]
+    ) -> tuple[CaseView, Sequence[Candidate], Usage]:
+        """The view and candidates with the trails read again, the model asked what the
+        reader could not tell (unchanged when every reading was sure or nothing was asked)."""
+        if self.client is None or all(t.sure for t in view.trails):
+            return view, candidates, Usage()
+        asking = AskingReader(self.client, view.reader, READING_QUESTIONS)
+        trails = tuple(trace_all(view.graph, asking))
+        if not asking.asked:
+            return view, candidates, asking.usage
+        again = CaseView(view.graph, trails, view.operations, view.reader)
+        return again, trail_candidates(view.graph, trails), asking.usage
 
     # The per-candidate questions are the LLM's (a walk over the hybrid judge asks the model).
     def check(self, view: CaseView, candidate: Candidate) -> tuple[Check, Usage]:
@@ -70,7 +101,9 @@ class HybridJudge:
         return self.llm.intact_after(view, candidate)
 
     def decide(self, strategy: Strategy, view: CaseView, candidates: Sequence[Candidate]) -> Found:
+        view, candidates, asked = self._read_again(view, candidates)
         proposal = search(strategy, self.offline, view, candidates)
+        proposal = replace(proposal, usage=proposal.usage + asked)
         if proposal.candidate is None:
             return proposal
         usage = proposal.usage

@@ -20,6 +20,7 @@ from typing import Final, Literal, Protocol
 from memtrace.attribution.answer_model import Selection, rescues, restored, selection
 from memtrace.attribution.model import Candidate, CaseGraph, Check, OperationView, Trail
 from memtrace.attribution.trails import Stale, stale_memories
+from memtrace.reading import LEXICAL, Reader
 from memtrace.taxonomy import ErrorType
 from memtrace.usage import Usage
 
@@ -46,6 +47,9 @@ CONFIDENCE: Final[dict[Basis, float]] = {
     "lost at retrieval": 0.02,  # 1 of 65
 }
 CONFIDENCE_PASSED = 0.9  # a candidate the evidence passed through (not a verdict)
+# A verdict resting on a trail the reader could not tell (a meaning similarity in its blind band,
+# ``memtrace.reading.meaning``): whatever its basis, it is a guess, and says so.
+CONFIDENCE_UNSURE = 0.3
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,7 @@ class CaseView:
     graph: CaseGraph
     trails: tuple[Trail, ...]
     operations: Mapping[str, OperationView] = field(default_factory=dict)
+    reader: Reader = LEXICAL  # what the trails were read with (the hybrid judge asks beyond it)
 
     @property
     def lost(self) -> list[Trail]:
@@ -135,6 +140,16 @@ class OfflineJudge:
     reads_operations = False
 
     def check(self, view: CaseView, candidate: Candidate) -> tuple[Check, Usage]:
+        check, usage = self._check(view, candidate)
+        unsure = [t for t in view.trails if not t.sure]
+        if not (check.faulty and unsure):
+            return check, usage
+        told = ", ".join(f"{t.key_sentence!r} of {t.message_id}" for t in unsure)
+        reason = f"{check.reason}; the reader could not tell where {told} went"
+        confidence = min(check.confidence, CONFIDENCE_UNSURE)
+        return replace(check, reason=reason, confidence=confidence), usage
+
+    def _check(self, view: CaseView, candidate: Candidate) -> tuple[Check, Usage]:
         for stale in view.stale:
             if stale.superseding.id == candidate.op.id:
                 trail = stale.trail

@@ -141,6 +141,9 @@ class Trail:
     # False for an answer-part sentence that was lost while every gold-answer word it holds still
     # reached the answer's context: its loss cannot explain the wrong answer
     needed: bool = True
+    # False when the reader could not tell whether a memory or the context held the sentence
+    # (a meaning similarity in its blind band): a verdict resting on this trail is a guess
+    sure: bool = True
 
 
 @dataclass(frozen=True)
@@ -186,3 +189,4 @@ class Verdict:
     replay_outcomes: str | None = None  # JSON: per candidate decisive / fix-alone outcomes
     checked: list[str] = field(default_factory=list)  # candidate op ids the judge looked at
     failure_mode: FailureMode | None = None  # a named refinement of error_type (taxonomy.py)
+    reading: str | None = None  # the sense the trails read with: "lexical", "meaning:<model>"

@@ -37,6 +37,7 @@ from memtrace.attribution.store import AttributionStore
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import Strategy, search
 from memtrace.errors import JudgeError, LLMError, MemtraceError, Neo4jUnavailableError
+from memtrace.reading import LEXICAL, Reader
 from memtrace.taxonomy import (
     ANNOTATION_ONLY_TYPES,
     LABEL_SOURCES,
@@ -54,6 +55,7 @@ class Options:
     retriever: Retriever = "bm25"
     retrieval_query: RetrievalQuery = "question+answer"
     embed: Embed | None = None
+    reader: Reader = LEXICAL  # how the trails read memories and contexts (``memtrace.reading``)
 
     def run_id(self, judge: Judge) -> str:
         """The default run id: one per configuration, so a re-run replaces its own results."""
@@ -100,7 +102,7 @@ def case_candidates(
         raise MemtraceError(f"case {case_id!r}: no answer operation reads its question")
     evidence = starting_evidence(store, anchor, options)
     graph = store.case_graph(anchor, evidence)
-    trails = tuple(trace_all(graph))
+    trails = tuple(trace_all(graph, options.reader))
     return graph, trails, tuple(candidates(graph, trails))
 
 
@@ -116,7 +118,7 @@ def analyse_case(
         if judge.reads_operations
         else {}
     )
-    view = CaseView(graph, trails, operations)
+    view = CaseView(graph, trails, operations, options.reader)
     found = search(options.strategy, judge, view, found_candidates)
     verdict = Verdict(
         trace_id=trace_id,
@@ -139,6 +141,7 @@ def analyse_case(
         replays=found.replays,
         replay_outcomes=found.outcomes,
         failure_mode=found.failure_mode,
+        reading=options.reader.name,
     )
     return Analysis(anchor, graph, trails, found_candidates, verdict)
 

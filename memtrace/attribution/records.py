@@ -47,6 +47,7 @@ def memtrace_record(verdict: Verdict) -> dict[str, Any]:
         "seconds": round(verdict.seconds, 4),
         **({"error": verdict.error} if verdict.error else {}),
         **({"failure_mode": verdict.failure_mode} if verdict.failure_mode else {}),
+        **({"reading": verdict.reading} if verdict.reading else {}),
         **(
             {"replays": verdict.replays, "counterfactuals": json.loads(verdict.replay_outcomes)}
             if verdict.replay_outcomes

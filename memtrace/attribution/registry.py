@@ -34,12 +34,16 @@ def _replay_judge(context: JudgeContext) -> Judge:
     return ReplayJudge(context.replayers)
 
 
+def _hybrid(client: LLMClient) -> Judge:
+    return HybridJudge(LLMJudge(client), client=client)
+
+
 JudgeFactory = Callable[[JudgeContext], Judge]
 
 JUDGES: dict[str, JudgeFactory] = {
     "offline": lambda _context: OfflineJudge(),
     "llm": lambda context: LLMJudge(LLMClient.from_settings(context.settings)),
-    "hybrid": lambda context: HybridJudge(LLMJudge(LLMClient.from_settings(context.settings))),
+    "hybrid": lambda context: _hybrid(LLMClient.from_settings(context.settings)),
     # executes the counterfactuals: replays the traced system
     "replay": _replay_judge,
 }

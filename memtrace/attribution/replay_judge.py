@@ -16,8 +16,8 @@ from typing import Protocol
 from memtrace.attribution.counterfactual import CaseReplayer, Suspect, executed_label
 from memtrace.attribution.judges import CaseView
 from memtrace.attribution.model import Candidate, Check, OpRef
-from memtrace.attribution.text import content_words, holds
 from memtrace.attribution.walk import Found, Strategy
+from memtrace.reading.lexical import content_words, holds
 from memtrace.usage import Usage
 
 CONFIDENCE_EXECUTED = 1.0  # a replay is an observation, not an estimate

@@ -33,15 +33,16 @@ from memtrace.attribution.model import (
     OpRef,
     Trail,
 )
-from memtrace.attribution.text import (
+from memtrace.attribution.text import memory_text
+from memtrace.reading import LEXICAL, Reader, Reading
+from memtrace.reading.keys import key_sentences
+from memtrace.reading.lexical import (
     MIN_CONTENT_WORDS,
     containment,
     content_words,
     hold_threshold,
     holds,
-    key_sentences,
     lines,
-    memory_text,
     sentences,
     word_forms,
 )
@@ -70,33 +71,56 @@ def _live(memory: Memory, cutoff: int) -> bool:
     return memory.next_seq is None or memory.next_seq >= cutoff
 
 
+@dataclass(frozen=True)
+class Sense:
+    """How one sentence is read along its trail: the reader, and the gold-answer words the
+    sentence carries (``Reader.read``'s ``needs``)."""
+
+    sentence: str
+    reader: Reader = LEXICAL
+    needs: frozenset[str] = frozenset()
+
+    @property
+    def words(self) -> frozenset[str]:
+        return content_words(self.sentence)
+
+    def read(self, texts: Sequence[str | None]) -> Reading:
+        return self.reader.read(self.sentence, texts, self.needs)
+
+    def holds(self, texts: Sequence[str | None]) -> bool:
+        return self.read(texts).held
+
+
 def _loss(
-    memory: Memory, by_id: dict[str, Memory], words: frozenset[str], cutoff: int
+    memory: Memory, by_id: dict[str, Memory], sense: Sense, cutoff: int
 ) -> tuple[OpRef, ErrorType, str] | None:
     """How a memory version that held the sentence lost it before ``cutoff`` (None: it did not)."""
     if memory.deleted_by is not None and memory.deleted_by.seq < cutoff:
         return memory.deleted_by, "DeletionError", f"memory {memory.id} was deleted"
     if memory.next_id is not None and memory.next_seq is not None and memory.next_seq < cutoff:
         successor = by_id.get(memory.next_id)
-        if successor is not None and _drops(words, memory.value, successor.value):
+        if successor is not None and _drops(sense, memory.value, successor.value):
             op = memory.next_creator or successor.creator
             if op is not None:
                 return op, "UpdateError", f"{memory.id} was rewritten as {successor.id} without it"
     return None
 
 
-def _drops(words: frozenset[str], before: str, after: str) -> bool:
+def _drops(sense: Sense, before: str, after: str) -> bool:
     """Whether a rewrite from ``before`` to ``after`` lost the sentence.
 
     Also when a verbatim copy (every content word in one line) is rewritten into a version that
     only resembles it: the line still matching is another one (a long-context window keeps a
     later message with most of the same words, trimmed a session later).
     """
+    words = sense.words
     kept = containment(words, after)
-    return kept < hold_threshold(words) or (kept < 1.0 and containment(words, before) == 1.0)
+    if kept < hold_threshold(words):
+        return not sense.holds([after])  # the words went; the meaning may not have
+    return kept < 1.0 and containment(words, before) == 1.0
 
 
-def _extraction_stop(steps: Sequence[FlowStep], words: frozenset[str]) -> tuple[OpRef | None, str]:
+def _extraction_stop(steps: Sequence[FlowStep], sense: Sense) -> tuple[OpRef | None, str]:
     """The op where a never-stored sentence left the flow.
 
     The first extraction op whose outputs lack the sentence; else the first op that received a
@@ -106,10 +130,10 @@ def _extraction_stop(steps: Sequence[FlowStep], words: frozenset[str]) -> tuple[
     for step in sorted(steps, key=lambda s: (s.op.seq, s.step)):
         by_op.setdefault(step.op.id, []).append(step)
     ops = [group[0].op for group in by_op.values()]
-    holding = {s.target_id for s in steps if holds(words, [s.target_value])}
+    holding = {s.target_id for s in steps if sense.holds([s.target_value])}
     for op in ops:
         outputs = [s.target_value for s in by_op[op.id]]
-        if op.kind == "extraction" and not holds(words, outputs):
+        if op.kind == "extraction" and not sense.holds(outputs):
             return op, "the extraction output does not contain it"
     message_ids = {s.message_id for s in steps}
     for op in ops:
@@ -123,7 +147,7 @@ def _extraction_stop(steps: Sequence[FlowStep], words: frozenset[str]) -> tuple[
 
 
 def _retrieval_stop(
-    graph: CaseGraph, evidence: Evidence, words: frozenset[str], live: Sequence[Memory]
+    graph: CaseGraph, evidence: Evidence, sense: Sense, live: Sequence[Memory]
 ) -> tuple[OpRef | None, str]:
     """The case's retrieval op that lost a stored sentence.
 
@@ -136,7 +160,7 @@ def _retrieval_stop(
     missed = f"stored in {live[0].id} but not in the retrieved context"
     case_ops = {op.id for op in anchor.retrievals}
     steps = [s for s in graph.flow if s.message_id == evidence.id and s.op.id in case_ops]
-    holding = {m.id for m in live} | {s.target_id for s in steps if holds(words, [s.target_value])}
+    holding = {m.id for m in live} | {s.target_id for s in steps if sense.holds([s.target_value])}
     by_op: dict[str, list[FlowStep]] = {}
     for step in sorted(steps, key=lambda s: (s.op.seq, s.step)):
         by_op.setdefault(step.op.id, []).append(step)
@@ -156,11 +180,14 @@ def _reach(trail: Trail) -> tuple[int, int]:
     return rank, trail.stop.seq if trail.stop is not None else 2**62
 
 
-def trace_evidence(graph: CaseGraph, evidence: Evidence) -> Trail:
+def trace_evidence(graph: CaseGraph, evidence: Evidence, reader: Reader = LEXICAL) -> Trail:
     """The trail of the message's key sentence (of the furthest-reaching one on a tie)."""
     anchor = graph.anchor
     options = key_sentences(evidence.text, anchor.question, anchor.golden_answers)
-    return max((_trace_sentence(graph, evidence, s) for s in options), key=_reach)
+    needs = frozenset(answer_words(anchor))
+    return max(
+        (_trace_sentence(graph, evidence, Sense(s, reader, needs)) for s in options), key=_reach
+    )
 
 
 def answer_words(anchor: Anchor) -> dict[str, str]:
@@ -191,43 +218,50 @@ def _held(sentence: str, words: dict[str, str]) -> tuple[str, ...]:
     return tuple(word for stem, word in words.items() if stem in own)
 
 
-def _trace_sentence(graph: CaseGraph, evidence: Evidence, sentence: str) -> Trail:
-    words = content_words(sentence)
-    if holds(words, (value for _, value in graph.context)):
-        detail = _reached(graph, evidence, words)
-        return Trail(evidence.id, sentence, "context", None, None, detail)
+def _trace_sentence(graph: CaseGraph, evidence: Evidence, sense: Sense) -> Trail:
+    sentence = sense.sentence
+    seen = sense.read([value for _, value in graph.context])
+    if seen.held:
+        detail = _reached(graph, evidence, sense)
+        return Trail(evidence.id, sentence, "context", None, None, detail, sure=seen.sure)
     cutoff = question_cutoff(graph)
-    holders = [m for m in graph.memories if m.seq < cutoff and holds(words, [m.value])]
+    readings = {m.id: sense.read([m.value]) for m in graph.memories if m.seq < cutoff}
+    holders = [m for m in graph.memories if m.id in readings and readings[m.id].held]
     live = [m for m in holders if _live(m, cutoff)]
     held = tuple(m.id for m in holders)
     if live:
-        retrieval, detail = _retrieval_stop(graph, evidence, words, live)
-        return Trail(evidence.id, sentence, "stored", retrieval, "RetrievalError", detail, held)
+        retrieval, detail = _retrieval_stop(graph, evidence, sense, live)
+        sure = seen.sure and any(readings[m.id].sure for m in live)
+        return Trail(
+            evidence.id, sentence, "stored", retrieval, "RetrievalError", detail, held, sure=sure
+        )
+    # not stored, as far as the reader can tell: unsure while a memory is in its blind band
+    sure = seen.sure and all(r.sure for r in readings.values())
     by_id = {m.id: m for m in graph.memories}
     # A loss before the message existed lost another message's copy of the sentence (a
     # long-context window trims an earlier message that said the same), not this one.
     losses = [
         loss
         for m in holders
-        if (loss := _loss(m, by_id, words, cutoff)) is not None and loss[0].seq > evidence.seq
+        if (loss := _loss(m, by_id, sense, cutoff)) is not None and loss[0].seq > evidence.seq
     ]
     if losses:
         op, error_type, detail = min(losses, key=lambda loss: loss[0].seq)
-        return Trail(evidence.id, sentence, "lost", op, error_type, detail, held)
+        return Trail(evidence.id, sentence, "lost", op, error_type, detail, held, sure=sure)
     steps = [s for s in graph.flow if s.message_id == evidence.id]
-    stop, why = _extraction_stop(steps, words)
-    return Trail(evidence.id, sentence, "lost", stop, "ExtractionError", why, held)
+    stop, why = _extraction_stop(steps, sense)
+    return Trail(evidence.id, sentence, "lost", stop, "ExtractionError", why, held, sure=sure)
 
 
 REACHED = "reached the answer's context"
 
 
-def _reached(graph: CaseGraph, evidence: Evidence, words: frozenset[str]) -> str:
+def _reached(graph: CaseGraph, evidence: Evidence, sense: Sense) -> str:
     """How a sentence the context holds got there, as far as the trace shows: when this
     message's own extraction wrote nothing holding it, the context's copy came from another
     message (a similar note), and the reason says so rather than that this one reached it."""
     steps = [s for s in graph.flow if s.message_id == evidence.id]
-    if any(holds(words, [s.target_value]) for s in steps):
+    if any(sense.holds([s.target_value]) for s in steps):
         return REACHED
     extraction = next((s.op for s in steps if s.op.kind == "extraction"), None)
     if extraction is None:
@@ -239,22 +273,23 @@ def _reached(graph: CaseGraph, evidence: Evidence, words: frozenset[str]) -> str
     )
 
 
-def trace_all(graph: CaseGraph) -> list[Trail]:
+def trace_all(graph: CaseGraph, reader: Reader = LEXICAL) -> list[Trail]:
     """Per evidence message: its key sentence's trail, then those of its other sentences that
     carry part of the gold answer. One of those counts as lost evidence (``needed``) only when
     it stopped before the context and holds a gold-answer word the context does not have."""
     anchor = graph.anchor
     words = answer_words(anchor)
+    needs = frozenset(words)
     said = {w for _, value in graph.context for line in lines(value) for w in content_words(line)}
     traced: list[Trail] = []
     for evidence in graph.evidence:
-        key = trace_evidence(graph, evidence)
+        key = trace_evidence(graph, evidence, reader)
         traced.append(replace(key, answer_words=_held(key.key_sentence, words)))
         keys = key_sentences(evidence.text, anchor.question, anchor.golden_answers)
         for sentence in answer_sentences(evidence.text, words):
             if sentence in keys:
                 continue
-            trail = _trace_sentence(graph, evidence, sentence)
+            trail = _trace_sentence(graph, evidence, Sense(sentence, reader, needs))
             missing = (content_words(sentence) & words.keys()) - said
             traced.append(
                 replace(

@@ -43,6 +43,7 @@ from memtrace.cli.options import choice, llm_options, neo4j_options, replayer_op
 from memtrace.cli.output import frame_table, make_console, strict_json
 from memtrace.db import connect
 from memtrace.errors import MemtraceError
+from memtrace.reading import READERS, make_reader
 from memtrace.replay.graph import LoadedTraces
 from memtrace.settings import Settings
 from memtrace.taxonomy import LABEL_SOURCES
@@ -77,13 +78,26 @@ retrieval_query_option = click.option(
     help="The gold answer defines the failure, so it may help find the evidence (MemTrace's "
     "default); question alone finds less.",
 )
+reading_option = click.option(
+    "--reading",
+    type=click.Choice(tuple(READERS)),
+    help="How memories and contexts are read: by meaning (a small packaged model, the extra "
+    "sentence-transformers) or by their words; auto reads meaning where the extra is installed "
+    "[default: the settings' reading, MEMTRACE_READING, else auto].",
+)
 
 
 def _options(
-    evidence: str, strategy: str, retriever: str, query: str, settings: Settings
+    evidence: str,
+    strategy: str,
+    retriever: str,
+    query: str,
+    reading: str | None,
+    settings: Settings,
 ) -> Options:
     chosen_retriever = choice(retriever, RETRIEVERS)
     return Options(
+        reader=make_reader(choice(reading or settings.reading, tuple(READERS))),
         evidence=choice(evidence, EVIDENCE_MODES),
         strategy=choice(strategy, STRATEGY_NAMES),
         retriever=chosen_retriever,
@@ -143,6 +157,7 @@ def _shard(value: str | None) -> Shard | None:
 @click.option("--strategy", type=click.Choice(STRATEGY_NAMES), default="linear", show_default=True)
 @retriever_option
 @retrieval_query_option
+@reading_option
 @click.option(
     "--run-id", help="Results replace this run's earlier ones [default: judge-evidence-strategy]."
 )
@@ -174,6 +189,7 @@ def attribute_command(
     strategy: str,
     retriever: str,
     retrieval_query: str,
+    reading: str | None,
     run_id: str | None,
     workers: int,
     replayer: str | None,
@@ -187,7 +203,9 @@ def attribute_command(
         raise click.UsageError("--case and --all-failed exclude each other")
     if case_ids and trace_id is None:
         raise click.UsageError("--case needs --trace")
-    options = _options(evidence, strategy, retriever, retrieval_query, settings)
+    options = _options(evidence, strategy, retriever, retrieval_query, reading, settings)
+    if not as_json:
+        err.print(f"reading: {options.reader.name}", highlight=False)
     cases = [(trace_id, case_id) for case_id in case_ids] if trace_id and case_ids else None
     with connect(settings) as db:
         store = AttributionStore(db)
@@ -347,10 +365,11 @@ def _explain_tree(analysis: Analysis, system: str | None) -> Tree:
             "[yellow]no retrieved message covers the gold answer[/]: followed the best-ranked "
             f"statement {', '.join(uncovered)}, which may not hold it"
         )
-    trails = tree.add("[bold]evidence trails[/]")
+    trails = tree.add(f"[bold]evidence trails[/] (read: {verdict.reading or 'lexical'})")
     for trail in analysis.trails:
         role = "key sentence" if trail.role == "key" else f"holds {', '.join(trail.answer_words)}"
-        node = trails.add(f"{trail.message_id} ({role}): [italic]{trail.key_sentence}[/]")
+        unsure = "" if trail.sure else " [yellow](the reader cannot tell)[/]"
+        node = trails.add(f"{trail.message_id} ({role}): [italic]{trail.key_sentence}[/]{unsure}")
         stop = (
             f" at {trail.stop.name or trail.stop.kind} {trail.stop.id} (#{trail.stop.seq})"
             if trail.stop
@@ -407,6 +426,7 @@ def _replay_tree(outcomes: dict[str, Any]) -> Tree:
 @evidence_option
 @retriever_option
 @retrieval_query_option
+@reading_option
 @replayer_option
 @click.option("--json", "as_json", is_flag=True)
 @neo4j_options
@@ -419,11 +439,12 @@ def explain_command(
     evidence: str,
     retriever: str,
     retrieval_query: str,
+    reading: str | None,
     replayer: str | None,
     as_json: bool,
 ) -> None:
     """Show a case's evidence trails, candidates and verdict, plus the Cypher to view it."""
-    options = _options(evidence, "linear", retriever, retrieval_query, settings)
+    options = _options(evidence, "linear", retriever, retrieval_query, reading, settings)
     with connect(settings) as db:
         store = AttributionStore(db)
         resolved = resolve_case(store, case_id, trace_id)
@@ -443,6 +464,7 @@ def explain_command(
                 "role": t.role,
                 "answer_words": list(t.answer_words),
                 "needed": t.needed,
+                "sure": t.sure,
                 "stage": t.stage,
                 "stop_op": t.stop.id if t.stop else None,
                 "error_type": t.error_type,

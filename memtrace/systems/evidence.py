@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from memtrace.reading.keys import key_sentences
 from memtrace.systems.core import source_key
 from memtrace.systems.locomo import Question, Turn
-from memtrace.systems.text import content, normalize, sentences
+from memtrace.systems.text import content, sentences
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,15 +19,11 @@ class Evidence:
 
 
 def key_sentence(question: Question, turn: Turn) -> int:
-    """The sentence holding the gold answer, else the one sharing most content words with the
-    question and answer (earliest on ties)."""
+    """The index of the turn's key sentence (``reading.keys``: the one the offline judge
+    follows), the first one when several tie."""
     parts = sentences(turn.text) or [turn.text]
-    answer = normalize(question.answer)
-    for i, sentence in enumerate(parts):
-        if answer and answer in normalize(sentence):
-            return i
-    wanted = set(content(question.text + " " + question.answer))
-    return max(range(len(parts)), key=lambda i: (len(wanted & set(content(parts[i]))), -i))
+    key = key_sentences(turn.text, question.text, [question.answer])[0]
+    return next((i for i, part in enumerate(parts) if key in part or part in key), 0)
 
 
 def evidence(question: Question, turns: Mapping[str, Turn], dates: Mapping[str, str]) -> Evidence:

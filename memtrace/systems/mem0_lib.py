@@ -35,8 +35,9 @@ an evidence fact it let go; the search adds the live memories holding the eviden
 additive extraction's reply gains the evidence sentences no memory of it holds; the ``add``
 step stores a text the MD5 de-dup drops as a duplicate of a looked-up memory holding the
 evidence; the search adds the live memories holding the evidence, all in Mem0's own ranking. A
-memory or fact *holds* an evidence sentence when it has every content word of it (Mem0 keeps no
-provenance of message sentences).
+memory or fact *holds* an evidence sentence when the offline judge reads it there too
+(``memtrace.reading``: its words, or by the settings' reading its meaning; Mem0 keeps no
+provenance of message sentences, and its LLM rewrites them).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, ClassVar, Final
@@ -57,13 +59,14 @@ from typing import Any, ClassVar, Final
 from memtrace.errors import ConfigError
 from memtrace.integrations.mem0 import parse_json, pipeline_class
 from memtrace.prompts import Prompt
+from memtrace.reading import Reader, holds, make_reader
 from memtrace.settings import LLMSettings, Settings
 from memtrace.systems.base import System, evidence_facts, op_id, with_evidence
 from memtrace.systems.core import Item, Loss
 from memtrace.systems.locomo import Question, Turn
 from memtrace.systems.params import Params, use
 from memtrace.systems.prompts import MEM0_CUSTOM_INSTRUCTIONS, QUESTION_ANSWERING
-from memtrace.systems.text import content, sentences
+from memtrace.systems.text import sentences
 from memtrace.tracing import OFF, Var
 
 ID_NAMESPACE: Final = uuid.UUID("6d656d74-7261-6365-6d65-6d306c696221")
@@ -159,13 +162,6 @@ class MemoryIds:
 
 
 MEMORY_IDS: Final = MemoryIds()
-
-
-def holds(sentence: str, text: str) -> bool:
-    """``text`` has every content word of ``sentence`` (a memory or fact holding evidence); a
-    sentence without content words is held by nothing (else every memory would hold it)."""
-    words = set(content(sentence))
-    return bool(words) and words <= set(content(text))
 
 
 class Mem0LibSystem(System):
@@ -343,8 +339,19 @@ class Mem0LibSystem(System):
             found.append((key, parts[int(index)] if int(index) < len(parts) else turn.text))
         return found
 
+    @cached_property
+    def reader(self) -> Reader:
+        """How repairs read facts and memories: as the offline judge does (the settings'
+        ``reading``), loaded when a repair first reads."""
+        return make_reader(self.settings.reading if self.settings else "auto")
+
+    def reads(self, sentence: str, text: str) -> bool:
+        """Whether ``text`` still holds what the evidence ``sentence`` says (``memtrace.reading``:
+        one decision for the offline judge's trails and these repairs)."""
+        return holds(self.reader, sentence, [text])
+
     def holds_evidence(self, text: str) -> bool:
-        return any(holds(said, text) for _, said in self.evidence())
+        return any(self.reads(said, text) for _, said in self.evidence())
 
     def repair_extraction(self, reply: str) -> str:
         """The fact list gains the evidence sentences of this message that no fact holds (each
@@ -355,7 +362,7 @@ class Mem0LibSystem(System):
         facts = _listed(parsed, "facts")
         have = _texts(facts)
         evidence = self.evidence(turn.dia_id)
-        missing = [k for k, said in evidence if not any(holds(said, f) for f in have)]
+        missing = [k for k, said in evidence if not any(self.reads(said, f) for f in have)]
         added = [
             f.text
             for f in evidence_facts(turn.dia_id, turn.speaker, turn.text, missing)
@@ -391,8 +398,8 @@ class Mem0LibSystem(System):
             if isinstance(a, dict) and a.get("event") in ("ADD", "UPDATE")
         ]
         for key, said in self.evidence():
-            fact = next((f for f in self._facts if holds(said, f)), None)
-            if fact is None or any(holds(said, text) for text in stored):
+            fact = next((f for f in self._facts if self.reads(said, f)), None)
+            if fact is None or any(self.reads(said, text) for text in stored):
                 continue
             kept.append({"id": str(len(similar) + len(kept)), "text": fact, "event": "ADD"})
             stored.append(fact)
@@ -403,7 +410,9 @@ class Mem0LibSystem(System):
 
     def loses_evidence(self, old: str, new: str) -> bool:
         """An update from ``old`` to ``new`` drops an evidence sentence ``old`` held."""
-        return any(holds(said, old) and not holds(said, new) for _, said in self.evidence())
+        return any(
+            self.reads(said, old) and not self.reads(said, new) for _, said in self.evidence()
+        )
 
     def repair_additive_extraction(self, reply: str) -> str:
         """2.x: the reply's memories gain the evidence sentences of this message that no memory
@@ -414,7 +423,7 @@ class Mem0LibSystem(System):
         memories = [m for m in _listed(parsed, "memory") if isinstance(m, dict)]
         have = [str(m.get("text") or "") for m in memories]
         evidence = self.evidence(turn.dia_id)
-        missing = [k for k, said in evidence if not any(holds(said, t) for t in have)]
+        missing = [k for k, said in evidence if not any(self.reads(said, t) for t in have)]
         added = [
             {"id": str(len(memories) + i), "text": fact.text, "attributed_to": "user"}
             for i, fact in enumerate(
@@ -428,17 +437,34 @@ class Mem0LibSystem(System):
         self.repaired(f"added evidence {', '.join(missing)} and its message", "ExtractionError")
         return json.dumps({**parsed, "memory": [*memories, *added]})
 
-    def repair_ranked_search(self, items: list[Item], question: Question) -> list[Item]:
-        """2.x: the results plus the live memories holding the evidence, each in the place of
-        the lowest-ranked result holding none, all in the order Mem0's own scoring ranks them
-        (its search over every memory with no threshold; one it does not rank comes last)."""
-        every = self.traced.all_memories(self.user)
+    def restoring(self, items: list[Item], memories: list[dict[str, Any]]) -> list[Item]:
+        """The memories a repaired search adds to ``items``: for each evidence sentence no
+        result holds, the first memory that holds it (only what was lost is restored; a precise
+        search, which shows nothing but evidence, gets every memory holding some)."""
         shown = {item.key for item in items}
-        extra = [
-            Item(str(m["id"]), str(m["memory"]), "", frozenset(), OFF)
-            for m in every
-            if str(m["id"]) not in shown and self.holds_evidence(str(m["memory"]))
-        ]
+        others = [m for m in memories if str(m["id"]) not in shown]
+        if self.precise_search:
+            chosen = [m for m in others if self.holds_evidence(str(m["memory"]))]
+        else:
+            chosen = []
+            for _, said in self.evidence():
+                if any(self.reads(said, i.text) for i in items) or any(
+                    self.reads(said, str(m["memory"])) for m in chosen
+                ):
+                    continue
+                found = next((m for m in others if self.reads(said, str(m["memory"]))), None)
+                if found is not None and found not in chosen:
+                    chosen.append(found)
+        return [Item(str(m["id"]), str(m["memory"]), "", frozenset(), OFF) for m in chosen]
+
+    def repair_ranked_search(self, items: list[Item], question: Question) -> list[Item]:
+        """2.x: the results plus a live memory holding each evidence sentence they lack, each
+        in the place of the lowest-ranked result holding no evidence (``restoring``,
+        ``with_evidence``: as many results as the search gave), all in the order Mem0's own
+        scoring ranks them (its search over every memory with no threshold; one it does not
+        rank comes last)."""
+        every = self.traced.all_memories(self.user)
+        extra = self.restoring(items, every)
         if not extra and not self.precise_search:
             return items
         if extra:
@@ -456,14 +482,9 @@ class Mem0LibSystem(System):
         )
 
     def repair_search(self, items: list[Item], question: Question) -> list[Item]:
-        """The results plus the live memories holding the evidence, each in the place of the
-        lowest-ranked result holding none (``with_evidence``)."""
-        shown = {item.key for item in items}
-        extra = [
-            Item(str(m["id"]), str(m["memory"]), "", frozenset(), OFF)
-            for m in self.traced.all_memories(self.user)
-            if str(m["id"]) not in shown and self.holds_evidence(str(m["memory"]))
-        ]
+        """The results plus a live memory holding each evidence sentence they lack, each in
+        the place of the lowest-ranked result holding none (``restoring``, ``with_evidence``)."""
+        extra = self.restoring(items, self.traced.all_memories(self.user))
         if extra:
             self.repaired(f"added {', '.join(item.key for item in extra)}", "RetrievalError")
         return with_evidence(items, extra, lambda item: self.holds_evidence(item.text))

@@ -43,6 +43,7 @@ PURE_ATTRIBUTION = {
     for name in (
         "model", "text", "dates", "trails", "evidence", "judges", "llm_judge", "hybrid",
         "walk", "evaluate", "records", "counterfactual", "replay_judge", "answer_model",
+        "asking",
     )
 }  # fmt: skip
 # The check of a trace (what will degrade attribution) sees records only: no file, no database.

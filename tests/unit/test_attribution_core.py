@@ -17,16 +17,12 @@ from memtrace.attribution.evidence import (
 from memtrace.attribution.judges import CaseView, OfflineJudge
 from memtrace.attribution.model import Anchor, CaseGraph, Evidence, FlowStep, Memory, OpRef
 from memtrace.attribution.store import FLOW_DEPTH
-from memtrace.attribution.text import (
-    containment,
-    content_words,
-    holds,
-    key_sentences,
-    message_text,
-)
+from memtrace.attribution.text import message_text
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import binary, linear
 from memtrace.cypher import get_query
+from memtrace.reading.keys import key_sentences
+from memtrace.reading.lexical import containment, content_words, holds
 
 SENTENCE = "I adopted a grey kitten named Pixel from the shelter."
 MESSAGE = Evidence("m1", f"Guess what! {SENTENCE} She sleeps all day.")

@@ -488,9 +488,9 @@ def test_evermemos_an_ignored_context_is_a_response_error(tmp_path: Path) -> Non
     assert label == (op_of(replayer, f"answer:{CASE}"), "ResponseError", "response")
 
 
-def test_a_mem0_lib_memory_holds_evidence_by_its_content_words() -> None:
-    from memtrace.systems.mem0_lib import holds
+def test_a_mem0_lib_memory_holds_evidence_as_the_offline_judge_reads_it() -> None:
+    from memtrace.reading import LEXICAL, holds
 
-    assert holds("I ran a 5k race.", "Farid ran a 5k race for the children's hospital")
-    assert not holds("I ran a 5k race.", "Farid ran")  # a word of the sentence is missing
-    assert not holds("Oh yes!", "Chloe: oh yes, I know")  # no content words: held by nothing
+    assert holds(LEXICAL, "I ran a 5k race.", ["Farid ran a 5k race for the children's hospital"])
+    assert not holds(LEXICAL, "I ran a 5k race.", ["Farid ran"])  # a word is missing
+    assert not holds(LEXICAL, "Oh wow!", ["Chloe: oh wow, I know"])  # no content words

