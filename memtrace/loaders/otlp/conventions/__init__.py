@@ -24,7 +24,7 @@ from memtrace.loaders.otlp.conventions import (
     openllmetry,
     vercel,
 )
-from memtrace.loaders.otlp.conventions.shapes import Convention, Io, nothing
+from memtrace.loaders.otlp.conventions.shapes import Convention, Io, json_decoded, nothing
 from memtrace.loaders.otlp.spans import Span
 from memtrace.taxonomy import Kind
 
@@ -115,6 +115,17 @@ def content_keys(span: Span) -> list[str]:
                 and not isinstance(value, bool | int | float)
                 and _CONTENT_KEY.search(key)
                 and not _METADATA_KEY.search(key)
+                and not _empty_wrapper(value)
             ):
                 found.append(prefix + key)
     return found
+
+
+def _empty_wrapper(value: object) -> bool:
+    """A framework step's value wrapped with its metadata whose value is empty (OpenLLMetry's
+    ``{"inputs": [], "tags": [...]}`` of a step given nothing) carries no content."""
+    parsed = json_decoded(value)
+    if not isinstance(parsed, dict):
+        return False
+    wrapped = [key for key in ("inputs", "outputs") if key in parsed]
+    return bool(wrapped) and all(parsed[key] in (None, "", [], {}) for key in wrapped)
