@@ -26,6 +26,7 @@ from framework_memory import (
     Replies,
 )
 from langchain_app import run_langchain_app
+from llamaindex_app import run_llamaindex_app
 
 from memtrace.admin import delete_trace
 from memtrace.cli import cli
@@ -34,8 +35,13 @@ from memtrace.loaders.otlp.spans import read_spans
 
 pytestmark = pytest.mark.integration
 
-# instrumentation -> planted failures whose type and operation are both right (of 7)
-MEASURED = {"openinference": 7, "openllmetry": 7}
+# app -> planted failures whose type and operation are both right (of 7)
+MEASURED = {"langchain-openinference": 7, "langchain-openllmetry": 7, "llamaindex-openinference": 7}
+APPS = {
+    "langchain-openinference": lambda url, out: run_langchain_app(url, out, "openinference"),
+    "langchain-openllmetry": lambda url, out: run_langchain_app(url, out, "openllmetry"),
+    "llamaindex-openinference": run_llamaindex_app,
+}
 
 
 def _strings(value: Any) -> list[str]:
@@ -71,7 +77,7 @@ def _model_calls(capture: Path) -> list[tuple[str, str, str | None]]:
                 text
                 for k, v in attributes.items()
                 if "input_messages" in k
-                or k in ("gen_ai.input.messages", "gen_ai.system_instructions")
+                or k in ("gen_ai.input.messages", "gen_ai.system_instructions", "llm.prompts")
                 for text in _strings(v)
             )
             calls.append((span.span_id, prompt, case_of(span)))
@@ -93,20 +99,20 @@ def _expected_op(capture: Path, case: Planted) -> str:
     for span in sorted(spans, key=lambda s: s.start_ns):
         if span.parent_id in inside:
             inside.add(span.span_id)
-    return next(
+    return next(  # the retriever call itself (LlamaIndex's retrieve() around its _retrieve())
         s.span_id
-        for s in spans
+        for s in sorted(spans, key=lambda s: s.start_ns)
         if s.span_id in inside
         and (s.attributes.get("openinference.span.kind") == "RETRIEVER" or "retrieve" in s.name)
     )
 
 
-@pytest.mark.parametrize("instrumentation", sorted(MEASURED))
-def test_langchain_planted_failures_are_attributed(
-    db: Database, fake_openai: FakeOpenAI, tmp_path: Path, run_id: str, instrumentation: str
+@pytest.mark.parametrize("app", sorted(MEASURED))
+def test_framework_planted_failures_are_attributed(
+    db: Database, fake_openai: FakeOpenAI, tmp_path: Path, run_id: str, app: str
 ) -> None:
     fake_openai.responder = Replies()
-    capture = run_langchain_app(fake_openai.base_url, tmp_path / f"{run_id}.json", instrumentation)
+    capture = APPS[app](fake_openai.base_url, tmp_path / f"{run_id}.json")
     trace_id = f"otlp-{run_id}"
     try:
         loaded = CliRunner().invoke(cli, ["load", str(capture), "--json"])
@@ -128,6 +134,6 @@ def test_langchain_planted_failures_are_attributed(
             if verdicts[case.case_id]["error_type"] == case.error_type
             and verdicts[case.case_id]["op_id"] == _expected_op(capture, case)
         ]
-        assert len(right) >= MEASURED[instrumentation], (right, verdicts)
+        assert len(right) >= MEASURED[app], (right, verdicts)
     finally:
         delete_trace(db, trace_id)

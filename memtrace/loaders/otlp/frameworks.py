@@ -18,6 +18,8 @@ import json
 from collections.abc import Iterator
 from typing import Any, Final
 
+from memtrace.loaders.otlp.conventions import FRAMEWORK_KEYS
+
 # a part shorter than this (an "id": null, a role "ai", a flag) says nothing of where a value
 # came from; a note id such as "note-7" is long enough
 MIN_PART: Final = 6
@@ -91,13 +93,8 @@ def root_inputs(text: str) -> list[str]:
     return [text]
 
 
-# the attributes by which a span says it is a framework's step (a chain, a retriever, a model
-# call made through the framework)
-_FRAMEWORK_KEYS: Final = ("openinference.span.kind", "traceloop.span.kind")
-
-
 def is_framework_step(attributes: dict[str, Any]) -> bool:
-    return any(attributes.get(key) is not None for key in _FRAMEWORK_KEYS)
+    return any(attributes.get(key) is not None for key in FRAMEWORK_KEYS)
 
 
 def is_chain(attributes: dict[str, Any]) -> bool:
@@ -122,3 +119,31 @@ def unnamed_documents(attributes: dict[str, Any], indexed: list[dict[str, Any]])
         if isinstance(doc, dict) and isinstance(doc.get("page_content"), str):
             found.append(doc["page_content"])
     return found
+
+
+EMBED_WORDS: Final = 4  # an earlier value this long or longer, found verbatim in a prompt
+
+
+class Embedded:
+    """Earlier values (step outputs and their string parts) found verbatim inside a prompt: a
+    prompt formatted from them (``PromptTemplate.format(...)`` then ``llm.complete``) read them.
+    Indexed by their first words, so a prompt is scanned once per word."""
+
+    def __init__(self) -> None:
+        self.by_start: dict[tuple[str, ...], set[str]] = {}
+
+    def add(self, text: str) -> None:
+        for value in (text, *parts(text)):
+            words = tuple(value.split()[:EMBED_WORDS])
+            if len(words) == EMBED_WORDS and value[:1] not in ("{", "["):
+                self.by_start.setdefault(words, set()).add(value)
+
+    def found_in(self, prompt: str) -> list[str]:
+        """The indexed values the prompt holds verbatim (not the prompt itself)."""
+        words = prompt.split()
+        found: dict[str, None] = {}
+        for i in range(len(words) - EMBED_WORDS + 1):
+            for value in self.by_start.get(tuple(words[i : i + EMBED_WORDS]), ()):
+                if value != prompt and value in prompt:
+                    found[value] = None
+        return list(found)

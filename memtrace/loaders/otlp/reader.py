@@ -37,9 +37,16 @@ from memtrace.loaders.otlp.attributes import (
     retrieved_documents,
     written_documents,
 )
-from memtrace.loaders.otlp.conventions import content_keys, span_inputs, span_kind, span_outputs
+from memtrace.loaders.otlp.conventions import (
+    content_free,
+    content_keys,
+    span_inputs,
+    span_kind,
+    span_outputs,
+)
 from memtrace.loaders.otlp.conventions.shapes import Io, as_text
 from memtrace.loaders.otlp.frameworks import (
+    Embedded,
     decoded,
     is_chain,
     is_framework_step,
@@ -64,6 +71,7 @@ CASE_PREFIX: Final = "memtrace.case."
 # trace metadata keys: spans whose content produced no variable, spans of unknown kind
 UNREAD_CONTENT_SPANS: Final = "unread_content_spans"
 UNKNOWN_KIND_SPANS: Final = "unknown_kind_spans"
+CONTENT_FREE_SPANS: Final = "content_free_spans"  # known kinds that say only counts (cognee)
 
 
 @dataclass(frozen=True)
@@ -168,12 +176,12 @@ class _Converter:
         self.span_of: dict[tuple[str, str], Span] = {}
         # a part of a JSON value (frameworks.py) -> the variables holding it, in creation order
         self.part_of: dict[str, list[_Var]] = {}
-        self.carries: dict[str, list[_Var]] = {}
-        self.written: set[str] = (
-            set()
-        )  # the variables some operation wrote  # an input variable -> the values it carries
+        self.carries: dict[str, list[_Var]] = {}  # an input variable -> the values it carries
+        self.written: set[str] = set()  # the variables some operation wrote
+        self.embedded = Embedded()  # their texts, to find inside later prompts
         self.unknown_kind: list[str] = []  # names of spans no rule or convention recognised
         self.unread: list[list[str]] = []  # per span with content but no variable: its keys
+        self.content_free: list[str] = []  # names of spans whose convention has no content
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -282,6 +290,8 @@ class _Converter:
                     f"{span.span_id}:{io.slot}", io.text, category, span.start_ns, session
                 )
                 carried = self._carried(var, span, span.start_ns)
+                if kind == "generation" and not carried:
+                    carried = self._embedded_in(var, span)
                 inputs.extend(carried)
                 if decoded(io.text) is not None:  # a structure: whoever reads it reads its parts
                     self.carries[var.id] = carried
@@ -291,7 +301,7 @@ class _Converter:
         op = _Op(span, kind, self.next_seq())
         self.ops.append(op)
         self.op_of[(span.trace_id, span.span_id)] = op
-        found = retrieved_documents(span) + self._stored_by_content(span)
+        found = self._stored_by_content(span, retrieved_documents(span))
         written = written_documents(attributes.get("output.value"))
         if kind == "retrieval" and written is not None:
             # a search returning Mem0-shaped results reads those memories, it stores nothing
@@ -327,6 +337,20 @@ class _Converter:
             outputs.append(var)
             if io.role == "assistant":
                 op.answers.append(var.id)
+        found_texts = [c for _, c in found if c]
+        handed_on = all(any(t in (o.value or "") for o in outputs) for t in found_texts)
+        if kind == "retrieval" and not handed_on and is_framework_step(attributes):
+            # a framework's retriever hands on what it found (LlamaIndex writes only the
+            # nodes' reprs): the documents' texts are its output, what later steps carry
+            outputs.append(
+                self._new_var(
+                    f"{span.span_id}:documents",
+                    json.dumps(found_texts, ensure_ascii=False),
+                    "context",
+                    span.end_ns,
+                    session,
+                )
+            )
         if memory is not None and memory.operation == "search_memory" and not outputs:
             # a search with no output attribute: its context is the records it returned
             contents = [r.content for r in memory.records]
@@ -337,6 +361,8 @@ class _Converter:
                 )
             )
         for target in outputs:
+            if target.id not in self.written and target.value:
+                self.embedded.add(target.value)
             self.written.add(target.id)
             op.writes[target.id] = None
             op.edges.extend((source.id, target.id) for source in (*inputs, *read_documents))
@@ -349,7 +375,9 @@ class _Converter:
                     self._write_document(op, name, None, "DELETE", inputs)
         if not op.reads and not op.writes:
             keys = content_keys(span)
-            if keys:
+            if content_free(span):
+                self.content_free.append(span.name)
+            elif keys:
                 self.unread.append(keys)
 
     # -- framework data flow (frameworks.py) -----------------------------------------------
@@ -389,6 +417,13 @@ class _Converter:
         unique = {v.id: v for v in found if v is not None}
         return list(unique.values())
 
+    def _embedded_in(self, var: _Var, span: Span) -> list[_Var]:
+        """The earlier step outputs a model call's new prompt holds verbatim."""
+        own = f"{span.span_id}:"
+        texts = self.embedded.found_in(var.value or "")
+        found = [self._holder(text, span.start_ns, own) for text in texts]
+        return list({v.id: v for v in found if v is not None and v.id in self.written}.values())
+
     def _holder(self, text: str, before_ns: int, own: str, exact: bool = True) -> _Var | None:
         """The latest variable before ``before_ns`` (none of the span's own) holding ``text``
         as a part, or (``exact``) as its whole text."""
@@ -417,13 +452,14 @@ class _Converter:
         return found
 
     def _fold_chains(self) -> None:
-        """A framework chain's steps are its child spans, read after it (spans are taken in
-        start order): a value the chain outputs that a step inside it wrote (a sequence's last
-        step's output) is that step's variable, not a copy the chain wrote; a value the chain
-        built of its steps' outputs (``RunnableParallel``'s dict) reads them."""
+        """A framework step's (a chain's, a wrapping model call's) steps are its child spans,
+        read after it (spans are taken in start order): a value it outputs that a step inside
+        it wrote (a sequence's last step's output, the inner model call's reply) is that
+        step's variable, not a copy; a value it built of its steps' outputs
+        (``RunnableParallel``'s dict) reads them."""
         same: dict[str, _Var] = {}  # the chain's copy -> the variable its step wrote
         for op in self.ops:
-            if not is_chain(op.span.attributes):
+            if not is_framework_step(op.span.attributes):
                 continue
             inner = self._descendants(op.span)
             if not inner:
@@ -440,6 +476,8 @@ class _Converter:
                     if carried.id not in op.reads:
                         op.reads[carried.id] = None
                         op.edges.append((carried.id, var_id))
+            if op.kind == "generation" and not op.writes:
+                op.kind = "other"  # a wrapper: the model call inside it answered
         if same:
             self._replace(same)
 
@@ -495,15 +533,25 @@ class _Converter:
             frontier = [r for o in ops for r in o.reads]
         return None
 
-    def _stored_by_content(self, span: Span) -> list[tuple[str, str | None]]:
-        """Retrieved documents without an id, as the stored documents holding their text."""
-        contents = unnamed_documents(span.attributes, span.indexed("retrieval.documents"))
+    def _stored_by_content(
+        self, span: Span, found: list[tuple[str, str | None]]
+    ) -> list[tuple[str, str | None]]:
+        """Retrieved documents as the stored documents holding their text: those without an
+        id, and those whose id names no stored document (a framework's node id, the store's
+        record id without the store's scope)."""
         by_value = {
             var.value: name
             for name, var in self.documents.items()
             if name not in self.deleted and var.value
         }
-        return [(by_value[c], c) for c in contents if c in by_value]
+        linked = [
+            (by_value[content], content)
+            if doc_id not in self.documents and content in by_value
+            else (doc_id, content)
+            for doc_id, content in found
+        ]
+        contents = unnamed_documents(span.attributes, span.indexed("retrieval.documents"))
+        return linked + [(by_value[c], c) for c in contents if c in by_value]
 
     def _deciders(self, memory: MemorySpan, span: Span) -> list[_Var]:
         """The values a memory span's records were taken from: a record's content or id that
@@ -814,6 +862,8 @@ class _Converter:
                 # what the conventions of otlp_conventions.py could not read (load summary)
                 UNREAD_CONTENT_SPANS: len(self.unread),
                 "unread_content_keys": sorted({key for keys in self.unread for key in keys})[:10],
+                CONTENT_FREE_SPANS: len(self.content_free),
+                "content_free_names": sorted(set(self.content_free))[:10],
                 UNKNOWN_KIND_SPANS: len(self.unknown_kind),
                 "unknown_kind_names": sorted(set(self.unknown_kind))[:10],
             },
