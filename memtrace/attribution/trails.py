@@ -53,6 +53,7 @@ from memtrace.taxonomy import ErrorType
 STALE_TOPIC_WORDS = 2
 ANSWER_PART_WORDS = 2  # gold-answer words a sentence must hold to carry part of the answer
 STORING_KINDS = frozenset({"extraction", "update", "embedding", "deletion", "other"})
+_LOSING_KIND_TYPES: dict[str, ErrorType] = {"update": "UpdateError", "deletion": "DeletionError"}
 
 
 def question_cutoff(graph: CaseGraph) -> int:
@@ -250,7 +251,10 @@ def _trace_sentence(graph: CaseGraph, evidence: Evidence, sense: Sense) -> Trail
         return Trail(evidence.id, sentence, "lost", op, error_type, detail, held, sure=sure)
     steps = [s for s in graph.flow if s.message_id == evidence.id]
     stop, why = _extraction_stop(steps, sense)
-    return Trail(evidence.id, sentence, "lost", stop, "ExtractionError", why, held, sure=sure)
+    # an update decision that received the new fact and stored nothing holding it (a model
+    # call whose decision a memory span applied, loaders/otlp/frameworks.py) lost it updating
+    error_type = _LOSING_KIND_TYPES.get(stop.kind, "ExtractionError") if stop else "ExtractionError"
+    return Trail(evidence.id, sentence, "lost", stop, error_type, why, held, sure=sure)
 
 
 REACHED = "reached the answer's context"

@@ -590,3 +590,78 @@ def test_a_search_tool_returning_a_stored_memory_reads_it(load: Callable[..., An
     (written,) = tool.writes
     context = {r.id: r for _, r in records if isinstance(r, VariableRecord)}[written]
     assert context.value == NOTES and context.category == "context"
+
+
+def test_langfuse_observations(load: Callable[..., Any]) -> None:
+    # the Langfuse SDK (v3+, on OpenTelemetry): the observation's type, input and output as
+    # JSON, the model, the session and user ids (docs: langfuse.com/integrations/native/
+    # opentelemetry, property mapping)
+    records = load(
+        around(1, "answer question", {**CASE, "langfuse.observation.type": "span",
+               "langfuse.session.id": "household-7", "langfuse.user.id": "ana"}),
+        span(2, "search notes", {
+            "langfuse.observation.type": "retriever",
+            "langfuse.observation.input": json.dumps(QUESTION),
+            "langfuse.observation.output": json.dumps(NOTES)}, parent=1),
+        span(3, "llm call", {
+            "langfuse.observation.type": "generation",
+            "langfuse.observation.model.name": "gpt-4o-mini",
+            "langfuse.observation.input": json.dumps(
+                [{"role": "system", "content": SYSTEM}, {"role": "user", "content": PROMPT}]),
+            "langfuse.observation.output": json.dumps(
+                {"role": "assistant", "content": ANSWER})}, parent=1),
+    )  # fmt: skip
+    search, call = ops(records)["search notes"], ops(records)["llm call"]
+    assert (search.kind, call.kind) == ("retrieval", "generation")
+    found = texts(records)
+    values = {r.id: r.value for _, r in records if isinstance(r, VariableRecord)}
+    assert [values[v] for v in search.reads] == [QUESTION] and found[NOTES].id in search.writes
+    assert found[SYSTEM].category == "prompt" and found[PROMPT].category == "message"
+    assert found[ANSWER].id in call.writes and predicted(records) == ANSWER
+    (trace,) = [r for _, r in records if r.type == "trace"]
+    assert trace.metadata["unread_content_spans"] == 0
+
+
+def test_conversation_ids_of_every_family() -> None:
+    from memtrace.loaders.otlp.conventions import conversation_ids
+    from memtrace.loaders.otlp.spans import document_spans
+
+    spans = document_spans(request(
+        span(1, "a", {"langfuse.session.id": "s-1", "langfuse.user.id": "u-1"}),
+        span(2, "b", {"session.id": "s-2", "user.id": "u-2"}),
+        span(3, "c", {"gen_ai.conversation.id": "s-3"}),
+        span(4, "d", {}),
+    ), "ids.json")  # fmt: skip
+    assert [conversation_ids(s) for s in spans] == [
+        {"session": "s-1", "user": "u-1"},
+        {"session": "s-2", "user": "u-2"},
+        {"session": "s-3"},
+        {},
+    ]
+
+
+def test_cognee_memory_spans_are_kinds_without_content(load: Callable[..., Any]) -> None:
+    # cognee 1.6 with COGNEE_TRACING_ENABLED=true: memory.* spans with memory.system /
+    # memory.operation and counts, never the content
+    records = load(
+        span(1, "memory.store", {"memory.system": "cognee", "memory.operation": "store",
+                                 "memory.data_count": 3}),
+        span(2, "memory.process", {"memory.system": "cognee", "memory.operation": "process",
+                                   "memory.dataset_count": 1}),
+        span(3, "memory.retrieve", {"memory.system": "cognee", "memory.operation": "retrieve",
+                                    "memory.query_type": "GRAPH_COMPLETION",
+                                    "memory.result_count": 2}),
+        span(4, "memory.delete", {"memory.system": "cognee", "memory.operation": "delete",
+                                  "memory.deleted_count": 1}),
+    )  # fmt: skip
+    kinds = {name: op.kind for name, op in ops(records).items()}
+    assert kinds == {
+        "memory.store": "embedding",
+        "memory.process": "extraction",
+        "memory.retrieve": "retrieval",
+        "memory.delete": "deletion",
+    }
+    (trace,) = [r for _, r in records if r.type == "trace"]
+    meta = trace.metadata
+    assert (meta["unknown_kind_spans"], meta["unread_content_spans"]) == (0, 0)
+    assert meta["content_free_spans"] == 4 and "memory.process" in meta["content_free_names"]

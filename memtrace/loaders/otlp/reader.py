@@ -37,8 +37,25 @@ from memtrace.loaders.otlp.attributes import (
     retrieved_documents,
     written_documents,
 )
-from memtrace.loaders.otlp.conventions import content_keys, span_inputs, span_kind, span_outputs
+from memtrace.loaders.otlp.conventions import (
+    content_free,
+    content_keys,
+    span_inputs,
+    span_kind,
+    span_outputs,
+)
 from memtrace.loaders.otlp.conventions.shapes import Io, as_text
+from memtrace.loaders.otlp.frameworks import (
+    Embedded,
+    decoded,
+    is_chain,
+    is_framework_step,
+    parts,
+    root_inputs,
+    same_value,
+    says_where_from,
+    unnamed_documents,
+)
 from memtrace.loaders.otlp.spans import Span, document_spans, looks_like_otlp, read_spans
 from memtrace.taxonomy import Kind
 
@@ -54,6 +71,7 @@ CASE_PREFIX: Final = "memtrace.case."
 # trace metadata keys: spans whose content produced no variable, spans of unknown kind
 UNREAD_CONTENT_SPANS: Final = "unread_content_spans"
 UNKNOWN_KIND_SPANS: Final = "unknown_kind_spans"
+CONTENT_FREE_SPANS: Final = "content_free_spans"  # known kinds that say only counts (cognee)
 
 
 @dataclass(frozen=True)
@@ -155,8 +173,15 @@ class _Converter:
         # (trace id, span id) -> its child spans; -> its operation
         self.children: dict[tuple[str, str], list[Span]] = {}
         self.op_of: dict[tuple[str, str], _Op] = {}
+        self.span_of: dict[tuple[str, str], Span] = {}
+        # a part of a JSON value (frameworks.py) -> the variables holding it, in creation order
+        self.part_of: dict[str, list[_Var]] = {}
+        self.carries: dict[str, list[_Var]] = {}  # an input variable -> the values it carries
+        self.written: set[str] = set()  # the variables some operation wrote
+        self.embedded = Embedded()  # their texts, to find inside later prompts
         self.unknown_kind: list[str] = []  # names of spans no rule or convention recognised
         self.unread: list[list[str]] = []  # per span with content but no variable: its keys
+        self.content_free: list[str] = []  # names of spans whose convention has no content
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -166,6 +191,8 @@ class _Converter:
         self._order()
         for span in self.spans:
             self._operation(span)
+        self._fold_chains()
+        self._deciding_generations()
         cases = self._cases()
         return [
             ("$", self._trace()),
@@ -187,6 +214,7 @@ class _Converter:
                     f"(first at {seen[key].location})",
                 )
             seen[key] = span
+        self.span_of = seen
         for span in self.spans:
             if span.parent_id is not None:
                 self.children.setdefault((span.trace_id, span.parent_id), []).append(span)
@@ -226,6 +254,8 @@ class _Converter:
         self.by_id[var.id] = var
         if value is not None:
             self.by_text.setdefault(value, []).append(var)
+            for part in parts(value):
+                self.part_of.setdefault(part, []).append(var)
         return var
 
     def _existing(self, text: str, before_ns: int) -> _Var | None:
@@ -252,18 +282,26 @@ class _Converter:
         memory = self._memory_span(span)
         session = span.trace_id
         inputs = []
-        for io in span_inputs(span):  # new inputs are ranked before the op that reads them
+        for io in self._inputs(span):  # new inputs are ranked before the op that reads them
             var = self._existing(io.text, span.start_ns)
             if var is None:
                 category = input_category(io.role, kind)
                 var = self._new_var(
                     f"{span.span_id}:{io.slot}", io.text, category, span.start_ns, session
                 )
+                carried = self._carried(var, span, span.start_ns)
+                if kind == "generation" and not carried:
+                    carried = self._embedded_in(var, span)
+                inputs.extend(carried)
+                if decoded(io.text) is not None:  # a structure: whoever reads it reads its parts
+                    self.carries[var.id] = carried
+            else:
+                inputs.extend(self.carries.get(var.id, ()))
             inputs.append(var)
         op = _Op(span, kind, self.next_seq())
         self.ops.append(op)
         self.op_of[(span.trace_id, span.span_id)] = op
-        found = retrieved_documents(span)
+        found = self._stored_by_content(span, retrieved_documents(span))
         written = written_documents(attributes.get("output.value"))
         if kind == "retrieval" and written is not None:
             # a search returning Mem0-shaped results reads those memories, it stores nothing
@@ -271,6 +309,7 @@ class _Converter:
             written = None  # and the results are also the context it outputs
         if memory is not None:
             written = self._memory_records(op, memory, found)
+            inputs.extend(self._deciders(memory, span))
         read_documents = [self._read_document(doc_id, content, span) for doc_id, content in found]
         for var in (*inputs, *read_documents):
             op.reads[var.id] = None
@@ -285,6 +324,8 @@ class _Converter:
                     op.reads[var.id] = None
                     read_documents.append(var)
                 var = None
+            if var is not None and var.id in op.reads and self._passes_on(span, kind):
+                continue  # a step that hands its input on (RunnablePassthrough) writes nothing
             if var is None or var.id in op.reads:
                 var = self._new_var(
                     f"{span.span_id}:{io.slot}",
@@ -296,6 +337,20 @@ class _Converter:
             outputs.append(var)
             if io.role == "assistant":
                 op.answers.append(var.id)
+        found_texts = [c for _, c in found if c]
+        handed_on = all(any(t in (o.value or "") for o in outputs) for t in found_texts)
+        if kind == "retrieval" and not handed_on and is_framework_step(attributes):
+            # a framework's retriever hands on what it found (LlamaIndex writes only the
+            # nodes' reprs): the documents' texts are its output, what later steps carry
+            outputs.append(
+                self._new_var(
+                    f"{span.span_id}:documents",
+                    json.dumps(found_texts, ensure_ascii=False),
+                    "context",
+                    span.end_ns,
+                    session,
+                )
+            )
         if memory is not None and memory.operation == "search_memory" and not outputs:
             # a search with no output attribute: its context is the records it returned
             contents = [r.content for r in memory.records]
@@ -306,6 +361,9 @@ class _Converter:
                 )
             )
         for target in outputs:
+            if target.id not in self.written and target.value:
+                self.embedded.add(target.value)
+            self.written.add(target.id)
             op.writes[target.id] = None
             op.edges.extend((source.id, target.id) for source in (*inputs, *read_documents))
         for doc_id, content, event in written or ():
@@ -317,8 +375,196 @@ class _Converter:
                     self._write_document(op, name, None, "DELETE", inputs)
         if not op.reads and not op.writes:
             keys = content_keys(span)
-            if keys:
+            if content_free(span):
+                self.content_free.append(span.name)
+            elif keys:
                 self.unread.append(keys)
+
+    # -- framework data flow (frameworks.py) -----------------------------------------------
+
+    def _inputs(self, span: Span) -> list[Io]:
+        """The span's input texts; the outermost step of a framework (a chain no framework span
+        encloses) was given the conversation's message or question: each string it was given
+        is a message of its own (role user)."""
+        found = span_inputs(span)
+        parent = self.span_of.get((span.trace_id, span.parent_id or ""))
+        if not is_chain(span.attributes) or (
+            parent is not None and is_framework_step(parent.attributes)
+        ):
+            return found
+        given = ("input", "traceloop.input.0")
+        root = [
+            Io(f"{io.slot}.{i}", "user", text)
+            for io in found
+            if io.slot in given
+            for i, text in enumerate(root_inputs(io.text))
+        ]
+        return root + [io for io in found if io.slot not in given]
+
+    def _carried(self, var: _Var, span: Span, before_ns: int) -> list[_Var]:
+        """The earlier variables a new text carries (each of its JSON parts came from the
+        latest value holding it: what a ``RunnableParallel``'s branches wrote, the documents a
+        retriever output) or unwraps (it is a part of theirs: the documents list inside a
+        retriever's ``{"documents": [...]}``, a message of a prompt template's output); never
+        one of the span's own."""
+        own = f"{span.span_id}:"
+        found = [
+            self._holder(part, before_ns, own)
+            for part in parts(var.value or "")
+            if says_where_from(part)
+        ]
+        found.append(self._holder(same_value(var.value or ""), before_ns, own, exact=False))
+        unique = {v.id: v for v in found if v is not None}
+        return list(unique.values())
+
+    def _embedded_in(self, var: _Var, span: Span) -> list[_Var]:
+        """The earlier step outputs a model call's new prompt holds verbatim."""
+        own = f"{span.span_id}:"
+        texts = self.embedded.found_in(var.value or "")
+        found = [self._holder(text, span.start_ns, own) for text in texts]
+        return list({v.id: v for v in found if v is not None and v.id in self.written}.values())
+
+    def _holder(self, text: str, before_ns: int, own: str, exact: bool = True) -> _Var | None:
+        """The latest variable before ``before_ns`` (none of the span's own) holding ``text``
+        as a part, or (``exact``) as its whole text."""
+        candidates = [*self.part_of.get(text, ()), *(self.by_text.get(text, ()) if exact else ())]
+        earlier = [
+            v for v in candidates if v.created_ns <= before_ns and not v.name.startswith(own)
+        ]
+        # a step's output (or a message) says where a value came from; another step's input
+        # only repeats it
+        return max(
+            earlier,
+            key=lambda v: (v.id in self.written or v.category == "message", v.created_ns, v.seq),
+            default=None,
+        )
+
+    @staticmethod
+    def _passes_on(span: Span, kind: Kind) -> bool:
+        return kind not in ("generation", "judge") and is_framework_step(span.attributes)
+
+    def _descendants(self, span: Span) -> list[_Op]:
+        found, stack = [], list(self.children.get((span.trace_id, span.span_id), ()))
+        while stack:
+            child = stack.pop()
+            found.append(self.op_of[(child.trace_id, child.span_id)])
+            stack.extend(self.children.get((child.trace_id, child.span_id), ()))
+        return found
+
+    def _fold_chains(self) -> None:
+        """A framework step's (a chain's, a wrapping model call's) steps are its child spans,
+        read after it (spans are taken in start order): a value it outputs that a step inside
+        it wrote (a sequence's last step's output, the inner model call's reply) is that
+        step's variable, not a copy; a value it built of its steps' outputs
+        (``RunnableParallel``'s dict) reads them."""
+        same: dict[str, _Var] = {}  # the chain's copy -> the variable its step wrote
+        for op in self.ops:
+            if not is_framework_step(op.span.attributes):
+                continue
+            inner = self._descendants(op.span)
+            if not inner:
+                continue
+            written = {self._var(v).value: self._var(v) for o in inner for v in o.writes}
+            for var_id in list(op.writes):
+                var = self._var(var_id)
+                if var.value in written and written[var.value].id != var_id:
+                    same[var_id] = written[var.value]
+                    del op.writes[var_id]
+                    op.edges = [e for e in op.edges if e[1] != var_id]
+                    continue
+                for carried in self._carried(var, op.span, op.span.end_ns):
+                    if carried.id not in op.reads:
+                        op.reads[carried.id] = None
+                        op.edges.append((carried.id, var_id))
+            if op.kind == "generation" and not op.writes:
+                op.kind = "other"  # a wrapper: the model call inside it answered
+        if same:
+            self._replace(same)
+
+    def _replace(self, same: dict[str, _Var]) -> None:
+        """Every use of a variable in ``same`` becomes a use of the variable it maps to."""
+
+        def to(var_id: str) -> str:
+            while var_id in same:
+                var_id = same[var_id].id
+            return var_id
+
+        for op in self.ops:
+            op.reads = dict.fromkeys(to(v) for v in op.reads)
+            op.writes = dict.fromkeys(to(v) for v in op.writes)
+            op.edges = [(to(a), to(b)) for a, b in op.edges if to(a) != to(b)]
+            op.answers = [to(v) for v in op.answers]
+        gone = set(same)
+        self.variables = [v for v in self.variables if v.id not in gone]
+        for table in (self.by_text, self.part_of):
+            for key, held in table.items():
+                table[key] = [v for v in held if v.id not in gone]
+
+    def _deciding_generations(self) -> None:
+        """A model call whose output decided an update or a deletion (a memory span took its
+        record from it, possibly through a parser step) is that update's or deletion's cause:
+        it gets the memory operation's kind."""
+        writer = {v: o for o in self.ops for v in o.writes}
+        for op in self.ops:
+            if op.kind not in ("update", "deletion") or self._memory_span(op.span) is None:
+                continue
+            for var_id in op.reads:
+                source = self._nearest_generation(var_id, writer)
+                if source is not None:
+                    # the decision is the change: the model call did what the span applied
+                    source.kind = op.kind
+                    source.reads.update((r, None) for r in op.reads if r != var_id)
+                    source.writes.update(op.writes)
+                    source.edges.extend(op.edges)
+                    op.writes.clear()
+                    op.edges.clear()
+                    break
+
+    @staticmethod
+    def _nearest_generation(var_id: str, writer: dict[str, _Op]) -> _Op | None:
+        """The model call nearest upstream of a variable, through at most a few steps (a
+        parser, a chain)."""
+        frontier = [var_id]
+        for _ in range(4):
+            ops = [writer[v] for v in frontier if v in writer]
+            generation = next((o for o in ops if o.kind == "generation"), None)
+            if generation is not None or not ops:
+                return generation
+            frontier = [r for o in ops for r in o.reads]
+        return None
+
+    def _stored_by_content(
+        self, span: Span, found: list[tuple[str, str | None]]
+    ) -> list[tuple[str, str | None]]:
+        """Retrieved documents as the stored documents holding their text: those without an
+        id, and those whose id names no stored document (a framework's node id, the store's
+        record id without the store's scope)."""
+        by_value = {
+            var.value: name
+            for name, var in self.documents.items()
+            if name not in self.deleted and var.value
+        }
+        linked = [
+            (by_value[content], content)
+            if doc_id not in self.documents and content in by_value
+            else (doc_id, content)
+            for doc_id, content in found
+        ]
+        contents = unnamed_documents(span.attributes, span.indexed("retrieval.documents"))
+        return linked + [(by_value[c], c) for c in contents if c in by_value]
+
+    def _deciders(self, memory: MemorySpan, span: Span) -> list[_Var]:
+        """The values a memory span's records were taken from: a record's content or id that
+        is (a part of) an earlier variable (a model's decision ``{"event": "UPDATE", "id":
+        ..., "text": ...}``) makes the model call that decided it the write's cause."""
+        found: list[_Var] = []
+        for record in memory.records:
+            for text in (record.content, record.id):
+                holder = self._holder(text, span.start_ns, f"{span.span_id}:") if text else None
+                if holder is not None:
+                    found.append(holder)
+                    break
+        return list({v.id: v for v in found}.values())
 
     @staticmethod
     def _outputs(span: Span, skip_output_value: bool) -> list[Io]:
@@ -616,6 +862,8 @@ class _Converter:
                 # what the conventions of otlp_conventions.py could not read (load summary)
                 UNREAD_CONTENT_SPANS: len(self.unread),
                 "unread_content_keys": sorted({key for keys in self.unread for key in keys})[:10],
+                CONTENT_FREE_SPANS: len(self.content_free),
+                "content_free_names": sorted(set(self.content_free))[:10],
                 UNKNOWN_KIND_SPANS: len(self.unknown_kind),
                 "unknown_kind_names": sorted(set(self.unknown_kind))[:10],
             },

@@ -17,18 +17,26 @@ from typing import Final
 
 from memtrace.loaders.kinds import derive_kind
 from memtrace.loaders.otlp.conventions import (
+    cognee,
     gen_ai,
+    langfuse,
     logfire,
     openinference,
     openlit,
     openllmetry,
     vercel,
 )
-from memtrace.loaders.otlp.conventions.shapes import Convention, Io, nothing
+from memtrace.loaders.otlp.conventions.shapes import Convention, Io, json_decoded, nothing
 from memtrace.loaders.otlp.spans import Span
 from memtrace.taxonomy import Kind
 
-MEMTRACE_KEYS: Final = "memtrace."  # memtrace's own attributes (memtrace.case.*, ...)
+MEMTRACE_KEYS: Final = "memtrace."
+# the attributes by which a span says it is a framework's step (a chain, a retriever, a model
+# call made through a framework)
+FRAMEWORK_KEYS: Final = (
+    "openinference.span.kind",
+    "traceloop.span.kind",
+)  # memtrace's own attributes (memtrace.case.*, ...)
 
 
 def _memtrace_kind(span: Span) -> Kind | None:
@@ -44,6 +52,8 @@ CONVENTIONS: Final[tuple[Convention, ...]] = (
     openlit.CONVENTION,
     vercel.CONVENTION,
     logfire.CONVENTION,
+    langfuse.CONVENTION,
+    cognee.CONVENTION,
     # last: memtrace.* attributes say nothing of the span's own kind, only that it is known
     Convention("memtrace", _memtrace_kind, nothing, nothing),
 )
@@ -64,11 +74,19 @@ def convention_kind(span: Span) -> Kind | None:
 def span_kind(span: Span) -> tuple[Kind, bool]:
     """The span's kind, and whether anything recognised it (its name by the rules of
     loaders/kinds.py, else a convention); an unrecognised span is ``other``."""
-    by_name = derive_kind(span.name, None)
+    by_name = derive_kind(_step_name(span), None)
     if by_name != "other":
         return by_name, True
     kind = convention_kind(span)
     return (kind, True) if kind is not None else ("other", False)
+
+
+def _step_name(span: Span) -> str:
+    """The name the kind rules read: a framework step named ``Class.method`` (LlamaIndex's
+    ``RetrieverQueryEngine.query``, ``NotesRetriever.retrieve``) is what its method does, not
+    what its class is called."""
+    framework = any(key in span.attributes for key in FRAMEWORK_KEYS)
+    return span.name.rsplit(".", 1)[-1] if framework and "." in span.name else span.name
 
 
 def span_inputs(span: Span) -> list[Io]:
@@ -115,6 +133,39 @@ def content_keys(span: Span) -> list[str]:
                 and not isinstance(value, bool | int | float)
                 and _CONTENT_KEY.search(key)
                 and not _METADATA_KEY.search(key)
+                and not _empty_wrapper(value)
             ):
                 found.append(prefix + key)
     return found
+
+
+def _empty_wrapper(value: object) -> bool:
+    """A framework step's value wrapped with its metadata whose value is empty (OpenLLMetry's
+    ``{"inputs": [], "tags": [...]}`` of a step given nothing) carries no content."""
+    parsed = json_decoded(value)
+    if not isinstance(parsed, dict):
+        return False
+    wrapped = [key for key in ("inputs", "outputs") if key in parsed]
+    return bool(wrapped) and all(parsed[key] in (None, "", [], {}) for key in wrapped)
+
+
+def conversation_ids(span: Span) -> dict[str, str]:
+    """The ids that tie a span to a conversation across requests (each request its own OTel
+    trace): ``session`` (OpenInference / OpenLLMetry ``session.id``, Langfuse's
+    ``langfuse.session.id``, GenAI's ``gen_ai.conversation.id``) and ``user``
+    (``user.id``, ``langfuse.user.id``); a key is left out when the span names none."""
+    found: dict[str, str] = {}
+    for name, keys in (
+        ("session", (*langfuse.SESSION_KEYS, "gen_ai.conversation.id")),
+        ("user", langfuse.USER_KEYS),
+    ):
+        value = next((span.attributes[k] for k in keys if span.attributes.get(k) is not None), None)
+        if value is not None:
+            found[name] = str(value)
+    return found
+
+
+def content_free(span: Span) -> bool:
+    """A span of a known kind that by its convention carries no content (cognee's memory
+    spans: counts only): not counted as unread content, named as content-free."""
+    return cognee.content_free(span)

@@ -32,9 +32,19 @@ OPENINFERENCE_KINDS: Final[dict[str, Kind]] = {
 }
 
 
+# LlamaIndex's response synthesizers (CompactAndRefine, Refine, TreeSummarize, ...: every
+# BaseSynthesizer) answer in a CHAIN span ``<Synthesizer>.synthesize``: the answering step, which
+# writes the answer itself when retrieval found nothing ("Empty Response", no model call)
+_ANSWERING_CHAINS: Final = re.compile(r"\.a?synthesize$")
+
+
 def _openinference_kind(span: Span) -> Kind | None:
     kind = span.attributes.get("openinference.span.kind")
-    return OPENINFERENCE_KINDS.get(kind.upper()) if isinstance(kind, str) else None
+    if not isinstance(kind, str):
+        return None
+    if kind.upper() == "CHAIN" and _ANSWERING_CHAINS.search(span.name):
+        return "generation"
+    return OPENINFERENCE_KINDS.get(kind.upper())
 
 
 def _openinference_message(message: dict[str, Any]) -> str | None:
@@ -76,6 +86,10 @@ def _openinference_inputs(span: Span) -> Iterator[Io]:
         text = embedding.get("embedding.text")
         if text is not None:
             yield Io(f"embedding.{i}", None, as_text(text) or "")
+    prompts = attributes.get("llm.prompts")  # a completion call's prompts (LlamaIndex)
+    for i, prompt in enumerate(prompts if isinstance(prompts, list) else ()):
+        if isinstance(prompt, str):
+            yield Io(f"prompts.{i}", "user", prompt)
     value = attributes.get("input.value")
     if value is not None:
         # a tool's arguments, compared as JSON with the tool call that asked for them

@@ -89,7 +89,9 @@ def _entity_texts(value: Any, keys: tuple[str, ...]) -> list[str]:
         text = as_text(parsed)
         return [text] if text else []
     assert isinstance(parsed, dict)
-    chosen = present[:1] if present[0] in ("inputs", "outputs") else present
+    # a framework's step (LangChain's ``{"inputs"}``, a retriever's ``{"query"}``) gives its
+    # value; a decorated function its arguments
+    chosen = present[:1] if present[0] in ("inputs", "outputs", "query") else present
     items: list[Any] = []
     for key in chosen:
         inner = parsed[key]
@@ -104,7 +106,7 @@ def _entity_texts(value: Any, keys: tuple[str, ...]) -> list[str]:
 
 def _entity_inputs(span: Span) -> Iterator[Io]:
     value = span.attributes.get("traceloop.entity.input")
-    texts = _entity_texts(value, ("inputs", "args", "kwargs"))
+    texts = _entity_texts(value, ("inputs", "query", "args", "kwargs"))
     for i, text in enumerate(texts):
         yield Io(f"traceloop.input.{i}", None, text)
 
