@@ -509,3 +509,48 @@ def test_bad_memory_attributes_name_the_span_and_attribute_and_write_nothing(
     good = write(request(*pipeline()), "good.json")
     with pytest.raises(InputError, match=key.replace(".", r"\.")):
         load_paths(None, [str(good), str(path)], LoadOptions(dry_run=True))
+
+
+def test_equal_answers_of_two_cases_are_two_variables(write: Callable[[Any, str], Path]) -> None:
+    """Values are not texts: two questions answered "I don't know." answer separately, so each
+    case's prediction is its own generation's output; a judge reads the latest one."""
+
+    def asked(first: int, question: str) -> list[dict[str, Any]]:
+        return [
+            span(
+                first,
+                "chat",
+                {
+                    "openinference.span.kind": "LLM",
+                    "llm.input_messages.0.message.role": "user",
+                    "llm.input_messages.0.message.content": question,
+                    "llm.output_messages.0.message.role": "assistant",
+                    "llm.output_messages.0.message.content": "I don't know.",
+                },
+            ),
+            span(
+                first + 1,
+                "correctness",
+                {
+                    "openinference.span.kind": "EVALUATOR",
+                    "input.value": "I don't know.",
+                    "output.value": "0.0",
+                },
+            ),
+            span(
+                first + 2,
+                "case",
+                {"memtrace.case.id": f"q-{first}", "memtrace.case.question": question},
+            ),
+        ]
+
+    spans = [*asked(1, "Where does Ann live?"), *asked(4, "What is Ann's dog called?")]
+    records = read_otlp(write(request(*spans), "two.json"))
+    ops = by_type(records, OperationRecord)
+    first_chat, second_chat = (op for op in ops if op.name == "chat")
+    first_judge, second_judge = (op for op in ops if op.name == "correctness")
+    assert first_chat.writes != second_chat.writes
+    assert first_judge.reads == first_chat.writes and second_judge.reads == second_chat.writes
+    first_case, second_case = sorted(by_type(records, CaseRecord), key=lambda c: c.id)
+    assert [first_case.prediction] == first_chat.writes
+    assert [second_case.prediction] == second_chat.writes

@@ -1,7 +1,10 @@
 """OpenTelemetry trace files (OTLP JSON) with OpenInference / OTel GenAI attributes -> records.
 
-Every span becomes an operation; its inputs and outputs become variables (one variable per
-exact text, which is what links one span's output to a later span's input); documents
+Every span becomes an operation; its inputs and outputs become variables. Values are not
+texts: each operation's output is a variable of its own even when an earlier one had the same
+text (two cases answering "I don't know." answer separately); a span passing up what a span
+inside it produced writes that same variable. Text links only reads: an input is the latest
+variable holding its exact text (an earlier output or input), else a new one. Documents
 (retrieved, or written in a Mem0-style ``{"results": [{id, memory, event}]}`` output) become
 versioned variables named by their id; cases come from ``memtrace.case.*`` span attributes or a
 LoCoMo labels file. The mapping, and what it loses or infers, is in docs/trace-format.md.
@@ -179,6 +182,7 @@ class _Converter:
         self.carries: dict[str, list[_Var]] = {}  # an input variable -> the values it carries
         self.written: set[str] = set()  # the variables some operation wrote
         self.embedded = Embedded()  # their texts, to find inside later prompts
+        self.producer: dict[str, _Op] = {}  # variable id -> the operation that output it
         self.unknown_kind: list[str] = []  # names of spans no rule or convention recognised
         self.unread: list[list[str]] = []  # per span with content but no variable: its keys
         self.content_free: list[str] = []  # names of spans whose convention has no content
@@ -263,6 +267,27 @@ class _Converter:
         found = [v for v in self.by_text.get(text, ()) if v.created_ns <= before_ns]
         return found[-1] if found else None
 
+    def _produced_inside(self, text: str, span: Span) -> _Var | None:
+        """The latest output holding exactly ``text`` of an operation within ``span`` (the span
+        or its descendants): what a span passing its child's result up outputs."""
+        found = [
+            v
+            for v in self.by_text.get(text, ())
+            if v.id in self.producer and self._within(self.producer[v.id].span, span)
+        ]
+        return found[-1] if found else None
+
+    def _within(self, span: Span, ancestor: Span) -> bool:
+        if span is ancestor:
+            return True
+        parent, depth = span.parent_id, 0
+        while parent is not None and span.trace_id == ancestor.trace_id and depth < 10_000:
+            if parent == ancestor.span_id:
+                return True
+            found = self.span_of.get((span.trace_id, parent))
+            parent, depth = (found.parent_id if found else None), depth + 1
+        return False
+
     # -- spans -> operations ----------------------------------------------------------------
 
     def _memory_span(self, span: Span) -> MemorySpan | None:
@@ -316,16 +341,22 @@ class _Converter:
         outputs: list[_Var] = []
         skip_output_value = written is not None and memory is None
         for io in self._outputs(span, skip_output_value):
-            var = self._existing(io.text, span.end_ns)
-            if var is not None and self.documents.get(var.name) is var:
-                # a copy of a stored memory's text is no write of that memory; a retrieval
-                # that outputs it found it (a search tool returning the note it matched)
-                if kind == "retrieval" and var.id not in op.reads:
-                    op.reads[var.id] = None
-                    read_documents.append(var)
-                var = None
-            if var is not None and var.id in op.reads and self._passes_on(span, kind):
+            existing = self._existing(io.text, span.end_ns)
+            if existing is not None and existing.id in op.reads and self._passes_on(span, kind):
                 continue  # a step that hands its input on (RunnablePassthrough) writes nothing
+            # a copy of a stored memory's text is no write of that memory; a retrieval that
+            # outputs it found it (a search tool returning the note it matched)
+            stored = existing if kind == "retrieval" else None
+            if (
+                stored is not None
+                and self.documents.get(stored.name) is stored
+                and stored.id not in op.reads
+            ):
+                op.reads[stored.id] = None
+                read_documents.append(stored)
+            # values are not texts: an equal text output elsewhere is another variable; only
+            # what a span inside this one output and this one passes up is the same variable
+            var = self._produced_inside(io.text, span)
             if var is None or var.id in op.reads:
                 var = self._new_var(
                     f"{span.span_id}:{io.slot}",
@@ -334,6 +365,7 @@ class _Converter:
                     span.end_ns,
                     session,
                 )
+            self.producer.setdefault(var.id, op)
             outputs.append(var)
             if io.role == "assistant":
                 op.answers.append(var.id)
@@ -355,11 +387,11 @@ class _Converter:
             # a search with no output attribute: its context is the records it returned
             contents = [r.content for r in memory.records]
             context = json.dumps(contents, ensure_ascii=False)
-            outputs.append(
-                self._new_var(
-                    f"{span.span_id}:memory_context", context, "context", span.end_ns, session
-                )
+            var = self._new_var(
+                f"{span.span_id}:memory_context", context, "context", span.end_ns, session
             )
+            self.producer[var.id] = op
+            outputs.append(var)
         for target in outputs:
             if target.id not in self.written and target.value:
                 self.embedded.add(target.value)
@@ -695,7 +727,12 @@ class _Converter:
             )
             op.reads[query.id] = None
         prediction_text = text("prediction")
-        prediction = self._existing(prediction_text, op.span.end_ns) if prediction_text else None
+        prediction = (
+            self._produced_inside(prediction_text, op.span)
+            or self._existing(prediction_text, op.span.end_ns)
+            if prediction_text
+            else None
+        )
         if prediction is None:
             prediction = self._answer_of(query) or self._answer_inside(op)
         golden = attributes.get(CASE_PREFIX + "golden_answers", [])
