@@ -269,8 +269,7 @@ def executed_label(
         )
     if reach.get(m) and answer_op is not None:
         reason = (
-            "the evidence was in the answer's context in the run as it was, and the answer is "
-            "wrong"
+            "the evidence was in the answer's context in the run as it was, and the answer is wrong"
         )
         return ExecutedLabel(
             case_id, "response", answer_op, "ResponseError", reason, done, replays, answerer, basis

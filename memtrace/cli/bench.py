@@ -165,7 +165,9 @@ def natural_command(
     for kind in sorted({*summary["by_type"], *yours} - {"no single op"}):
         table.add_row(kind, str(summary["by_type"].get(kind, 0)), str(yours.get(kind, 0)))
     table.add_row(
-        "no single decisive op", str(summary["no_single_decisive"]), str(yours.get("no single op", 0))
+        "no single decisive op",
+        str(summary["no_single_decisive"]),
+        str(yours.get("no single op", 0)),
     )
     console.print(table)
     console.print(
