@@ -38,7 +38,7 @@ from memtrace.cypher import Query, get_query
 from memtrace.db import Database, connect
 from memtrace.llm import LLMClient
 from memtrace.loaders.load import LoadOptions, load_paths
-from memtrace.reading import LEXICAL, make_reader
+from memtrace.reading import LEXICAL, Reader, make_reader
 from memtrace.reading.meaning import installed
 from memtrace.settings import LLMSettings, load_settings
 
@@ -180,7 +180,7 @@ def throughput(db: Database, traces: dict[str, list[str]]) -> dict[str, float]:
     out: dict[str, float] = {}
     # lexical reading (the keys as before), then meaning when its extra is installed: the model
     # is loaded and warmed first, so the rate is reading's, not loading's
-    readings = [("", LEXICAL)]
+    readings: list[tuple[str, Reader]] = [("", LEXICAL)]
     if installed():
         meaning = make_reader("meaning")
         meaning.read("warm up", ["the model"])

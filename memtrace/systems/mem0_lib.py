@@ -291,7 +291,7 @@ class Mem0LibSystem(System):
                 continue
             parts = sentences(turn.text) or [turn.text]
             said = parts[int(index)] if int(index) < len(parts) else turn.text
-            if any(holds(said, item.text) for item in context):
+            if any(self.reads(said, item.text) for item in context):
                 found.add(key)
         return found
 

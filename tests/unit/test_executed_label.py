@@ -34,6 +34,7 @@ class Change:
 class Ran:
     passed: bool
     repaired: tuple[Change, ...]
+    context: bool | None = None
 
 
 @dataclass
