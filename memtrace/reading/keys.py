@@ -25,7 +25,7 @@ from memtrace.reading.lexical import (
 _GREETING = re.compile(
     r"^\s*(?:hey|hi|hello|hiya|yo|thanks|thank you|congrats|congratulations|wow|oh|aw+|"
     r"good (?:morning|afternoon|evening)|long time no (?:see|talk))\b[\s,!.]*"
-    r"(?:[A-Z][\w'-]*\s*)?[,!.]*\s*",
+    r"(?-i:(?!I\b|I')[A-Z][\w'-]*\s*)?[,!.]*\s*",  # an address (capitalized), never "I"
     re.IGNORECASE,
 )
 _CAPITALIZED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z][\w'-]*)")
@@ -78,10 +78,12 @@ def key_sentences(message: str, question: str, answers: Sequence[str]) -> list[s
     answer_words = content_words(" ".join(answers))
     named = (names(message) | names(question)) - answer_words  # a name the answer gives counts
     target = asked | answer_words
-    told = {part: telling_words(part, named) for part in parts}
+    # a name is something a sentence tells ("I've been to Paris"): it counts for the length
+    told_with_names = {part: telling_words(part) for part in parts}
+    told = {part: told_with_names[part] - named for part in parts}
     long_enough = (
-        [p for p in parts if len(told[p]) >= MIN_CONTENT_WORDS]
-        or [p for p in parts if told[p]]
+        [p for p in parts if len(told_with_names[p]) >= MIN_CONTENT_WORDS]
+        or [p for p in parts if told_with_names[p]]
         or parts
     )
     # a question asks, it does not tell: the key sentence is a statement where there is one

@@ -38,6 +38,19 @@ def test_a_greeting_to_the_other_speaker_is_not_the_key_sentence() -> None:
     assert key_sentences(message, "What did Gina tell Jon?", ["she advertises"]) == [TOLD]
 
 
+def test_a_place_the_question_names_is_what_a_sentence_tells() -> None:
+    # "Oh, I've" opens with an exclamation, not an address: "I've" stays; and "Paris", the
+    # place the question asks about, is told, not a greeting's name: the sentence is long
+    # enough to be the key one, and the longer sentences about something else are not
+    message = (
+        "Hey Gina! Thanks for asking. I'm on the hunt for the ideal spot for my dance studio and"
+        " it's been quite a journey! Oh, I've been to Paris yesterday! It was sooo cool."
+    )
+    assert key_sentences(message, "When was Jon in Paris?", ["28 January 2023"]) == [
+        "Oh, I've been to Paris yesterday!"
+    ]
+
+
 def test_the_systems_provenance_follows_the_same_key_sentence() -> None:
     turn = Turn("D1:1", "Gina", f"{GREETING} {TOLD}")
     question = Question(1, "What did Gina tell Jon?", "she advertises", ("D1:1",), "1")
