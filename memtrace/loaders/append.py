@@ -87,6 +87,7 @@ class AppendResult:
     unread_content_keys: list[str] = field(default_factory=list)
     unknown_kind_names: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    failed_case_ids: list[str] = field(default_factory=list)  # the failed cases appended
 
     def add(self, other: AppendResult) -> None:
         for name in (
@@ -107,6 +108,7 @@ class AppendResult:
         self.unread_content_keys = sorted({*self.unread_content_keys, *other.unread_content_keys})
         self.unknown_kind_names = sorted({*self.unknown_kind_names, *other.unknown_kind_names})
         self.findings = merge_findings([*self.findings, *other.findings])
+        self.failed_case_ids += other.failed_case_ids
 
 
 class GraphPrior:
@@ -261,6 +263,7 @@ def append_requests(
     result.unread_content_keys = list(trace.metadata.get("unread_content_keys", []))
     result.unknown_kind_names = list(trace.metadata.get("unknown_kind_names", []))
     result.findings = timeline_findings(records, prior.seen.values())
+    result.failed_case_ids = [case.id for case in cases if case.is_failed is True]
     return result
 
 
