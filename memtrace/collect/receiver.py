@@ -20,7 +20,12 @@ from typing import Any
 import grpc
 
 from memtrace.attribution.judges import Judge
-from memtrace.attribution.pipeline import Options, failure_summary, run_attribution
+from memtrace.attribution.pipeline import (
+    Options,
+    failure_summary,
+    run_attribution,
+    untrailed_summary,
+)
 from memtrace.attribution.store import AttributionStore
 from memtrace.collect.app import Limits, create_app
 from memtrace.collect.grpc_endpoint import bind_grpc
@@ -190,6 +195,9 @@ def attributing(judge: Judge, options: Options, run_id: str | None, log: Log) ->
             problems = failure_summary(verdicts)
             if verdicts:
                 log(f"attributed {len(verdicts)} failed case(s) of {trace_id} as run {run}")
+            untrailed = untrailed_summary(verdicts)
+            if untrailed:
+                log(f"trace {trace_id}: {untrailed}")
             if problems:
                 log(f"trace {trace_id}: {problems}")
 

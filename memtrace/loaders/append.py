@@ -24,7 +24,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memtrace.admin import init_schema
-from memtrace.cypher import get_query
 from memtrace.db import Database
 from memtrace.errors import InputError
 from memtrace.loaders.checks import Finding, TraceChecker
@@ -43,7 +42,7 @@ from memtrace.loaders.models import (
 )
 from memtrace.loaders.otlp.conventions import span_inputs, span_outputs
 from memtrace.loaders.otlp.conventions.shapes import as_text
-from memtrace.loaders.otlp.prior import PriorVariable, text_key
+from memtrace.loaders.otlp.prior import text_key
 from memtrace.loaders.otlp.reader import (
     CONTENT_FREE_SPANS,
     UNKNOWN_KIND_SPANS,
@@ -54,6 +53,7 @@ from memtrace.loaders.otlp.reader import (
 from memtrace.loaders.otlp.spans import Span, read_spans
 from memtrace.loaders.otlp.timelines import Grouping, by_request, request_group, request_ids
 from memtrace.loaders.rows import node_rows, system_name
+from memtrace.loaders.writer import GraphPrior, known_ids, timeline_state, write_append
 from memtrace.taxonomy import dataset_name
 
 
@@ -111,85 +111,6 @@ class AppendResult:
         self.failed_case_ids += other.failed_case_ids
 
 
-class GraphPrior:
-    """A timeline's state as an append asks for it: indexed lookups, each answer kept for the
-    rest of the append (``Prior`` of otlp/prior.py). ``seen`` holds every earlier variable it
-    handed out (the checks of the append read their categories)."""
-
-    def __init__(self, db: Database, trace_id: str) -> None:
-        self.db = db
-        self.trace_id = trace_id
-        self.seen: dict[str, PriorVariable] = {}
-        self._by_text: dict[str, PriorVariable | None] = {}
-        self._live: dict[str, PriorVariable | None] = {}
-        self._messages: dict[str, PriorVariable | None] = {}
-        self._documents: dict[str, tuple[PriorVariable | None, bool]] = {}
-
-    def prefetch(self, texts: Sequence[str]) -> None:
-        """Look up the latest holders of many texts at once (a request's inputs and outputs):
-        one query instead of one per text."""
-        self._lookup("load/prior_by_text", self._by_text, texts)
-
-    def latest_with_text(self, text: str) -> PriorVariable | None:
-        return self._lookup("load/prior_by_text", self._by_text, [text]).get(text)
-
-    def live_document_with_text(self, text: str) -> PriorVariable | None:
-        return self._lookup("load/prior_live_document", self._live, [text]).get(text)
-
-    def message_with_text(self, text: str) -> PriorVariable | None:
-        return self._lookup("load/prior_message", self._messages, [text]).get(text)
-
-    def document(self, name: str) -> tuple[PriorVariable | None, bool]:
-        if name not in self._documents:
-            rows = self.db.run(
-                get_query("load/prior_documents"), trace_id=self.trace_id, names=[name]
-            )
-            self._documents[name] = (
-                (self._variable(rows[0]), bool(rows[0]["deleted"])) if rows else (None, False)
-            )
-        return self._documents[name]
-
-    def documents_in_store(self, prefix: str) -> list[str]:
-        rows = self.db.run(get_query("load/prior_store"), trace_id=self.trace_id, prefix=prefix)
-        return [str(row["name"]) for row in rows]
-
-    def variable(self, var_id: str) -> PriorVariable | None:
-        rows = self.db.run(get_query("load/prior_variables"), trace_id=self.trace_id, ids=[var_id])
-        return self._variable(rows[0]) if rows else None
-
-    def _lookup(
-        self, query: str, cache: dict[str, PriorVariable | None], texts: Sequence[str]
-    ) -> dict[str, PriorVariable | None]:
-        """The answers for ``texts`` (by their digests), asking only for those not yet known;
-        a digest whose variable holds another text (a collision) is no answer."""
-        keys = {text_key(text): text for text in texts}
-        missing = [key for key in keys if key not in cache]
-        if missing:
-            found = {
-                row["key"]: self._variable(row)
-                for row in self.db.run(get_query(query), trace_id=self.trace_id, keys=missing)
-            }
-            for key in missing:
-                cache[key] = found.get(key)
-        answers = {}
-        for key, text in keys.items():
-            var = cache[key]
-            answers[text] = var if var is not None and var.value == text else None
-        return answers
-
-    def _variable(self, row: dict[str, Any]) -> PriorVariable:
-        var = PriorVariable(
-            id=str(row["id"]),
-            name=str(row["name"]),
-            version=int(row["version"] or 1),
-            value=row["value"],
-            category=row["category"],
-            class_name=row["class_name"],
-        )
-        self.seen[var.id] = var
-        return var
-
-
 def append_requests(
     db: Database,
     trace_id: str,
@@ -200,19 +121,16 @@ def append_requests(
     """Append ``requests`` (one timeline's, in order) to trace ``trace_id`` in one transaction;
     ``props`` are the trace's properties if this append creates it."""
     result = AppendResult(trace_id)
-    rows = db.run(get_query("load/timeline_state"), trace_id=trace_id)
-    if rows and rows[0]["next_seq"] is None:
+    exists, next_seq = timeline_state(db, trace_id)
+    if exists and next_seq is None:
         raise InputError(
             source,
             None,
             f"trace {trace_id!r} exists and was loaded whole, not appended to: requests cannot "
             f"be appended to it (`memtrace db delete --trace {trace_id}` first)",
         )
-    next_seq = int(rows[0]["next_seq"]) if rows else 0
     span_ids = [span.span_id for request in requests for span in request.spans]
-    known = {
-        row["id"] for row in db.run(get_query("load/known_spans"), trace_id=trace_id, ids=span_ids)
-    }
+    known = known_ids(db, "load/known_spans", trace_id, span_ids)
     new: list[Request] = []
     for request in requests:
         spans = [span for span in request.spans if span.span_id not in known]
@@ -227,32 +145,28 @@ def append_requests(
     prior.prefetch(list(_texts(spans)))
     records = otlp_records(spans, source, trace_id, None, prior)
     cases = [record for _, record in records if isinstance(record, CaseRecord)]
-    clash = db.run(get_query("load/known_cases"), trace_id=trace_id, ids=[c.id for c in cases])
+    clash = sorted(known_ids(db, "load/known_cases", trace_id, [c.id for c in cases]))
     if clash:
         raise InputError(
             source,
             None,
-            f"case {clash[0]['id']!r} is already in timeline {trace_id!r}: each question's "
+            f"case {clash[0]!r} is already in timeline {trace_id!r}: each question's "
             "memtrace.case.id must be unique within its timeline",
         )
-    plan = _plan(records, new, next_seq)
-    db.write_together(
-        [
-            (
-                get_query("load/append_trace"),
-                {
-                    "trace_id": trace_id,
-                    "props": props,
-                    "counts": plan.counts,
-                    "next_seq": plan.next_seq,
-                },
-            ),
-            (get_query("load/append_nodes"), {"trace_id": trace_id, "rows": plan.nodes}),
-            (get_query("load/append_versions"), {"trace_id": trace_id, "rows": plan.versions}),
-            (get_query("load/append_operation_links"), {"trace_id": trace_id, "rows": plan.ops}),
-            (get_query("load/append_flows"), {"trace_id": trace_id, "rows": plan.flows}),
-            (get_query("load/append_case_links"), {"trace_id": trace_id, "rows": plan.cases}),
-        ]
+    plan = _plan(records, new, next_seq or 0)
+    write_append(
+        db,
+        trace_id,
+        props,
+        plan.counts,
+        plan.next_seq,
+        {
+            "load/append_nodes": plan.nodes,
+            "load/append_versions": plan.versions,
+            "load/append_operation_links": plan.ops,
+            "load/append_flows": plan.flows,
+            "load/append_case_links": plan.cases,
+        },
     )
     trace = next(record for _, record in records if isinstance(record, TraceRecord))
     result.requests = len(new)

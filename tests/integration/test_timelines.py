@@ -157,7 +157,8 @@ def test_files_as_timelines_give_the_verdicts_of_the_one_trace_load(
     blamed_in = {
         row["id"]: row["request"]
         for row in db.run(
-            "MATCH (o:Operation {trace_id: $id})-[:IN_SESSION]->(s) RETURN o.id AS id, s.id AS request",
+            "MATCH (o:Operation {trace_id: $id})-[:IN_SESSION]->(s) "
+            "RETURN o.id AS id, s.id AS request",
             id=MIRA,
         )
     }
