@@ -161,6 +161,7 @@ def append_requests(
         plan.counts,
         plan.next_seq,
         {
+            "load/append_latest_texts": [{"key": key} for key in plan.latest_texts],
             "load/append_nodes": plan.nodes,
             "load/append_versions": plan.versions,
             "load/append_operation_links": plan.ops,
@@ -375,6 +376,7 @@ class _Plan:
     cases: list[dict[str, Any]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     next_seq: int = 0
+    latest_texts: list[str] = field(default_factory=list)  # text keys new variables hold
 
 
 def _plan(
@@ -398,6 +400,13 @@ def _plan(
     )
     seq_of = {key[3]: base + n for n, key in enumerate(ranked)}
     plan.next_seq = base + len(ranked)
+    # per text, the new variable holding it last: the timeline's latest holder from now on
+    latest: dict[str, str] = {}
+    held = [(seq_of[r.id], r.value, r.id) for _, r in records if isinstance(r, VariableRecord)]
+    for _, value, var_id in sorted(held):
+        if value is not None:
+            latest[text_key(value)] = var_id
+    plan.latest_texts = list(latest)
     variable_session = {
         r.id: r.session for _, r in records if isinstance(r, VariableRecord) and r.session
     }
@@ -429,6 +438,8 @@ def _plan(
             case VariableRecord():
                 counts["n_variables"] += 1
                 extra = {"text_key": text_key(record.value)} if record.value is not None else {}
+                if extra and latest.get(extra["text_key"]) == record.id:
+                    extra["latest_text_key"] = extra["text_key"]
                 plan.nodes.append(_node("Variable", record, seq_of[record.id], extra))
                 if record.version > 1:
                     plan.versions.append(

@@ -4,7 +4,8 @@
 UNWIND $names AS name
 CALL (name) {
   MATCH (v:Variable {trace_id: $trace_id, name: name})
-  WHERE v.category = 'memory_entry'
+  USING INDEX SEEK v:Variable(trace_id, name, version)
+  WHERE v.version IS NOT NULL AND v.category = 'memory_entry'
   RETURN v ORDER BY v.version DESC LIMIT 1
 }
 RETURN name, v.id AS id, v.version AS version, v.value AS value, v.category AS category,

@@ -4,7 +4,8 @@
 UNWIND $keys AS key
 CALL (key) {
   MATCH (v:Variable {trace_id: $trace_id, text_key: key})
-  WHERE v.category = 'memory_entry'
+  USING INDEX SEEK v:Variable(trace_id, text_key, seq)
+  WHERE v.seq IS NOT NULL AND v.category = 'memory_entry'
     AND NOT EXISTS { (v)-[:NEXT_VERSION]->(:Variable) }
     AND NOT EXISTS { (v)<-[:DELETES]-(:Operation) }
   RETURN v ORDER BY v.seq DESC LIMIT 1

@@ -4,7 +4,8 @@
 UNWIND $keys AS key
 CALL (key) {
   MATCH (v:Variable {trace_id: $trace_id, text_key: key})
-  WHERE v.category = 'message'
+  USING INDEX SEEK v:Variable(trace_id, text_key, seq)
+  WHERE v.seq IS NOT NULL AND v.category = 'message'
   RETURN v ORDER BY v.seq LIMIT 1
 }
 RETURN key, v.id AS id, v.name AS name, v.version AS version, v.value AS value,
