@@ -53,7 +53,7 @@ from memtrace.loaders.otlp.reader import (
 from memtrace.loaders.otlp.spans import Span, read_spans
 from memtrace.loaders.otlp.timelines import Grouping, by_request, request_group, request_ids
 from memtrace.loaders.rows import node_rows, system_name
-from memtrace.loaders.writer import GraphPrior, known_ids, timeline_state, write_append
+from memtrace.loaders.writer import GraphPrior, append_state, known_cases, write_append
 from memtrace.taxonomy import dataset_name
 
 
@@ -121,16 +121,16 @@ def append_requests(
     """Append ``requests`` (one timeline's, in order) to trace ``trace_id`` in one transaction;
     ``props`` are the trace's properties if this append creates it."""
     result = AppendResult(trace_id)
-    exists, next_seq = timeline_state(db, trace_id)
-    if exists and next_seq is None:
+    span_ids = [span.span_id for request in requests for span in request.spans]
+    state = append_state(db, trace_id, span_ids)
+    if state.exists and state.next_seq is None:
         raise InputError(
             source,
             None,
             f"trace {trace_id!r} exists and was loaded whole, not appended to: requests cannot "
             f"be appended to it (`memtrace db delete --trace {trace_id}` first)",
         )
-    span_ids = [span.span_id for request in requests for span in request.spans]
-    known = known_ids(db, "load/known_spans", trace_id, span_ids)
+    known = state.known
     new: list[Request] = []
     for request in requests:
         spans = [span for span in request.spans if span.span_id not in known]
@@ -145,7 +145,7 @@ def append_requests(
     prior.prefetch(list(_texts(spans)))
     records = otlp_records(spans, source, trace_id, None, prior)
     cases = [record for _, record in records if isinstance(record, CaseRecord)]
-    clash = sorted(known_ids(db, "load/known_cases", trace_id, [c.id for c in cases]))
+    clash = sorted(known_cases(db, trace_id, [c.id for c in cases])) if cases else []
     if clash:
         raise InputError(
             source,
@@ -153,7 +153,7 @@ def append_requests(
             f"case {clash[0]!r} is already in timeline {trace_id!r}: each question's "
             "memtrace.case.id must be unique within its timeline",
         )
-    plan = _plan(records, new, next_seq or 0)
+    plan = _plan(records, new, state.next_seq or 0)
     write_append(
         db,
         trace_id,

@@ -373,8 +373,14 @@ def cases_without_evidence(facts: TraceFacts) -> list[Finding]:
     if not missing:
         return []
     dangling = sum(case.dangling for case in facts.cases if not case.evidence)
+    held = (
+        "their request's messages, nor as the exact text of a message of an earlier request of "
+        "the timeline"
+        if facts.timeline
+        else "the trace"
+    )
     named = (
-        f" ({dangling} of them name evidence the trace does not hold: missing_evidence)"
+        f" ({dangling} of them name evidence not held by {held}: missing_evidence)"
         if dangling
         else ""
     )

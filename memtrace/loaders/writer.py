@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from memtrace.admin import DELETE_BATCH, delete_reload_copies, delete_trace_nodes
@@ -310,17 +311,27 @@ class GraphPrior:
         return var
 
 
-def timeline_state(db: Database, trace_id: str) -> tuple[bool, int | None]:
-    """Whether the trace exists, and its next free seq (None: it was not made by appends)."""
-    rows = db.run(get_query("load/timeline_state"), trace_id=trace_id)
-    if not rows:
-        return False, None
-    return True, None if rows[0]["next_seq"] is None else int(rows[0]["next_seq"])
+@dataclass(frozen=True)
+class AppendState:
+    """What an append to a trace starts from (``load/append_state``)."""
+
+    exists: bool
+    next_seq: int | None
+    known: frozenset[str]
 
 
-def known_ids(db: Database, query: str, trace_id: str, ids: Sequence[str]) -> set[str]:
-    """Which of ``ids`` the timeline holds (``load/known_spans``, ``load/known_cases``)."""
-    return {str(row["id"]) for row in db.run(get_query(query), trace_id=trace_id, ids=list(ids))}
+def append_state(db: Database, trace_id: str, span_ids: Sequence[str]) -> AppendState:
+    """Whether the trace exists, its next free seq (None: it was not made by appends), and
+    which of ``span_ids`` it holds already."""
+    row = db.run(get_query("load/append_state"), trace_id=trace_id, ids=list(span_ids))[0]
+    next_seq = None if row["next_seq"] is None else int(row["next_seq"])
+    return AppendState(bool(row["exists"]), next_seq, frozenset(row["known"]))
+
+
+def known_cases(db: Database, trace_id: str, ids: Sequence[str]) -> set[str]:
+    """Which of these case ids the timeline holds."""
+    rows = db.run(get_query("load/known_cases"), trace_id=trace_id, ids=list(ids))
+    return {str(row["id"]) for row in rows}
 
 
 def write_append(

@@ -221,3 +221,36 @@ def test_evidence_said_in_an_earlier_request_is_found_there() -> None:
     )  # fmt: skip
     (case,) = [r for _, r in records if r.type == "case"]
     assert case.evidence == [SAID.id] and case.missing_evidence == []
+
+
+def codes(findings: list[Any]) -> set[str]:
+    return {finding.code for finding in findings}
+
+
+def test_the_checks_fit_a_timelines_shape() -> None:
+    from memtrace.loaders.append import timeline_findings
+    from memtrace.loaders.checks import check_records
+
+    message = otlp_records(
+        spans_of(span(1, "POST /message", {}), chat(2, "I moved to Lisbon.", "Noted.")),
+        "r.json", "t", None,
+    )  # fmt: skip
+    whole = check_records(record for _, record in message)
+    assert "no-cases" in codes(whole)  # a trace of its own without a question: worth saying
+    assert "no-cases" not in codes(timeline_findings(message))  # a timeline's message request
+    prior = FakePrior([NOTE])
+    asked = span(1, "POST /ask", {
+        "memtrace.case.id": "q-1", "memtrace.case.question": "Where is the key?",
+        "memtrace.case.golden_answers": ["pot"], "memtrace.case.judge_score": 0.0,
+    })  # fmt: skip
+    search = span(2, "retrieve", {
+        "openinference.span.kind": "RETRIEVER", "input.value": "Where is the key?",
+        "retrieval.documents.0.document.content": NOTE.value,
+    }, parent=1)  # fmt: skip
+    question = otlp_records(
+        spans_of(asked, search, chat(3, "Where is the key?", "No idea.")), "r.json", "t", None,
+        prior,
+    )  # fmt: skip
+    # the search read a memory an earlier request stored: a memory, not "no memory store"
+    assert "no-memories" not in codes(timeline_findings(question, [NOTE]))
+    assert "no-memories" in codes(timeline_findings(question))

@@ -184,8 +184,7 @@ class _Converter:
         self.deleted: set[str] = set()  # document names whose latest version was deleted
         self.ops: list[_Op] = []
         self.seq = 0
-        marker = prior.variable(_MARKER_ID)
-        self.marker: _Var | None = self._from_prior(marker) if marker is not None else None
+        self.marker: _Var | None = None  # the deletion marker, once a deletion needs it
         # (trace id, span id) -> its child spans; -> its operation
         self.children: dict[tuple[str, str], list[Span]] = {}
         self.op_of: dict[tuple[str, str], _Op] = {}
@@ -713,6 +712,9 @@ class _Converter:
         if event == "DELETE":
             if latest is None:  # deleting a document never seen: it existed before the file
                 latest = self._read_document(doc_id, content, span)
+            if self.marker is None:
+                earlier = self.prior.variable(_MARKER_ID)  # an earlier request's deletions'
+                self.marker = self._from_prior(earlier) if earlier is not None else None
             if self.marker is None:
                 self.marker = self._new_var(
                     _MARKER_NAME,
