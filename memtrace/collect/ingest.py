@@ -138,18 +138,22 @@ class Ingester:
                     for item in items:
                         self._refuse(item, str(exc))
                     continue
-                now = time.monotonic()
-                self.spool.mark_loaded(items)
-                for item in items:
-                    self.counters.loaded_traces += 1
-                    self.counters.loaded_spans += item.spans
-                    self.counters.latencies.append(now - item.last_seen)
-                del self.counters.latencies[:-10_000]
+                self._loaded(items)
                 appended.append(timeline.trace_id)
                 new_cases += [(timeline.trace_id, case) for case in result.failed_case_ids]
         finally:
             store.release(sorted(held))
         return appended, new_cases
+
+    def _loaded(self, items: list[Assembled]) -> None:
+        """These traces are in the graph: the spool keeps them as loaded, the counters say so."""
+        now = time.monotonic()
+        self.spool.mark_loaded(items)
+        for item in items:
+            self.counters.loaded_traces += 1
+            self.counters.loaded_spans += item.spans
+            self.counters.latencies.append(now - item.last_seen)
+        del self.counters.latencies[:-10_000]
 
     def _refuse(self, item: Assembled, reason: str) -> None:
         self.spool.mark_rejected(item, reason)
@@ -192,13 +196,7 @@ class Ingester:
                 remaining.remove(refused)
                 continue
             by_path = {result.path: result.trace_id for result in summary.files}
-            now = time.monotonic()
-            self.spool.mark_loaded(remaining)
-            for item in remaining:
-                self.counters.loaded_traces += 1
-                self.counters.loaded_spans += item.spans
-                self.counters.latencies.append(now - item.last_seen)
-            del self.counters.latencies[:-10_000]
+            self._loaded(remaining)
             return [by_path[str(item.path)] for item in remaining]
         return []
 

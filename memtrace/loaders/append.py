@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from memtrace.admin import init_schema
@@ -49,6 +48,7 @@ from memtrace.loaders.otlp.reader import (
     UNREAD_CONTENT_SPANS,
     otlp_records,
     otlp_trace_id,
+    span_timestamp,
 )
 from memtrace.loaders.otlp.spans import Span, read_spans
 from memtrace.loaders.otlp.timelines import Grouping, by_request, request_group, request_ids
@@ -90,21 +90,11 @@ class AppendResult:
     failed_case_ids: list[str] = field(default_factory=list)  # the failed cases appended
 
     def add(self, other: AppendResult) -> None:
-        for name in (
-            "requests",
-            "already_there",
-            "sessions",
-            "operations",
-            "variables",
-            "edges",
-            "cases",
-            "failed_cases",
-            "labels",
-            "unread_content_spans",
-            "unknown_kind_spans",
-            "content_free_spans",
-        ):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for counted in fields(self):
+            if counted.type == "int":  # the counts (annotations are text here)
+                setattr(
+                    self, counted.name, getattr(self, counted.name) + getattr(other, counted.name)
+                )
         self.unread_content_keys = sorted({*self.unread_content_keys, *other.unread_content_keys})
         self.unknown_kind_names = sorted({*self.unknown_kind_names, *other.unknown_kind_names})
         self.findings = merge_findings([*self.findings, *other.findings])
@@ -215,7 +205,7 @@ def timelines(
         if timeline is None:
             first = min(request_spans, key=lambda s: s.start_ns)
             service = first.resource.get("service.name")
-            created = _timestamp(first.start_ns)
+            created = span_timestamp(first.start_ns)
             props = {
                 "system": system_name(
                     overrides.get("system") or (service if isinstance(service, str) else None),
@@ -304,25 +294,8 @@ def append_files(db: Database | None, patterns: list[str], options: LoadOptions)
 
 def appended_result(result: AppendResult, path: str) -> FileResult:
     """An append's counts as a load summary's entry (one per timeline)."""
-    return FileResult(
-        path=path,
-        format="otlp",
-        trace_id=result.trace_id,
-        sessions=result.sessions,
-        operations=result.operations,
-        variables=result.variables,
-        edges=result.edges,
-        cases=result.cases,
-        failed_cases=result.failed_cases,
-        labels=result.labels,
-        unread_content_spans=result.unread_content_spans,
-        unknown_kind_spans=result.unknown_kind_spans,
-        unread_content_keys=result.unread_content_keys,
-        unknown_kind_names=result.unknown_kind_names,
-        findings=result.findings,
-        requests=result.requests,
-        already_there=result.already_there,
-    )
+    shared = {f.name for f in fields(FileResult)} & {f.name for f in fields(AppendResult)}
+    return FileResult(path=path, format="otlp", **{name: getattr(result, name) for name in shared})
 
 
 def timeline_findings(records: Sequence[tuple[str, AnyRecord]], earlier: Any = ()) -> list[Finding]:
@@ -482,12 +455,6 @@ def _plan(
                 )  # fmt: skip
     plan.counts = counts
     return plan
-
-
-def _timestamp(nanos: int) -> str:
-    seconds, rest = divmod(nanos, 1_000_000_000)
-    moment = datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest // 1000)
-    return moment.isoformat().replace("+00:00", "Z")
 
 
 def _node(label: str, record: AnyRecord, seq: int | None, extra: dict[str, Any]) -> dict[str, Any]:

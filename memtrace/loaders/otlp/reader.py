@@ -963,7 +963,7 @@ class _Converter:
             format_version=2,
             id=otlp_trace_id(self.stem),
             system=service if isinstance(service, str) else None,
-            created_at=_timestamp(first.start_ns),
+            created_at=span_timestamp(first.start_ns),
             metadata={
                 "source_format": "otlp",
                 "otel_trace_ids": sorted({s.trace_id for s in self.spans}),
@@ -991,7 +991,7 @@ class _Converter:
                     id=trace_id,
                     name=root.name,
                     category="otel_trace",
-                    created_at=_timestamp(root.start_ns),
+                    created_at=span_timestamp(root.start_ns),
                     metadata={"session.id": session_id} if session_id is not None else {},
                 ),
             )
@@ -1005,7 +1005,7 @@ class _Converter:
             category=var.category,
             class_name=var.class_name,
             value=var.value,
-            created_at=_timestamp(var.created_ns),
+            created_at=span_timestamp(var.created_ns),
             session=var.session,
             seq=var.seq,
             metadata=var.metadata,
@@ -1027,7 +1027,7 @@ class _Converter:
                     kind=op.kind,
                     category=str(category) if category is not None else None,
                     session=span.trace_id,
-                    created_at=_timestamp(span.start_ns),
+                    created_at=span_timestamp(span.start_ns),
                     seq=op.seq,
                     reads=list(op.reads),
                     writes=list(op.writes),
@@ -1070,7 +1070,8 @@ def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in value.items() if isinstance(v, str | int | float | bool)}
 
 
-def _timestamp(nanos: int) -> str:
+def span_timestamp(nanos: int) -> str:
+    """An OTLP time (nanoseconds since the epoch) as the records' ISO 8601 text (microseconds)."""
     seconds, rest = divmod(nanos, 1_000_000_000)
     moment = datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest // 1000)
     return moment.isoformat().replace("+00:00", "Z")
