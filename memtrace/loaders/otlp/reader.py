@@ -151,7 +151,6 @@ class _Var:
     session: str
     class_name: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
-    prior: bool = False  # written by an earlier request of the timeline: in the graph already
 
 
 @dataclass
@@ -299,7 +298,6 @@ class _Converter:
             -1,
             "",
             found.class_name,
-            prior=True,
         )
         self.by_id[var.id] = var
         return var
@@ -398,6 +396,7 @@ class _Converter:
             stored = existing if kind == "retrieval" else None
             if (
                 stored is not None
+                and stored.category == "memory_entry"
                 and self._document(stored.name) is stored
                 and stored.id not in op.reads
             ):
