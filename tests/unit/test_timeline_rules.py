@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -254,3 +255,27 @@ def test_the_checks_fit_a_timelines_shape() -> None:
     # the search read a memory an earlier request stored: a memory, not "no memory store"
     assert "no-memories" not in codes(timeline_findings(question, [NOTE]))
     assert "no-memories" in codes(timeline_findings(question))
+
+
+def test_a_dry_run_groups_files_into_timelines_and_refuses_what_is_not_otlp(
+    tmp_path: Path,
+) -> None:
+    from memtrace.errors import InputError
+    from memtrace.loaders.append import append_files
+    from memtrace.loaders.load import LoadOptions
+
+    options = LoadOptions(grouping=DEFAULT_GROUPING, dry_run=True)
+    for n, (trace, user) in enumerate([("a", "ana"), ("b", "bob"), ("c", "ana")]):
+        raw = request(span(n + 1, "POST /message", {"user.id": user}))
+        raw["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"] = trace * 32
+        (tmp_path / f"r{n}.json").write_text(json.dumps(raw))
+    summary = append_files(None, [str(tmp_path)], options)
+    assert [(f.trace_id, f.requests) for f in summary.files] == [
+        ("timeline:user:ana", 2),
+        ("timeline:user:bob", 1),
+    ]
+    native = Path(__file__).parents[1] / "data" / "native"
+    with pytest.raises(InputError, match="timelines are made of OTLP requests"):
+        append_files(None, [str(next(native.glob("*.jsonl")))], options)
+    with pytest.raises(InputError, match="--labels and --trace-id"):
+        append_files(None, [str(tmp_path)], LoadOptions(grouping=DEFAULT_GROUPING, trace_id="x"))
