@@ -214,17 +214,17 @@ def test_live_timelines_through_collect_give_the_same_verdicts(
     copy = InMemorySpanExporter()
     with collector.serving_in_thread() as url:
         assert collector.bound is not None and collector.bound.grpc_port
-        exporter: Any = (
-            OTLPSpanExporter(endpoint=f"{url}/v1/traces")
-            if protocol == "http"
-            else GrpcSpanExporter(
-                endpoint=f"127.0.0.1:{collector.bound.grpc_port}",
-                insecure=True,
-                compression=grpc.Compression.Gzip,
+        grpc_port = collector.bound.grpc_port
+
+        def exporter() -> Any:
+            if protocol == "http":
+                return OTLPSpanExporter(endpoint=f"{url}/v1/traces")
+            return GrpcSpanExporter(
+                endpoint=f"127.0.0.1:{grpc_port}", insecure=True, compression=grpc.Compression.Gzip
             )
-        )
+
         run_timeline_app(
-            fake_openai.base_url, [SimpleSpanProcessor(copy), SimpleSpanProcessor(exporter)]
+            fake_openai.base_url, [SimpleSpanProcessor(copy), SimpleSpanProcessor(exporter())]
         )
         wait_until(
             lambda: (
@@ -232,6 +232,21 @@ def test_live_timelines_through_collect_give_the_same_verdicts(
                 and collector.status()["loaded_traces"] >= 21
             )
         )
+        # a client re-sending a request it already sent (its answer lost): appended once
+        spans = copy.get_finished_spans()
+        first = next(
+            s.context.trace_id for s in spans if (s.attributes or {}).get("user.id") == "mira"
+        )
+        resend = exporter()
+        assert resend.export([s for s in spans if s.context.trace_id == first]).name == "SUCCESS"
+        resend.shutdown()
+        wait_until(
+            lambda: (
+                collector.spool.pending()["traces"] == 0
+                and collector.status()["loaded_traces"] >= 22
+            )
+        )
+        assert collector.status()["rejected_traces"] == 0
     whole = write_otlp_json(copy.get_finished_spans(), tmp_path / "all.json")
     one_trace = f"{run_id}-one"
     traces.append(one_trace)
@@ -243,4 +258,4 @@ def test_live_timelines_through_collect_give_the_same_verdicts(
     state = db.run(
         "MATCH (t:Trace {id: $id}) RETURN t.n_requests AS requests, t.user_id AS user", id=MIRA
     )
-    assert state == [{"requests": 18, "user": "mira"}]
+    assert state == [{"requests": 18, "user": "mira"}]  # the re-sent request added nothing
