@@ -23,7 +23,7 @@ from memtrace.attribution.evidence import (
     Retriever,
     retrieved_evidence,
 )
-from memtrace.attribution.judges import CaseView, Judge
+from memtrace.attribution.judges import CONFIDENCE_NO_TRAIL, NO_TRAIL, CaseView, Judge
 from memtrace.attribution.model import (
     Anchor,
     Candidate,
@@ -345,6 +345,22 @@ def failure_summary(verdicts: Sequence[Verdict]) -> str | None:
     failed = sum(reasons.values())
     why = "; ".join(f"{reason} (x{n})" if n > 1 else reason for reason, n in reasons.items())
     return f"{failed} of {len(verdicts)} cases failed: {why}"
+
+
+def untrailed_summary(verdicts: Sequence[Verdict]) -> str | None:
+    """The finding that decided verdicts resting on no evidence trail, with its fix (``None``
+    when every verdict followed one)."""
+    cases = [v.case_id for v in verdicts if v.reason.startswith(NO_TRAIL)]
+    if not cases:
+        return None
+    named = ", ".join(cases[:3]) + (f" and {len(cases) - 3} more" if len(cases) > 3 else "")
+    return (
+        f"{len(cases)} of {len(verdicts)} verdicts rest on no evidence trail ({named}): their "
+        "evidence is in no message of the trace, so each is blamed on the answer at confidence "
+        f"{CONFIDENCE_NO_TRAIL}; record the conversation's messages (category 'message') and "
+        "each case's evidence (`memtrace check` names what is missing; requests of one user "
+        "or session load as one timeline with --timelines)"
+    )
 
 
 def resolve_case(store: AttributionStore, case_id: str, trace_id: str | None) -> str:

@@ -28,6 +28,7 @@ from memtrace.attribution.pipeline import (
     resolve_case,
     run_attribution,
     unscored_cases,
+    untrailed_summary,
 )
 from memtrace.attribution.records import memtrace_record
 from memtrace.attribution.registry import (
@@ -261,6 +262,9 @@ def attribute_command(
         return
     if not as_json:
         console.print(_summary(resolved, verdicts, wall_seconds))
+    untrailed = untrailed_summary(verdicts)
+    if untrailed:
+        err.print(f"[yellow]warning:[/] {escape(untrailed)}", highlight=False, soft_wrap=True)
     failures = failure_summary(verdicts)
     if failures and all(v.error for v in verdicts):
         raise MemtraceError(f"nothing attributed: {failures}")

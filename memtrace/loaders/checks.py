@@ -105,6 +105,9 @@ class TraceFacts:
     kinds: dict[Kind, int] = field(default_factory=dict)
     messages: int = 0
     cases: list[_Case] = field(default_factory=list)
+    # records appended to a timeline: a request without a case is one of its messages, and
+    # what earlier requests stored are memories (``TraceChecker.observe_earlier``)
+    timeline: bool = False
 
     def memory_categories(self) -> set[str]:
         """Attribution's memory categories (``memories.cypher``)."""
@@ -128,8 +131,8 @@ class TraceFacts:
 class TraceChecker:
     """Feed it a trace's records (``observe`` or ``watch``), then ask for ``findings()``."""
 
-    def __init__(self) -> None:
-        self.facts = TraceFacts()
+    def __init__(self, timeline: bool = False) -> None:
+        self.facts = TraceFacts(timeline=timeline)
         self._names: dict[str, str] = {}  # one string object per op name
         self._kinds: dict[tuple[str, str | None], Kind] = {}  # ops repeat a few names
 
@@ -175,6 +178,18 @@ class TraceChecker:
                     dangling=bool(record.missing_evidence),
                 )
             )
+
+    def observe_earlier(self, var_id: str, category: str | None) -> None:
+        """A variable of an earlier request of the timeline that these records read: a memory
+        there was stored there (and served here, if a retrieval reads it), a message there is
+        one to start a trail from."""
+        facts = self.facts
+        facts.categories[var_id] = category
+        if category == "message":
+            facts.messages += 1
+        elif category == "memory_entry":
+            facts.stored[var_id] = None
+            facts.sourced[var_id] = None  # its producer is in the earlier request
 
     def _kind(self, name: str, category: str | None) -> Kind:
         kind = self._kinds.get((name, category))
@@ -225,7 +240,7 @@ def _examples(ids: Iterable[str]) -> tuple[str, ...]:
 
 
 def no_cases(facts: TraceFacts) -> list[Finding]:
-    if facts.cases:
+    if facts.cases or facts.timeline:  # a timeline's message requests ask nothing
         return []
     return [
         Finding(
@@ -358,8 +373,14 @@ def cases_without_evidence(facts: TraceFacts) -> list[Finding]:
     if not missing:
         return []
     dangling = sum(case.dangling for case in facts.cases if not case.evidence)
+    held = (
+        "their request's messages, nor as the exact text of a message of an earlier request of "
+        "the timeline"
+        if facts.timeline
+        else "the trace"
+    )
     named = (
-        f" ({dangling} of them name evidence the trace does not hold: missing_evidence)"
+        f" ({dangling} of them name evidence not held by {held}: missing_evidence)"
         if dangling
         else ""
     )

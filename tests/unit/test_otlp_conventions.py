@@ -361,7 +361,7 @@ def test_an_all_zero_parent_is_no_parent(load: Callable[..., Any]) -> None:
 
 def counting_spans() -> list[dict[str, Any]]:
     return [
-        span(1, "GET /notes", {"http.method": "GET"}),  # unknown kind, no content
+        span(1, "GET /notes", {"myapp.cache_hits": 3}),  # unknown kind, no content
         span(2, "remember", {"myapp.prompt_text": PROMPT, "myapp.reply": ANSWER}),  # unread
         span(3, "chat", {"gen_ai.operation.name": "chat", "gen_ai.prompt": PROMPT}),  # read
         span(4, "handle question", CASE),  # known: a case span; its question is no lost content
@@ -665,3 +665,23 @@ def test_cognee_memory_spans_are_kinds_without_content(load: Callable[..., Any])
     meta = trace.metadata
     assert (meta["unknown_kind_spans"], meta["unread_content_spans"]) == (0, 0)
     assert meta["content_free_spans"] == 4 and "memory.process" in meta["content_free_names"]
+
+
+def test_http_and_rpc_spans_are_known_transport(load: Callable[..., Any]) -> None:
+    # OpenTelemetry's HTTP semantic conventions (v1.23+ http.request.method / http.route, and
+    # http.method before them) and RPC's rpc.system: the SERVER root of every request of a
+    # traced web service, an outgoing call; known, kind other, no content of their own
+    records = load(
+        span(1, "POST /ask", {"http.request.method": "POST", "http.route": "/ask",
+                              "url.scheme": "https", "http.response.status_code": 200}),
+        span(2, "GET", {"http.method": "GET", "http.url": "https://example.org/x"}, parent=1),
+        span(3, "notes.Store/Get", {"rpc.system": "grpc", "rpc.service": "notes.Store",
+                                    "rpc.method": "Get"}, parent=1),
+    )  # fmt: skip
+    assert {name: op.kind for name, op in ops(records).items()} == {
+        "POST /ask": "other",
+        "GET": "other",
+        "notes.Store/Get": "other",
+    }
+    (trace,) = [r for _, r in records if r.type == "trace"]
+    assert trace.metadata["unknown_kind_spans"] == 0

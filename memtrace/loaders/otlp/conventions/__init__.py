@@ -24,6 +24,7 @@ from memtrace.loaders.otlp.conventions import (
     openinference,
     openlit,
     openllmetry,
+    transport,
     vercel,
 )
 from memtrace.loaders.otlp.conventions.shapes import Convention, Io, json_decoded, nothing
@@ -54,6 +55,8 @@ CONVENTIONS: Final[tuple[Convention, ...]] = (
     logfire.CONVENTION,
     langfuse.CONVENTION,
     cognee.CONVENTION,
+    # after every family that reads content: an HTTP or RPC span says only how a request came
+    transport.CONVENTION,
     # last: memtrace.* attributes say nothing of the span's own kind, only that it is known
     Convention("memtrace", _memtrace_kind, nothing, nothing),
 )
