@@ -102,8 +102,14 @@ def case_candidates(
         raise MemtraceError(f"case {case_id!r}: no answer operation reads its question")
     evidence = starting_evidence(store, anchor, options)
     graph = store.case_graph(anchor, evidence)
-    trails = tuple(trace_all(graph, options.reader))
+    trails = tuple(trace_all(graph, case_reader(options, graph)))
     return graph, trails, tuple(candidates(graph, trails))
+
+
+def case_reader(options: Options, graph: CaseGraph) -> Reader:
+    """The reader the case is read with: the chosen one, for the case's trace (``auto`` reads
+    the words where the trace's memories copy its messages)."""
+    return options.reader.for_trace(graph.copied)
 
 
 def analyse_case(
@@ -118,7 +124,8 @@ def analyse_case(
         if judge.reads_operations
         else {}
     )
-    view = CaseView(graph, trails, operations, options.reader)
+    reader = case_reader(options, graph)
+    view = CaseView(graph, trails, operations, reader)
     found = search(options.strategy, judge, view, found_candidates)
     verdict = Verdict(
         trace_id=trace_id,
@@ -141,7 +148,7 @@ def analyse_case(
         replays=found.replays,
         replay_outcomes=found.outcomes,
         failure_mode=found.failure_mode,
-        reading=options.reader.name,
+        reading=reader.name,
     )
     return Analysis(anchor, graph, trails, found_candidates, verdict)
 
