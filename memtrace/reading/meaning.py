@@ -86,11 +86,19 @@ class MeaningReader:
 
     @classmethod
     def packaged(cls) -> MeaningReader:
-        model = _packaged_model()
+        """The packaged model's reader. The model (torch and all, seconds to import) loads at
+        the first text the lexical reading cannot decide, so a run that never needs it, such as
+        ``auto`` on a trace whose memories copy their messages, never pays for it; a missing
+        extra is still said here, before any case runs."""
+        if not installed():
+            raise ConfigError(
+                f"reading meaning needs the optional extra sentence-transformers; install it "
+                f"with: {INSTALL_HINT}"
+            )
 
         def encode(texts: Sequence[str]) -> np.ndarray:
             return np.asarray(
-                model.encode(
+                _packaged_model().encode(
                     list(texts),
                     batch_size=ENCODE_BATCH,
                     normalize_embeddings=True,

@@ -305,3 +305,31 @@ def test_auto_is_the_per_trace_choice_where_the_extra_is_installed() -> None:
     auto = make_reader("auto")
     assert isinstance(auto, AutoReader) and auto.for_trace(True) is LEXICAL
     assert auto.for_trace(False).name == "meaning:all-MiniLM-L6-v2"
+
+
+def test_the_model_loads_at_the_first_text_words_cannot_decide(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import memtrace.reading.meaning as meaning_module
+
+    loads: list[str] = []
+
+    def not_loadable() -> object:
+        loads.append("model")
+        raise ConfigError("the model was loaded")
+
+    monkeypatch.setattr(meaning_module, "installed", lambda: True)
+    monkeypatch.setattr(meaning_module, "_packaged_model", not_loadable)
+    reader = MeaningReader.packaged()  # constructing it loads nothing
+    assert reader.read(TOLD, [f"Gina: {TOLD}"]).held and loads == []  # the words decided
+    with pytest.raises(ConfigError, match="the model was loaded"):
+        reader.read(TOLD, ["Gina launched an advertising campaign to expand her shop"])
+    assert loads == ["model"]
+
+
+def test_meaning_without_its_extra_is_said_before_any_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    import memtrace.reading.meaning as meaning_module
+
+    monkeypatch.setattr(meaning_module, "installed", lambda: False)
+    with pytest.raises(ConfigError, match=r"memtrace-graph\[sentence-transformers\]"):
+        make_reader("meaning")
