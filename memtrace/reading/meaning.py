@@ -167,8 +167,9 @@ class MeaningReader:
         words = content_words(sentence)
         # in the band, a statement with none of the answer's words is about something else:
         # it may keep most of the sentence's words ("Our stories can be so inspiring" for "The
-        # transgender stories were so inspiring!", the answer "transgender woman")
-        answers = not needs or bool(needs & stated)
+        # transgender stories were so inspiring!", the answer "transgender woman"); so is one
+        # without a name or number the sentence tells, needed or not: two doubts make a no
+        answers = (not needs or bool(needs & stated)) and specific <= stated
         kept = answers and (
             len(words & stated) > BAND_SHARE * len(words)
             or (bool(needs) and len(needs & stated) > BAND_SHARE * len(needs))

@@ -369,6 +369,10 @@ def test_a_name_the_answer_does_not_need_lowers_certainty_instead_of_deciding() 
     assert kept.score >= SAME and (kept.held, kept.sure) == (True, False)
     assert not reader.read(sentence, rewrite, content_words("Porto")).held  # the answer's name
     assert not reader.read(sentence, rewrite).held  # the answer unknown: every name
+    # in the band (2/sqrt(10) = 0.63), a missing name is a second doubt: something else
+    moved = MeaningReader(_bag_encoder(sorted(content_words("ana lisbon porto mov month"))), "bag")
+    band = moved.read(sentence, rewrite, content_words("Lisbon"))
+    assert OTHER <= band.score < SAME and (band.held, band.sure) == (False, False)
 
 
 @needs_model
