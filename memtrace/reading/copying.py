@@ -11,11 +11,11 @@ statement that copies none is a rewrite, and only a rewrite is read by meaning.
 
 A statement copies a message sentence when it holds every content word of it and the sentence
 has at least ``COPIED_SENTENCE_WORDS`` words (a shorter one a rewording keeps whole as well: "I
-love pizza" -> "Loves pizza"), or when it is that sentence word for word, give or take a
-speaker's name ("Melanie: Wow, love that painting!"). A message repeating a memory stored before
-it (an instrumentation records a prompt listing the notes held as a message) is the memory
-system's own text: its sentences are not said. Measured in docs/attribution.md "Reading
-meaning".
+love pizza" -> "Loves pizza"), or when it is that sentence word for word, give or take who said
+it and when ("Melanie: Wow, love that painting!", "[25 August 2023] Caroline: Thanks, Mel!").
+A message with a line repeating a whole memory stored before it (an instrumentation records a
+prompt listing the notes held as a message) is the memory system's own text: its sentences are
+not said. Measured in docs/attribution.md "Reading meaning".
 """
 
 from __future__ import annotations
@@ -23,9 +23,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from memtrace.reading.lexical import content_words, sentences, units
+from memtrace.reading.keys import DIGIT
+from memtrace.reading.lexical import content_words, lines, sentences, units
 
 COPIED_SENTENCE_WORDS = 3
+# What says when a sentence was said, besides numbers: a store's "[8 May 2023] Melanie: ..."
+MONTHS = content_words(
+    "january february march april may june july august september october november december"
+)
 
 
 class Copying:
@@ -37,20 +42,22 @@ class Copying:
         memories: Iterable[tuple[str, int]] = (),
         speakers: Iterable[str] = (),
     ) -> None:
-        """``messages`` and ``memories``: (text, seq). A message repeating a memory stored
-        before it (a prompt listing the notes held, a context handed to the answer) is the
-        memory system's own text, not something said: its sentences are no message's."""
-        stored: dict[frozenset[str], int] = {}  # each memory statement, when first stored
+        """``messages`` and ``memories``: (text, seq). A message with a line repeating a whole
+        memory stored before it (a prompt listing the notes held, a context handed to the
+        answer) is the memory system's own text, not something said: its sentences are no
+        message's."""
+        stored: dict[frozenset[str], int] = {}  # each memory's words, when first stored
         for text, seq in memories:
-            for words in units(text):
-                if len(words) >= COPIED_SENTENCE_WORDS:
-                    stored[words] = min(seq, stored.get(words, seq))
+            if len(words := content_words(text)) >= COPIED_SENTENCE_WORDS:
+                stored[words] = min(seq, stored.get(words, seq))
         filed_stored = _filed(stored)
         said = {
             words
             for message, seq in messages
             if not any(
-                stored[held] < seq for unit in units(message) for held in _held(unit, filed_stored)
+                stored[memory] < seq
+                for line in lines(message)
+                for memory in _held(content_words(line), filed_stored)
             )
             for part in sentences(message)
             if (words := content_words(part))
@@ -71,14 +78,21 @@ class Copying:
         return copying if copying._said else None
 
     def copies(self, statement: frozenset[str]) -> bool:
-        """Whether a statement (its content words) copies a message sentence."""
+        """Whether a statement (its content words) copies a message sentence: holds every word
+        of one of at least ``COPIED_SENTENCE_WORDS``, or of a shorter one with nothing else but
+        who said it and when (a speaker's name, a month, a number: "[25 August 2023] Caroline:
+        Thanks, Mel!")."""
         known = self._known.get(statement)
         if known is None:
             known = self._known[statement] = any(
-                len(words) >= COPIED_SENTENCE_WORDS or statement - words <= self.speakers
+                len(words) >= COPIED_SENTENCE_WORDS
+                or all(self._says_who_or_when(word) for word in statement - words)
                 for words in _held(statement, self._said)
             )
         return known
+
+    def _says_who_or_when(self, word: str) -> bool:
+        return word in self.speakers or word in MONTHS or DIGIT.search(word) is not None
 
     def share(self, texts: Iterable[str]) -> float | None:
         """The share of the statements of ``texts`` that copy a message sentence (None: no

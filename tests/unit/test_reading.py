@@ -262,9 +262,10 @@ def test_a_statement_copies_a_message_sentence_word_for_word_a_rewrite_copies_no
     assert copying is not None
     assert copying.copies(content_words(f"Gina: {TOLD}"))
     assert not copying.copies(content_words("Gina launched an advertising campaign"))
-    # a short sentence (a rewording keeps it whole too) only word for word, give or take the
-    # speaker's name
+    # a short sentence (a rewording keeps it whole too) only word for word, give or take who
+    # said it and when (a store's "[date] speaker: turn"); another name is something it tells
     assert copying.copies(content_words("Melanie: Wow, love that painting!"))
+    assert copying.copies(content_words("[8 May 2023] Melanie: Wow, love that painting!"))
     assert not copying.copies(content_words("Melanie loves Ana's painting"))
     assert Copying.of([("Oh, hey!", 1)]) is None  # no content word: nothing said
 
@@ -280,6 +281,17 @@ def test_a_message_repeating_a_memory_stored_before_it_says_nothing() -> None:
     assert relaying is not None and not relaying.copies(relayed)
     saying = Copying.of([said, prompt], [(note, 9)])  # the note stored after the message
     assert saying is not None and saying.copies(relayed)
+
+
+def test_a_turn_repeating_a_sentence_of_a_stored_turn_still_says_its_own() -> None:
+    """Only a line holding a whole earlier memory relays it: in a conversation stored turn by
+    turn, a later turn opening as an earlier one did ("Glad you had a great time!") still says
+    what it goes on to say."""
+    earlier = ("Caroline: Glad you had a great time! I went hiking with my dad.", 1)
+    later = ("Caroline: Glad you had a great time! I adopted a puppy named Rex.", 3)
+    copying = Copying.of([earlier, later], [(earlier[0], 2)], speakers=["Caroline"])
+    assert copying is not None
+    assert copying.copies(content_words("Caroline: I adopted a puppy named Rex."))
 
 
 JONS = "Contemporary is my top pick, so expressive and powerful."
