@@ -48,7 +48,7 @@ import tempfile
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -277,6 +277,23 @@ class Mem0LibSystem(System):
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:
         return None  # Mem0 keeps no provenance of message sentences: attribution finds out
+
+    def in_context(
+        self, context: Sequence[Item], keys: Sequence[str], turns: Mapping[str, Turn]
+    ) -> set[str]:
+        """Mem0 keeps no provenance: a key sentence is in the context when a memory there holds
+        it, read as the repairs read facts and memories."""
+        found = set()
+        for key in keys:
+            dia_id, _, index = key.rpartition("#")
+            turn = turns.get(dia_id)
+            if turn is None:
+                continue
+            parts = sentences(turn.text) or [turn.text]
+            said = parts[int(index)] if int(index) < len(parts) else turn.text
+            if any(self.reads(said, item.text) for item in context):
+                found.add(key)
+        return found
 
     # -- replays: model calls served from the trace, repairs --------------------------------
     def _model(self, original: Callable[..., Any]) -> Callable[..., Any]:

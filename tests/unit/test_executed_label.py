@@ -34,6 +34,7 @@ class Change:
 class Ran:
     passed: bool
     repaired: tuple[Change, ...]
+    context: bool | None = None
 
 
 @dataclass
@@ -149,14 +150,14 @@ def test_every_repair_together_failing_is_a_response_error_at_the_answer() -> No
     assert (found.case_id, found.replays) == ("case", 3)  # ab, b, a
 
 
-def test_no_candidate_but_the_answer_is_a_response_error_without_replays() -> None:
+def test_no_candidate_but_the_answer_is_a_response_error_after_one_replay() -> None:
+    # one replay, the run as it was (a replayer of its own that does not say what reached the
+    # answer's context: read by the answer)
     replayer = Scripted(rescued=set())
     found = label_of(replayer, [("ans", "generation")])
     assert (found.status, found.op_id, found.error_type) == ("response", "ans", "ResponseError")
-    assert found.replays == 0 and replayer.calls == [] and found.outcomes == ()
-    assert (
-        found.reason == "no non-answer candidate: the answer op is the failed case's only suspect"
-    )
+    assert found.replays == 1 and found.outcomes == ()
+    assert found.reason.startswith("with all 0 non-answer candidates")
 
 
 def test_no_answer_op_and_no_rescue_blames_nothing() -> None:
@@ -189,12 +190,16 @@ def test_the_label_as_json() -> None:
         "status": "decisive",
         "op_id": "b",
         "error_type": "RetrievalError",
+        "basis": "answer",
         "replays": 3,
+        "with_your_answerer": {
+            "status": "decisive", "op_id": "b", "error_type": "RetrievalError"
+        },
         "candidates": [
-            {"op_id": "a", "downstream": True, "alone": False, "decisive": False,
-             "changed": "restored for a"},
-            {"op_id": "b", "downstream": True, "alone": True, "decisive": True,
-             "changed": "restored for b"},
+            {"op_id": "a", "context": True, "downstream": True, "alone": False,
+             "decisive": False, "rescued": False, "changed": "restored for a"},
+            {"op_id": "b", "context": True, "downstream": True, "alone": True,
+             "decisive": True, "rescued": True, "changed": "restored for b"},
         ],
     }  # fmt: skip
 
