@@ -159,19 +159,24 @@ class _Runs:
             self.done[key] = self.replayer.replay(self.case_id, key)
         return self.done[key]
 
+    def key(self, i: int) -> tuple[str, ...]:
+        """The repaired set of ``downstream(i)``: ``ops[i:]`` and the construction ops an ideal
+        downstream repairs after ``ops[i]``."""
+        ops = self.ops[i:]
+        later = (
+            self.replayer.downstream(ops[0])
+            if ops and isinstance(self.replayer, Downstream)
+            else ()
+        )
+        return tuple(sorted({*ops, *later}))
+
+    def replayed(self, i: int) -> bool:
+        return self.key(i) in self.done
+
     def downstream(self, i: int) -> ReplayedCase:
         """``ops[i:]`` (a candidate and every later one) repaired with the ideal downstream;
         ``i == len(ops)`` is the original run."""
-        ops = self.ops[i:]
-        if not ops:
-            return self(())
-        later = self.replayer.downstream(ops[0]) if isinstance(self.replayer, Downstream) else ()
-        return self([*ops, *later])
-
-
-def _reached(run: ReplayedCase) -> bool:
-    context = getattr(run, "context", None)
-    return run.passed if context is None else bool(context)
+        return self(self.key(i))
 
 
 def _first_turn(m: int, holds: Callable[[int], bool]) -> tuple[dict[int, bool], int | None]:
@@ -212,17 +217,18 @@ def executed_label(
     runs = _Runs(replayer, case_id, ops)
     m = len(ops)
 
+    def by_answer() -> bool:
+        return any(run.context is None for run in runs.done.values())
+
     def reaches(i: int) -> bool:
-        # a replayer that cannot say what reached the context: the original answer is wrong
-        if i == m and m and all(getattr(r, "context", None) is None for r in runs.done.values()):
-            return False
-        return _reached(runs.downstream(i))
+        if i == m and m and by_answer():
+            return False  # read by the answer: the original one is wrong (a failed case)
+        run = runs.downstream(i)
+        return run.passed if run.context is None else run.context
 
     reach, first = _first_turn(m, reaches)
-    # a failed case: the original answer is wrong
     right, rescuer = _first_turn(m, lambda i: i < m and runs.downstream(i).passed)
-    unknown = [run for run in runs.done.values() if getattr(run, "context", None) is None]
-    basis: Literal["context", "answer"] = "answer" if unknown else "context"
+    basis: Literal["context", "answer"] = "answer" if by_answer() else "context"
     changes = {c.op_id: c for run in runs.done.values() for c in run.repaired}
 
     def turns(seen: dict[int, bool]) -> list[int]:
@@ -231,14 +237,13 @@ def executed_label(
     decisive, rescued = turns(reach), turns(right)
     outcomes = []
     for i, op in enumerate(ops):
-        alone = _alone(runs, ops, i, right, changes) if fix_alone else False
         change = changes.get(op)
         outcomes.append(
             CandidateOutcome(
                 op_id=op,
                 context=reach.get(i),
                 downstream=right.get(i),
-                alone=alone,
+                alone=_alone(runs, ops, i, changes) if fix_alone else False,
                 decisive=i in decisive,
                 rescued=i in rescued,
                 changed=change.detail if change else "",
@@ -253,68 +258,75 @@ def executed_label(
     answerer = (
         AnswererLabel("decisive", ops[rescuer], type_of(ops[rescuer]))
         if rescuer is not None
+        else AnswererLabel("response", answer_op, "ResponseError")
+        if answer_op is not None and not rescued
         else AnswererLabel("no_single", None, None)
-        if rescued
-        else AnswererLabel("response", answer_op, "ResponseError" if answer_op else None)
     )
-    replays = len(runs.done)
-    done = tuple(outcomes)
-    if basis == "answer" and answer_op is not None and first is None and not decisive:
-        reason = (
-            f"with all {m} non-answer candidates and their ideal downstream repaired the answer "
-            "is still wrong (what reached the answer's context is not known: read by the answer)"
-        )
+
+    def labelled(status: Status, op: str | None, reason: str) -> ExecutedLabel:
+        error_type: ErrorType | None = None
+        if status == "response":
+            error_type = "ResponseError"
+        elif status == "decisive" and op is not None:
+            error_type = type_of(op)
+        done = tuple(outcomes)
         return ExecutedLabel(
-            case_id, "response", answer_op, "ResponseError", reason, done, replays, answerer, basis
+            case_id, status, op, error_type, reason, done, len(runs.done), answerer, basis
         )
-    if reach.get(m) and answer_op is not None:
-        reason = (
-            "the evidence was in the answer's context in the run as it was, and the answer is wrong"
-        )
-        return ExecutedLabel(
-            case_id, "response", answer_op, "ResponseError", reason, done, replays, answerer, basis
-        )
+
     if first is not None:
         op = ops[first]
         change = changes.get(op)
-        what = (
+        held, lost = (
             ("the answer is correct", "it is not")
             if basis == "answer"
             else ("the evidence reaches the answer's context", "it does not")
         )
-        reason = (
-            f"replayed with {op} and its ideal downstream repaired, {what[0]}; without {op}'s "
-            f"repair {what[1]} ({change.detail if change else 'repaired'})"
+        return labelled(
+            "decisive",
+            op,
+            f"replayed with {op} and its ideal downstream repaired, {held}; without {op}'s "
+            f"repair {lost} ({change.detail if change else 'repaired'})",
         )
-        return ExecutedLabel(
-            case_id, "decisive", op, type_of(op), reason, done, replays, answerer, basis
+    if answer_op is None:
+        return labelled("no_single", None, "no answer operation to blame")
+    if reach.get(m):
+        return labelled(
+            "response",
+            answer_op,
+            "the evidence was in the answer's context in the run as it was, and the answer is "
+            "wrong",
         )
     if decisive:
-        why = (
+        return labelled(
+            "no_single",
+            None,
             "repairing every candidate leaves the evidence out of the answer's context, yet "
             "repairing only later ones puts it there: the repairs interact and no single "
-            "operation is decisive"
+            "operation is decisive",
         )
-        return ExecutedLabel(case_id, "no_single", None, None, why, done, replays, answerer, basis)
-    why = (
+    if basis == "answer":
+        return labelled(
+            "response",
+            answer_op,
+            f"with all {m} non-answer candidates and their ideal downstream repaired the answer "
+            "is still wrong (what reached the answer's context is not known: read by the answer)",
+        )
+    return labelled(
+        "unrestored",
+        None,
         f"with all {m} non-answer candidates and their ideal downstream repaired the evidence "
         "still does not reach the answer's context"
         if m
-        else "no non-answer candidate, and the evidence was not in the answer's context"
+        else "no non-answer candidate, and the evidence was not in the answer's context",
     )
-    if answer_op is None:
-        why = "no answer operation to blame"
-        return ExecutedLabel(case_id, "no_single", None, None, why, done, replays, answerer, basis)
-    return ExecutedLabel(case_id, "unrestored", None, None, why, done, replays, answerer, basis)
 
 
-def _alone(
-    runs: _Runs, ops: Sequence[str], i: int, ok: dict[int, bool], changes: dict[str, Change]
-) -> bool:
+def _alone(runs: _Runs, ops: Sequence[str], i: int, changes: dict[str, Change]) -> bool:
     """Ci repaired alone. Shared with a downstream replay when that repaired Ci alone (the
     cache); free (the original, wrong) when a replay in which every op before Ci ran as it did
     shows that Ci's repair changes nothing."""
     op = ops[i]
-    if i in ok and op not in changes:
+    if runs.replayed(i) and op not in changes:
         return False
     return runs([op]).passed
