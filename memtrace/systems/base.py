@@ -122,6 +122,9 @@ class System(ABC):
     answer_op: ClassVar[str] = "question-answering"
     # runs only with an OpenAI-compatible endpoint (no offline backend of its own)
     needs_endpoint: ClassVar[bool] = False
+    # the backend (answer and judge) a run takes unless told: a system that needs an endpoint
+    # answers with it too, so a run given an endpoint reaches it for every call
+    default_backend: ClassVar[str] = "offline"
     # The Params fields the system reads (answering and judging read these two): an unguided
     # optimizer moves those of them that have a range. A test checks them against a traced run.
     parameters: ClassVar[tuple[str, ...]] = ("answer_items", "judge_f1_threshold")
