@@ -253,7 +253,7 @@ def executed_label(
 
     def type_of(op: str) -> ErrorType:
         change = changes.get(op)
-        return change.error_type if change else default_error_type(kinds.get(op, "other"))
+        return change.error_type if change else default_error_type(kinds[op])
 
     answerer = (
         AnswererLabel("decisive", ops[rescuer], type_of(ops[rescuer]))
@@ -263,12 +263,9 @@ def executed_label(
         else AnswererLabel("no_single", None, None)
     )
 
-    def labelled(status: Status, op: str | None, reason: str) -> ExecutedLabel:
-        error_type: ErrorType | None = None
-        if status == "response":
-            error_type = "ResponseError"
-        elif status == "decisive" and op is not None:
-            error_type = type_of(op)
+    def labelled(
+        status: Status, reason: str, op: str | None = None, error_type: ErrorType | None = None
+    ) -> ExecutedLabel:
         done = tuple(outcomes)
         return ExecutedLabel(
             case_id, status, op, error_type, reason, done, len(runs.done), answerer, basis
@@ -282,44 +279,38 @@ def executed_label(
             if basis == "answer"
             else ("the evidence reaches the answer's context", "it does not")
         )
-        return labelled(
-            "decisive",
-            op,
+        reason = (
             f"replayed with {op} and its ideal downstream repaired, {held}; without {op}'s "
-            f"repair {lost} ({change.detail if change else 'repaired'})",
+            f"repair {lost} ({change.detail if change else 'repaired'})"
         )
+        return labelled("decisive", reason, op, type_of(op))
     if answer_op is None:
-        return labelled("no_single", None, "no answer operation to blame")
+        return labelled("no_single", "no answer operation to blame")
     if reach.get(m):
-        return labelled(
-            "response",
-            answer_op,
-            "the evidence was in the answer's context in the run as it was, and the answer is "
-            "wrong",
+        reason = (
+            "the evidence was in the answer's context in the run as it was, and the answer is wrong"
         )
+        return labelled("response", reason, answer_op, "ResponseError")
     if decisive:
-        return labelled(
-            "no_single",
-            None,
+        reason = (
             "repairing every candidate leaves the evidence out of the answer's context, yet "
             "repairing only later ones puts it there: the repairs interact and no single "
-            "operation is decisive",
+            "operation is decisive"
         )
+        return labelled("no_single", reason)
     if basis == "answer":
-        return labelled(
-            "response",
-            answer_op,
+        reason = (
             f"with all {m} non-answer candidates and their ideal downstream repaired the answer "
-            "is still wrong (what reached the answer's context is not known: read by the answer)",
+            "is still wrong (what reached the answer's context is not known: read by the answer)"
         )
-    return labelled(
-        "unrestored",
-        None,
+        return labelled("response", reason, answer_op, "ResponseError")
+    reason = (
         f"with all {m} non-answer candidates and their ideal downstream repaired the evidence "
         "still does not reach the answer's context"
         if m
-        else "no non-answer candidate, and the evidence was not in the answer's context",
+        else "no non-answer candidate, and the evidence was not in the answer's context"
     )
+    return labelled("unrestored", reason)
 
 
 def _alone(runs: _Runs, ops: Sequence[str], i: int, changes: dict[str, Change]) -> bool:

@@ -144,6 +144,16 @@ def test_a_repair_that_changed_nothing_is_not_replayed_alone() -> None:
     assert found.replays == 4  # abc, bc, a, c
 
 
+def test_an_unchanged_repair_is_replayed_alone_unless_a_replay_before_it_ran_as_it_did() -> None:
+    # abc rescues the answer, bc does not: c's own downstream replay (every op before c as it
+    # ran) never happened, so c reported no change only with a and b repaired: c is replayed
+    # alone all the same
+    replayer = Scripted(rescued=sets("abc"), unchanged={"c"})
+    found = label_of(replayer, [("a", "extraction"), ("b", "update"), ("c", "retrieval")])
+    assert (found.status, found.op_id) == ("decisive", "a")
+    assert frozenset("c") in replayer.calls
+
+
 def test_fix_alone_can_be_left_out() -> None:
     replayer = Scripted(rescued=sets("ab", "a"))
     found = executed_label(
@@ -158,7 +168,10 @@ def test_every_repair_together_failing_is_a_response_error_at_the_answer() -> No
     found = label_of(replayer, [("a", "extraction"), ("b", "retrieval")])
     assert (found.status, found.op_id, found.error_type) == ("response", "ans", "ResponseError")
     assert [o.downstream for o in found.outcomes] == [False, False]
-    assert "with all 2 non-answer candidates" in found.reason and "still wrong" in found.reason
+    assert found.reason == (
+        "with all 2 non-answer candidates and their ideal downstream repaired the answer is "
+        "still wrong (what reached the answer's context is not known: read by the answer)"
+    )
     assert (found.case_id, found.replays) == ("case", 3)  # ab, b, a
 
 
