@@ -121,8 +121,34 @@ def _drops(sense: Sense, before: str, after: str) -> bool:
     return kept < 1.0 and containment(words, before) == 1.0
 
 
-def _extraction_stop(steps: Sequence[FlowStep], sense: Sense) -> tuple[OpRef | None, str]:
-    """The op where a never-stored sentence left the flow.
+def answer_path(graph: CaseGraph) -> frozenset[str]:
+    """The ops of the evidence flow whose output could reach the answer: one of their outputs
+    flows, within the flow followed, into a variable the answer reads or into a memory (a
+    search may serve any memory). A parallel branch that never feeds the answer (cognee's graph
+    extraction beside the summaries the answer reads) is not on it. Empty when no op is (a flow
+    cut short by its depth, a system keeping no memory the graph knows): every op may be."""
+    ends = {variable for variable, _ in graph.context} | {m.id for m in graph.memories}
+    sources: dict[str, set[str]] = {}
+    for step in graph.flow:
+        sources.setdefault(step.target_id, set()).add(step.source_id)
+    reaching, todo = set(ends), list(ends)
+    while todo:
+        for source in sources.get(todo.pop(), ()):
+            if source not in reaching:
+                reaching.add(source)
+                todo.append(source)
+    return frozenset(step.op.id for step in graph.flow if step.target_id in reaching)
+
+
+def _on_path(ops: Sequence[OpRef], path: frozenset[str]) -> list[OpRef]:
+    """``ops`` on the answer's path (all of them when the path is not known)."""
+    return [op for op in ops if op.id in path] if path else list(ops)
+
+
+def _extraction_stop(
+    steps: Sequence[FlowStep], sense: Sense, path: frozenset[str]
+) -> tuple[OpRef | None, str]:
+    """The op on the answer's path (``answer_path``) where a never-stored sentence left the flow.
 
     The first extraction op whose outputs lack the sentence; else the first op that received a
     holder but passed none on; else the first op that read the message.
@@ -130,7 +156,7 @@ def _extraction_stop(steps: Sequence[FlowStep], sense: Sense) -> tuple[OpRef | N
     by_op: dict[str, list[FlowStep]] = {}
     for step in sorted(steps, key=lambda s: (s.op.seq, s.step)):
         by_op.setdefault(step.op.id, []).append(step)
-    ops = [group[0].op for group in by_op.values()]
+    ops = _on_path([group[0].op for group in by_op.values()], path)
     holding = {s.target_id for s in steps if sense.holds([s.target_value])}
     for op in ops:
         outputs = [s.target_value for s in by_op[op.id]]
@@ -250,7 +276,7 @@ def _trace_sentence(graph: CaseGraph, evidence: Evidence, sense: Sense) -> Trail
         op, error_type, detail = min(losses, key=lambda loss: loss[0].seq)
         return Trail(evidence.id, sentence, "lost", op, error_type, detail, held, sure=sure)
     steps = [s for s in graph.flow if s.message_id == evidence.id]
-    stop, why = _extraction_stop(steps, sense)
+    stop, why = _extraction_stop(steps, sense, answer_path(graph))
     # an update decision that received the new fact and stored nothing holding it (a model
     # call whose decision a memory span applied, loaders/otlp/frameworks.py) lost it updating
     error_type = _LOSING_KIND_TYPES.get(stop.kind, "ExtractionError") if stop else "ExtractionError"
@@ -392,10 +418,11 @@ SUSPECT_ROLES = frozenset({"reads_evidence", "deletes", "retrieval", "answer"})
 def candidates(graph: CaseGraph, trails: Sequence[Trail]) -> list[Candidate]:
     """Ops that could be the earliest decisive fault, in execution order.
 
-    From ``candidates.cypher``: the ops that read an evidence message (the extraction ones, when
-    there are any), ops deleting a trail variable, the case's retrieval op(s) and the answer op;
-    plus every op where a lexical trail stops and every op that left a stale memory beside the
-    newer one. Ops that only passed the evidence on are left out.
+    From ``candidates.cypher``: the ops that read an evidence message on the answer's path
+    (``answer_path``; the extraction ones, when there are any), ops deleting a trail variable,
+    the case's retrieval op(s) and the answer op; plus every op where a lexical trail stops and
+    every op that left a stale memory beside the newer one. Ops that only passed the evidence on
+    are left out.
     """
     found: dict[str, tuple[OpRef, str, set[str]]] = {}
 
@@ -406,7 +433,10 @@ def candidates(graph: CaseGraph, trails: Sequence[Trail]) -> list[Candidate]:
         if message_id:
             entry[2].add(message_id)
 
-    readers = [op for op, role in graph.candidate_ops if role == "reads_evidence"]
+    # a reader whose output never reaches the answer (a parallel branch) is no suspect
+    readers = _on_path(
+        [op for op, role in graph.candidate_ops if role == "reads_evidence"], answer_path(graph)
+    )
     extractors = [op for op in readers if op.kind == "extraction"] or readers
     for op, role in graph.candidate_ops:
         if role in SUSPECT_ROLES and (role != "reads_evidence" or op in extractors):

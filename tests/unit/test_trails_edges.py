@@ -23,6 +23,7 @@ from memtrace.attribution.model import (
 )
 from memtrace.attribution.trails import (
     _reach,
+    answer_path,
     candidates,
     question_cutoff,
     stale_memories,
@@ -486,3 +487,58 @@ def test_a_context_holding_another_messages_copy_is_not_said_to_be_this_ones() -
     assert second.detail == "reached the answer's context"
     assert "reached the answer's context" not in followed([first])
     assert "but not from m1" in followed([first, second])
+
+
+# -- the answer's path: a parallel branch that never feeds the answer is no suspect --------------
+# cognee-like: the graph extraction (an extraction, first) and the summarization (a generation)
+# both read the message; only the summary is stored and searched; the graph's triplets lost the
+# sentence's words and feed nothing the answer reads.
+
+GRAPH = OpRef("graph", 2, "extraction", "extract_graph_from_data")
+SUMMARY = OpRef("summary", 3, "generation", "summarize_text")
+STORE = OpRef("store", 4, "embedding", "add_data_points")
+ALLERGY = "I'm allergic to peanuts, so no satay for me."
+PEANUTS = Anchor(
+    "t", "c", "What is Maya allergic to?", ("peanuts",), "tennis", True, "q",
+    OpRef("answer", 9, "generation", "answer"), (OpRef("search", 8, "retrieval", "search"),),
+    ("m1",),
+)  # fmt: skip
+BRANCHES = (
+    FlowStep("m1", 1, GRAPH, "m1", "triplets", '[["Maya", "has_condition", "allergy"]]'),
+    FlowStep("m1", 1, SUMMARY, "m1", "summary", "Maya cooks a lot and plays tennis."),
+    FlowStep("m1", 2, STORE, "summary", "chunk@1", "Maya cooks a lot and plays tennis."),
+)
+
+
+def branches(*flow: FlowStep) -> CaseGraph:
+    chunk = Memory("chunk@1", 5, "Maya cooks a lot and plays tennis.", STORE, None, None, None,
+                   None)  # fmt: skip
+    return CaseGraph(
+        PEANUTS, (Evidence("m1", ALLERGY, seq=1),), flow, (chunk,),
+        (("ctx", "Maya cooks a lot and plays tennis."),),
+        ((GRAPH, "reads_evidence"), (SUMMARY, "reads_evidence"), (PEANUTS.answer, "answer")),
+    )  # fmt: skip
+
+
+def test_a_branch_that_never_feeds_the_answer_is_neither_the_stop_nor_a_suspect() -> None:
+    graph = branches(*BRANCHES)
+    (trail,) = trace_all(graph)
+    assert (trail.stage, trail.stop, trail.error_type) == ("lost", SUMMARY, "ExtractionError")
+    assert trail.detail == "summarize_text received it but wrote no output holding it"
+    assert [op for op, _, _ in suspects(graph, [trail])] == ["summary", "search", "answer"]
+
+
+def test_the_path_runs_into_the_answers_context_or_a_memory_and_is_unknown_without_either() -> None:
+    # the summary reaches the stored chunk (a memory), the triplets nothing the answer reads
+    assert answer_path(branches(*BRANCHES)) == {"summary", "store"}
+    # the graph's triplets read by the answer after all: on the path
+    read = FlowStep("m1", 2, OpRef("ground", 7, "retrieval", "graph_search"), "triplets", "ctx",
+                    "Maya has an allergy")  # fmt: skip
+    assert answer_path(branches(*BRANCHES, read)) == {"graph", "summary", "store", "ground"}
+    # nothing stored or read: not known, every reader stays a suspect and the first extraction
+    # that lacks the sentence is where it stopped
+    unknown = replace(branches(*BRANCHES[:2]), memories=(), context=(("ctx", "Maya: hi"),))
+    assert answer_path(unknown) == frozenset()
+    (trail,) = trace_all(unknown)
+    assert trail.stop == GRAPH
+    assert [op for op, _, _ in suspects(unknown, [trail])] == ["graph", "search", "answer"]
