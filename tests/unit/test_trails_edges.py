@@ -498,10 +498,10 @@ GRAPH = OpRef("graph", 2, "extraction", "extract_graph_from_data")
 SUMMARY = OpRef("summary", 3, "generation", "summarize_text")
 STORE = OpRef("store", 4, "embedding", "add_data_points")
 ALLERGY = "I'm allergic to peanuts, so no satay for me."
+ANSWER_TENNIS = OpRef("answer", 9, "generation", "answer")
 PEANUTS = Anchor(
     "t", "c", "What is Maya allergic to?", ("peanuts",), "tennis", True, "q",
-    OpRef("answer", 9, "generation", "answer"), (OpRef("search", 8, "retrieval", "search"),),
-    ("m1",),
+    ANSWER_TENNIS, (OpRef("search", 8, "retrieval", "search"),), ("m1",),
 )  # fmt: skip
 BRANCHES = (
     FlowStep("m1", 1, GRAPH, "m1", "triplets", '[["Maya", "has_condition", "allergy"]]'),
@@ -516,7 +516,7 @@ def branches(*flow: FlowStep) -> CaseGraph:
     return CaseGraph(
         PEANUTS, (Evidence("m1", ALLERGY, seq=1),), flow, (chunk,),
         (("ctx", "Maya cooks a lot and plays tennis."),),
-        ((GRAPH, "reads_evidence"), (SUMMARY, "reads_evidence"), (PEANUTS.answer, "answer")),
+        ((GRAPH, "reads_evidence"), (SUMMARY, "reads_evidence"), (ANSWER_TENNIS, "answer")),
     )  # fmt: skip
 
 
