@@ -12,6 +12,10 @@ failed case is replayed once by the replay judge, whose verdict carries both rea
 - rescued with your answerer (``with_your_answerer``, the replay label before issue 38): the
   earliest op whose repair makes the real answer right, else ResponseError.
 
+A case whose evidence does not hold its gold answer (an inference question) has no paper's
+label: what the answer needs is not known, and the replay reads it by the answer (status
+``by answer``); it counts for your answerer's reading only.
+
 Against each, on the cases it labels: the offline judge (gold evidence) and the
 always-blame-the-answer-op baseline, op and type both right; on the cases where the two readings
 agree, the offline judge's figure for either; where they disagree, how (old -> new) with one
@@ -52,11 +56,15 @@ Label = tuple[str, str]  # (op id, error type)
 
 
 def readings(verdict: Verdict) -> tuple[Label | None, Label | None, str]:
-    """The paper's label, the label your answerer gives, and the replay's status."""
+    """The paper's label, the label your answerer gives, and the replay's status. A case the
+    replay read by the answer (its evidence does not hold the gold answer, so what reached the
+    context is not known: ``basis`` "answer") has no paper's label: its status is ``by answer``."""
     outcome = json.loads(verdict.replay_outcomes or "{}")
-    paper = (verdict.op_id, verdict.error_type) if verdict.op_id and verdict.error_type else None
     yours = outcome.get("with_your_answerer") or {}
     answerer = (yours["op_id"], yours["error_type"]) if yours.get("op_id") else None
+    if outcome.get("basis") == "answer":
+        return None, answerer, "by answer"
+    paper = (verdict.op_id, verdict.error_type) if verdict.op_id and verdict.error_type else None
     return paper, answerer, str(outcome.get("status", "error"))
 
 
@@ -68,18 +76,27 @@ Case = tuple[str, str]  # (trace id, case id)
 
 
 def compare(
-    replayed: list[Verdict], offline: dict[Case, Label | None], answer_ops: dict[Case, str]
+    replayed: list[Verdict],
+    offline: dict[Case, tuple[Label | None, float]],
+    answer_ops: dict[Case, str],
 ) -> dict[str, Any]:
-    """The offline judge and the answer-op baseline against either reading (module docstring)."""
+    """The offline judge and the answer-op baseline against either reading (module docstring);
+    per offline confidence value (one per basis, ``judges.CONFIDENCE``), how many it gave and
+    how many the paper's label confirmed: what calibrates it."""
     out: dict[str, Any] = {"failed": len(replayed), "status": Counter(), "changed": Counter()}
+    confirmed: dict[float, list[int]] = {}
     examples: dict[str, str] = {}
     scored = {"paper": [0, 0, 0], "answerer": [0, 0, 0], "agree": [0, 0, 0]}
     for verdict in replayed:
         paper, answerer, status = readings(verdict)
         out["status"][status] += 1
         case = (verdict.trace_id, verdict.case_id)
-        judged = offline.get(case)
+        judged, confidence = offline.get(case, (None, 0.0))
         baseline = (answer_ops.get(case, ""), "ResponseError")
+        if paper is not None:
+            tally = confirmed.setdefault(confidence, [0, 0])
+            tally[0] += 1
+            tally[1] += judged == paper
         for name, label in (("paper", paper), ("answerer", answerer)):
             if label is not None:
                 counts = scored[name]
@@ -91,7 +108,7 @@ def compare(
             counts[0] += 1
             counts[1] += judged == paper
             counts[2] += baseline == paper
-        elif paper != answerer:
+        elif paper != answerer and status != "by answer":
             how = f"{answerer[1] if answerer else 'none'} -> {paper[1] if paper else status}"
             out["changed"][how] += 1
             examples.setdefault(how, f"{verdict.trace_id} {verdict.case_id}")
@@ -102,6 +119,7 @@ def compare(
             "answer_op_baseline": share(base, cases),
         }
     out["examples"] = examples
+    out["confirmed_by_confidence"] = {str(c): n for c, n in sorted(confirmed.items())}
     return out
 
 
@@ -131,8 +149,11 @@ def measure(db: Any, settings: Any, system: str, convs: list[Any], folder: Path)
     finally:
         for trace_id in paths:
             delete_trace(db, trace_id)
-    offline: dict[Case, Label | None] = {
-        (v.trace_id, v.case_id): (v.op_id, v.error_type) if v.op_id and v.error_type else None
+    offline: dict[Case, tuple[Label | None, float]] = {
+        (v.trace_id, v.case_id): (
+            (v.op_id, v.error_type) if v.op_id and v.error_type else None,
+            round(v.confidence, 2),
+        )
         for v in judged
     }
     result = compare([v for v in replayed if not v.error], offline, answer_ops)
