@@ -342,17 +342,12 @@ class Mem0LibSystem(System):
     ) -> set[str]:
         """Mem0 keeps no provenance: a key sentence is in the context when a memory there holds
         it, read as the repairs read facts and memories."""
-        found = set()
-        for key in keys:
-            dia_id, _, index = key.rpartition("#")
-            turn = turns.get(dia_id)
-            if turn is None:
-                continue
-            parts = sentences(turn.text) or [turn.text]
-            said = parts[int(index)] if int(index) < len(parts) else turn.text
-            if any(self.reads(said, item.text) for item in context):
-                found.add(key)
-        return found
+        return {
+            key
+            for key in keys
+            if (said := _sentence(key, turns)) is not None
+            and any(self.reads(said, item.text) for item in context)
+        }
 
     # -- replays: model calls served from the trace, repairs --------------------------------
     def _model(self, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -407,12 +402,9 @@ class Mem0LibSystem(System):
         """The repair's evidence sentences as (key, text), of message ``only`` if given."""
         found = []
         for key in sorted(self.repair_sources()):
-            dia_id, _, index = key.rpartition("#")
-            turn = self.said.get(dia_id)
-            if turn is None or (only is not None and dia_id != only):
-                continue
-            parts = sentences(turn.text) or [turn.text]
-            found.append((key, parts[int(index)] if int(index) < len(parts) else turn.text))
+            said = _sentence(key, self.said)
+            if said is not None and (only is None or key.rpartition("#")[0] == only):
+                found.append((key, said))
         return found
 
     @cached_property
@@ -588,6 +580,17 @@ PIPELINE_REPAIRS: Final[dict[str, PipelineRepairs]] = {
         keeps_duplicates=True,
     ),
 }
+
+
+def _sentence(key: str, turns: Mapping[str, Turn]) -> str | None:
+    """The evidence sentence a key names (``D1:3#0``: sentence 0 of message D1:3; the whole
+    message when it has no such sentence), None when the message was not said."""
+    dia_id, _, index = key.rpartition("#")
+    turn = turns.get(dia_id)
+    if turn is None:
+        return None
+    parts = sentences(turn.text) or [turn.text]
+    return parts[int(index)] if int(index) < len(parts) else turn.text
 
 
 def _date(result: Mapping[str, Any]) -> str:
