@@ -41,7 +41,7 @@ Basis = Literal[
 CONFIDENCE: Final[dict[Basis, float]] = {
     "stale memory": 0.5,  # none observed: a prior
     "evidence reached the answer": 0.97,  # 135 of 139
-    "lost in store": 0.99,  # 91 of 92
+    "lost in store": 0.99,  # 92 of 93
     "lost at retrieval": 0.91,  # 78 of 86
 }
 CONFIDENCE_PASSED = 0.9  # a candidate the evidence passed through (not a verdict)
