@@ -79,6 +79,9 @@ def main() -> None:
             cases = [c for trace_id in paths for c in store.failed_cases(trace_id)]
             judge = ReplayJudge(TraceFiles(paths, settings))
             _, verdicts = run_attribution(store, judge, Options(), cases=cases, write=False)
+            steps: dict[str, str] = {}
+            for path in paths.values():
+                steps.update(make_replayer(read_native(path), settings).steps())
         finally:
             for trace_id in paths:
                 delete_trace(db, trace_id)
@@ -95,9 +98,6 @@ def main() -> None:
         for conv in convs
         for q in conv.questions
     }
-    steps: dict[str, str] = {}
-    for path in paths.values():
-        steps.update(make_replayer(read_native(path), settings).steps())
     labelled: Counter[str] = Counter()
     yours: Counter[str] = Counter()
     at_the_extraction = 0
