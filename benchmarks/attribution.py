@@ -178,13 +178,14 @@ def throughput(db: Database, traces: dict[str, list[str]]) -> dict[str, float]:
     store = AttributionStore(db)
     cases = [c for ts in traces.values() for t in ts for c in store.failed_cases(t)]
     out: dict[str, float] = {}
-    # lexical reading (the keys as before), then meaning when its extra is installed: the model
-    # is loaded and warmed first, so the rate is reading's, not loading's
+    # lexical reading (the keys as before), then meaning and auto (per trace: the words where
+    # its memories copy its messages) when the extra is installed: the model is loaded and
+    # warmed first, so the rate is reading's, not loading's
     readings: list[tuple[str, Reader]] = [("", LEXICAL)]
     if installed():
         meaning = make_reader("meaning")
         meaning.read("warm up", ["the model"])
-        readings.append(("meaning_", meaning))
+        readings += [("meaning_", meaning), ("auto_", make_reader("auto"))]
     for prefix, reader in readings:
         for workers in (1, 8):
             started = time.perf_counter()

@@ -1,6 +1,6 @@
 """The offline judge on memories an LLM rewrote: paraphrased vs verbatim runs of the same faults.
 
-    .venv/bin/python benchmarks/paraphrase_judge.py [--fixture heldout] [--readings lexical meaning]
+    .venv/bin/python benchmarks/paraphrase_judge.py [--fixture heldout] [--readings lexical auto]
 
 Every case of ``tests/fixtures/paraphrase/<fixture>.json`` (hand-written, not LoCoMo; ``cases``
 set the meaning reader's thresholds, ``heldout`` was written after) is built as a
@@ -28,6 +28,7 @@ from memtrace.attribution.model import Anchor, CaseGraph, Evidence, FlowStep, Me
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import linear
 from memtrace.reading import Reader, make_reader
+from memtrace.reading.copying import copies_words
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "paraphrase"
 EXTRACT = OpRef("extract", 2, "extraction", "extract_facts")
@@ -66,13 +67,14 @@ def build(case: dict[str, Any], style: str, variant: str, fault: str) -> CaseGra
         "q", ANSWER, (SEARCH,), ("m",),
     )  # fmt: skip
     roles = ((EXTRACT, "reads_evidence"), (SEARCH, "retrieval"), (ANSWER, "answer"))
+    copied = copies_words([text for _, text in stored], [case["message"]])
     return CaseGraph(
-        anchor, (Evidence("m", case["message"], seq=1),), flow, memories, context, roles
+        anchor, (Evidence("m", case["message"], seq=1),), flow, memories, context, roles, copied
     )
 
 
 def attribute(graph: CaseGraph, reader: Reader) -> tuple[str | None, str | None, float]:
-    trails = tuple(trace_all(graph, reader))
+    trails = tuple(trace_all(graph, reader.for_trace(graph.copied)))
     found = linear(OfflineJudge(), CaseView(graph, trails), candidates(graph, trails))
     return (found.candidate.op.id if found.candidate else None), found.error_type, found.confidence
 
@@ -80,7 +82,7 @@ def attribute(graph: CaseGraph, reader: Reader) -> tuple[str | None, str | None,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--fixture", choices=("cases", "heldout", "heldout2"), default="cases")
-    parser.add_argument("--readings", nargs="*", default=["lexical", "meaning"])
+    parser.add_argument("--readings", nargs="*", default=["lexical", "meaning", "auto"])
     parser.add_argument("--repeat", type=int, default=20, help="attributions per graph (timing)")
     args = parser.parse_args()
     fixture = json.loads((FIXTURES / f"{args.fixture}.json").read_text(encoding="utf-8"))
@@ -116,7 +118,8 @@ def main() -> None:
             for graph in graphs:
                 attribute(graph, reader)
         rate = args.repeat * len(graphs) / (time.perf_counter() - started)
-        report[reader.name] = {
+        report[name] = {
+            "reader": reader.name,
             "accuracy": {k: round(100 * sum(v) / len(v), 1) for k, v in sorted(right.items())},
             "right": {k: f"{sum(v)}/{len(v)}" for k, v in sorted(right.items())},
             "unsure_right": {k: f"{sum(v)}/{len(v)}" for k, v in unsure_right.items()},

@@ -97,3 +97,6 @@ class AskingReader:
         answer = reply.value
         sure = answer.confidence >= SURE_ANSWER
         return Reading(answer.holds, answer.confidence, sure, f"llm:{self.client.model}")
+
+    def for_trace(self, copied: bool | None) -> Reader:
+        return self  # asks beyond the reader already chosen for the case's trace

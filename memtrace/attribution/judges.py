@@ -48,6 +48,16 @@ CONFIDENCE_PASSED = 0.9  # a candidate the evidence passed through (not a verdic
 # A verdict resting on a trail the reader could not tell (a meaning similarity in its blind band,
 # ``memtrace.reading.meaning``): whatever its basis, it is a guess, and says so.
 CONFIDENCE_UNSURE = 0.3
+# A verdict resting on no trail at all (no evidence message the trace holds, no message to find
+# one in): the answer is blamed because nothing else can be, which says nothing about it. Not
+# measured (there is nothing to replay against); below every measured basis, so the review
+# queue takes it first.
+CONFIDENCE_NO_TRAIL = 0.1
+NO_TRAIL = (
+    "no evidence trail could start (the case's evidence is in no message of the trace, and no "
+    "message holds its answer), so nothing upstream could be followed: the answer is blamed "
+    "only because it wrote the wrong answer"
+)
 
 
 @dataclass(frozen=True)
@@ -152,6 +162,8 @@ class OfflineJudge:
                 check = Check(True, True, error_type, reason, CONFIDENCE["stale memory"])
                 return replace(check, failure_mode="stale-memory"), Usage()
         if view.is_answer(candidate):
+            if not view.trails:
+                return Check(True, True, "ResponseError", NO_TRAIL, CONFIDENCE_NO_TRAIL), Usage()
             if view.lost:  # the label's answer step is ideal: given the evidence, it is right
                 reason = (
                     "the context lacked evidence, so the answer could not be right: "

@@ -102,6 +102,9 @@ class CaseGraph:
     memories: tuple[Memory, ...]
     context: tuple[tuple[str, str], ...]  # (variable id, value) read by the answer op
     candidate_ops: tuple[tuple[OpRef, str], ...] = ()  # (op, role) from candidates.cypher
+    # whether the trace's memories copy its messages' words (``reading.copying``; None: unknown):
+    # which reader ``auto`` reads the case with
+    copied: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from memtrace.attribution.evidence import (
     Retriever,
     retrieved_evidence,
 )
-from memtrace.attribution.judges import CaseView, Judge
+from memtrace.attribution.judges import CONFIDENCE_NO_TRAIL, NO_TRAIL, CaseView, Judge
 from memtrace.attribution.model import (
     Anchor,
     Candidate,
@@ -102,8 +102,14 @@ def case_candidates(
         raise MemtraceError(f"case {case_id!r}: no answer operation reads its question")
     evidence = starting_evidence(store, anchor, options)
     graph = store.case_graph(anchor, evidence)
-    trails = tuple(trace_all(graph, options.reader))
+    trails = tuple(trace_all(graph, case_reader(options, graph)))
     return graph, trails, tuple(candidates(graph, trails))
+
+
+def case_reader(options: Options, graph: CaseGraph) -> Reader:
+    """The reader the case is read with: the chosen one, for the case's trace (``auto`` reads
+    the words where the trace's memories copy its messages)."""
+    return options.reader.for_trace(graph.copied)
 
 
 def analyse_case(
@@ -118,7 +124,8 @@ def analyse_case(
         if judge.reads_operations
         else {}
     )
-    view = CaseView(graph, trails, operations, options.reader)
+    reader = case_reader(options, graph)
+    view = CaseView(graph, trails, operations, reader)
     found = search(options.strategy, judge, view, found_candidates)
     verdict = Verdict(
         trace_id=trace_id,
@@ -141,7 +148,7 @@ def analyse_case(
         replays=found.replays,
         replay_outcomes=found.outcomes,
         failure_mode=found.failure_mode,
-        reading=options.reader.name,
+        reading=reader.name,
     )
     return Analysis(anchor, graph, trails, found_candidates, verdict)
 
@@ -345,6 +352,22 @@ def failure_summary(verdicts: Sequence[Verdict]) -> str | None:
     failed = sum(reasons.values())
     why = "; ".join(f"{reason} (x{n})" if n > 1 else reason for reason, n in reasons.items())
     return f"{failed} of {len(verdicts)} cases failed: {why}"
+
+
+def untrailed_summary(verdicts: Sequence[Verdict]) -> str | None:
+    """The finding that decided verdicts resting on no evidence trail, with its fix (``None``
+    when every verdict followed one)."""
+    cases = [v.case_id for v in verdicts if v.reason.startswith(NO_TRAIL)]
+    if not cases:
+        return None
+    named = ", ".join(cases[:3]) + (f" and {len(cases) - 3} more" if len(cases) > 3 else "")
+    return (
+        f"{len(cases)} of {len(verdicts)} verdicts rest on no evidence trail ({named}): their "
+        "evidence is in no message of the trace, so each is blamed on the answer at confidence "
+        f"{CONFIDENCE_NO_TRAIL}; record the conversation's messages (category 'message') and "
+        "each case's evidence (`memtrace check` names what is missing; requests of one user "
+        "or session load as one timeline with --timelines)"
+    )
 
 
 def resolve_case(store: AttributionStore, case_id: str, trace_id: str | None) -> str:

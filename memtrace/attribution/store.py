@@ -27,9 +27,15 @@ from memtrace.attribution.model import (
     Verdict,
 )
 from memtrace.attribution.records import attribution_rows
-from memtrace.attribution.text import message_speaker, message_text, message_timestamp
+from memtrace.attribution.text import (
+    memory_text,
+    message_speaker,
+    message_text,
+    message_timestamp,
+)
 from memtrace.cypher import get_query
 from memtrace.db import Database
+from memtrace.reading.copying import copies_words
 from memtrace.taxonomy import STORED_SOURCES, LabelSource
 
 FLOW_DEPTH = 12  # FLOWS_TO steps followed from an evidence message (enough for extract->store)
@@ -65,6 +71,7 @@ class AttributionStore:
         self._lock = threading.Lock()  # readers are shared by worker threads
         self._memories: dict[str, tuple[Memory, ...]] = {}
         self._messages: dict[str, Messages] = {}
+        self._copied: dict[str, bool | None] = {}
 
     def failed_cases(self, trace_id: str | None) -> list[tuple[str, str]]:
         rows = self.db.run(get_query("attribution/failed_cases"), trace_id=trace_id)
@@ -160,6 +167,20 @@ class AttributionStore:
                 self._messages[trace_id] = Messages(tuple(corpus), seqs, speakers, dates)
             return self._messages[trace_id]
 
+    def copied(self, trace_id: str) -> bool | None:
+        """Whether the trace's memories copy its messages' words (``reading.copying``; None:
+        nothing to compare), judged once per trace."""
+        with self._lock:
+            if trace_id in self._copied:
+                return self._copied[trace_id]
+        found = copies_words(
+            [memory_text(memory.value) for memory in self.memories(trace_id)],
+            [text for _, text in self.messages(trace_id).corpus],
+        )
+        with self._lock:
+            self._copied[trace_id] = found
+        return found
+
     def case_graph(self, anchor: Anchor, evidence: tuple[Evidence, ...]) -> CaseGraph:
         max_seq = anchor.answer.seq if anchor.answer else 2**62
         flow_rows = self.db.run(
@@ -205,7 +226,8 @@ class AttributionStore:
                 for row in rows
             )  # fmt: skip
         memories = self.memories(anchor.trace_id)
-        return CaseGraph(anchor, evidence, flow, memories, context, candidate_ops)
+        copied = self.copied(anchor.trace_id)
+        return CaseGraph(anchor, evidence, flow, memories, context, candidate_ops, copied)
 
     def operation_views(
         self, trace_id: str, op_ids: Sequence[str], budget: int = VALUE_BUDGET

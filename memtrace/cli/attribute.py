@@ -28,6 +28,7 @@ from memtrace.attribution.pipeline import (
     resolve_case,
     run_attribution,
     unscored_cases,
+    untrailed_summary,
 )
 from memtrace.attribution.records import memtrace_record
 from memtrace.attribution.registry import (
@@ -82,7 +83,8 @@ reading_option = click.option(
     "--reading",
     type=click.Choice(tuple(READERS)),
     help="How memories and contexts are read: by meaning (a small packaged model, the extra "
-    "sentence-transformers) or by their words; auto reads meaning where the extra is installed "
+    "sentence-transformers) or by their words; auto reads a trace by its words where its "
+    "memories copy its messages' words, else by meaning where the extra is installed "
     "[default: the settings' reading, MEMTRACE_READING, else auto].",
 )
 
@@ -261,6 +263,9 @@ def attribute_command(
         return
     if not as_json:
         console.print(_summary(resolved, verdicts, wall_seconds))
+    untrailed = untrailed_summary(verdicts)
+    if untrailed:
+        err.print(f"[yellow]warning:[/] {escape(untrailed)}", highlight=False, soft_wrap=True)
     failures = failure_summary(verdicts)
     if failures and all(v.error for v in verdicts):
         raise MemtraceError(f"nothing attributed: {failures}")

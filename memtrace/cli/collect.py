@@ -26,6 +26,8 @@ from memtrace.collect.receiver import (
     attributing,
     default_spool,
 )
+from memtrace.loaders.otlp.timelines import DEFAULT_GROUPING
+from memtrace.loaders.otlp.timelines import group_by as group_by_attribute
 from memtrace.settings import Settings
 
 err = make_console(stderr=True)
@@ -116,6 +118,17 @@ def _log(message: str) -> None:
     "offline; `attribute --judge auto` cannot replay a trace before it has arrived].",
 )
 @click.option("--run-id", help="Attribution run id (with --attribute) [default: per judge].")
+@click.option(
+    "--timelines",
+    is_flag=True,
+    help="Append each request (OTel trace) to the trace of its user, conversation or session "
+    "(docs/collect.md, Live timelines); requests with no such id load as today.",
+)
+@click.option(
+    "--group-by",
+    metavar="ATTRIBUTE",
+    help="With --timelines: this span attribute ties requests together instead.",
+)
 @neo4j_options
 @llm_options
 def collect_command(
@@ -133,6 +146,8 @@ def collect_command(
     attribute: bool,
     judge: str | None,
     run_id: str | None,
+    timelines: bool,
+    group_by: str | None,
 ) -> None:
     """Receive traces on OTLP/HTTP (POST /v1/traces, protobuf or JSON, gzip or not) and
     OTLP/gRPC (TraceService/Export).
@@ -143,6 +158,8 @@ def collect_command(
     next start. The token, if any, is read from the environment, never from the command line.
     """
     token = os.environ.get(TOKEN_ENV) or None
+    if group_by is not None and not timelines:
+        raise click.UsageError("--group-by needs --timelines")
     if judge is not None and not attribute:
         raise click.UsageError("--judge chooses the judge of --attribute: add --attribute")
     after_load = None
@@ -160,6 +177,9 @@ def collect_command(
             max_wait_seconds=max_wait,
             lease_seconds=lease_seconds,
             keep_loaded_seconds=keep_loaded,
+            grouping=(group_by_attribute(group_by) if group_by else DEFAULT_GROUPING)
+            if timelines
+            else None,
         ),
         limits=Limits(),
     )

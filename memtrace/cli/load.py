@@ -22,6 +22,7 @@ from memtrace.cli.errors import json_errors, reporting_errors
 from memtrace.cli.options import choice, neo4j_options
 from memtrace.cli.output import make_console, strict_json
 from memtrace.db import connect
+from memtrace.loaders.append import append_files
 from memtrace.loaders.bulk import BulkTarget, bulk_load
 from memtrace.loaders.formats import FORMAT_NAMES
 from memtrace.loaders.load import (
@@ -33,6 +34,8 @@ from memtrace.loaders.load import (
     unread_lines,
 )
 from memtrace.loaders.otlp import LabeledQuestion, Labels
+from memtrace.loaders.otlp.timelines import DEFAULT_GROUPING
+from memtrace.loaders.otlp.timelines import group_by as group_by_attribute
 from memtrace.server.layout import ServerLayout
 from memtrace.settings import Settings
 from memtrace.systems.locomo import load_locomo
@@ -171,6 +174,19 @@ def locomo_labels(path: Path) -> Labels:
     help="Empty database only: write CSV files and import them offline with neo4j-admin "
     "(the managed server is stopped and started again).",
 )
+@click.option(
+    "--timelines",
+    is_flag=True,
+    help="OTLP requests (one OTel trace each) of one user, conversation or session become one "
+    "trace each (its timeline), appended request by request; requests with no such id are "
+    "traces of their own (docs/trace-format.md, Timelines).",
+)
+@click.option(
+    "--group-by",
+    metavar="ATTRIBUTE",
+    help="With --timelines: this span attribute (e.g. tenant.id) ties requests together "
+    "instead of the conventions' user, conversation and session ids.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @neo4j_options
 def load_command(
@@ -183,6 +199,8 @@ def load_command(
     labels: Path | None,
     dry_run: bool,
     bulk: bool,
+    timelines: bool,
+    group_by: str | None,
     as_json: bool,
     settings: Settings,
 ) -> None:
@@ -191,7 +209,14 @@ def load_command(
     Every file is validated completely before anything is written; re-loading a trace replaces
     it (identical counts); an interrupted load is cleaned up by the next load of that trace.
     """
+    if group_by is not None and not timelines:
+        raise click.UsageError("--group-by needs --timelines")
+    if timelines and bulk:
+        raise click.UsageError("--timelines appends to timelines; --bulk imports whole traces")
     with json_errors(as_json):
+        grouping = (
+            (group_by_attribute(group_by) if group_by else DEFAULT_GROUPING) if timelines else None
+        )
         options = LoadOptions(
             batch_size=batch_size,
             trace_id=trace_id,
@@ -201,8 +226,15 @@ def load_command(
             dry_run=dry_run,
             labels=locomo_labels(labels) if labels is not None else None,
             system_spellings=SYSTEM_SPELLINGS,
+            grouping=grouping,
         )
-        if dry_run:
+        if grouping is not None:
+            if dry_run:
+                summary = append_files(None, list(paths), options)
+            else:
+                with connect(settings) as db, console.status("Appending requests to timelines..."):
+                    summary = append_files(db, list(paths), options)
+        elif dry_run:
             summary = load_paths(None, list(paths), options)
         elif bulk:
             target = BulkTarget(

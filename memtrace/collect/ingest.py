@@ -22,10 +22,15 @@ from memtrace.collect.spool import Assembled, Spool
 from memtrace.collect.store import CollectStore
 from memtrace.db import Database
 from memtrace.errors import InputError, MemtraceError
+from memtrace.loaders.append import append_requests, timelines
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.loaders.otlp import otlp_trace_id
+from memtrace.loaders.otlp.spans import Span, read_spans
+from memtrace.loaders.otlp.timelines import Grouping
 
-AfterLoad = Callable[[Database, list[str]], None]  # the loaded traces' memtrace trace ids
+# the loaded traces' memtrace trace ids, and when only some of their cases are new (requests
+# appended to timelines) those cases (trace id, case id); None: every failed case of them
+AfterLoad = Callable[[Database, list[str], list[tuple[str, str]] | None], None]
 Log = Callable[[str], None]
 
 
@@ -41,6 +46,9 @@ class IngestOptions:
     idle_seconds: float = 0.2  # between looks at the spool when nothing is due
     # how long a loaded trace's file stays in the spool's loaded/ for late spans to join
     keep_loaded_seconds: float = 3600.0
+    # requests appended to timelines by these group ids (loaders/append.py); None: each OTel
+    # trace loaded whole as otlp-<trace id>
+    grouping: Grouping | None = None
 
 
 @dataclass
@@ -82,15 +90,75 @@ class Ingester:
         held = store.acquire(due, options.lease_seconds)
         if not held:
             return 0  # another receiver is loading them
+        new_cases: list[tuple[str, str]] | None = None
         try:
             with _heartbeat(store, held, options.lease_seconds):
                 assembled = [self.spool.assemble(trace_id) for trace_id in held]
-                loaded = self._load(db, self._whole(store, assembled))
+                if options.grouping is None:
+                    loaded = self._load(db, self._whole(store, assembled))
+                else:
+                    loaded, new_cases = self._append(db, store, assembled, options.grouping)
         finally:
             store.release(held)
         if loaded and self.after_load is not None:
-            self.after_load(db, loaded)
+            self.after_load(db, loaded, new_cases)
         return len(loaded)
+
+    def _append(
+        self, db: Database, store: CollectStore, assembled: list[Assembled], grouping: Grouping
+    ) -> tuple[list[str], list[tuple[str, str]]]:
+        """Append each assembled request to its timeline (only the spans the timeline lacks:
+        a late span joins its request, a re-sent one is skipped), under a lease on the timeline
+        so that no other receiver appends to it meanwhile; a timeline another receiver holds
+        keeps its requests pending for the next look. Returns the timelines appended to and
+        their new failed cases."""
+        spans: list[tuple[str, Span]] = []
+        by_request: dict[str, Assembled] = {}
+        for item in assembled:
+            try:
+                spans += [(str(item.path), span) for span in read_spans(item.path)]
+            except InputError as exc:
+                self._refuse(item, str(exc))
+                continue
+            by_request[item.trace_id] = item
+        found = timelines(spans, grouping, {}, {})
+        held = set(store.acquire([t.trace_id for t in found], self.options.lease_seconds))
+        appended: list[str] = []
+        new_cases: list[tuple[str, str]] = []
+        try:
+            for timeline in found:
+                if timeline.trace_id not in held:
+                    continue  # another receiver appends to it now; these stay pending
+                items = [by_request[request.trace_id] for request in timeline.requests]
+                try:
+                    result = append_requests(
+                        db, timeline.trace_id, timeline.props, timeline.requests, str(items[0].path)
+                    )
+                except InputError as exc:
+                    for item in items:
+                        self._refuse(item, str(exc))
+                    continue
+                self._loaded(items)
+                appended.append(timeline.trace_id)
+                new_cases += [(timeline.trace_id, case) for case in result.failed_case_ids]
+        finally:
+            store.release(sorted(held))
+        return appended, new_cases
+
+    def _loaded(self, items: list[Assembled]) -> None:
+        """These traces are in the graph: the spool keeps them as loaded, the counters say so."""
+        now = time.monotonic()
+        self.spool.mark_loaded(items)
+        for item in items:
+            self.counters.loaded_traces += 1
+            self.counters.loaded_spans += item.spans
+            self.counters.latencies.append(now - item.last_seen)
+        del self.counters.latencies[:-10_000]
+
+    def _refuse(self, item: Assembled, reason: str) -> None:
+        self.spool.mark_rejected(item, reason)
+        self.counters.rejected_traces += 1
+        self.log(f"refused trace {item.trace_id} (kept in the spool's rejected/): {reason}")
 
     def _whole(self, store: CollectStore, assembled: list[Assembled]) -> list[Assembled]:
         """The traces whose load keeps every span the graph holds of them; the others (late
@@ -124,19 +192,11 @@ class Ingester:
                 refused = next((item for item in remaining if str(item.path) == exc.path), None)
                 if refused is None:
                     raise
-                self.spool.mark_rejected(refused, str(exc))
-                self.counters.rejected_traces += 1
-                self.log(f"refused trace {refused.trace_id} (kept in the spool's rejected/): {exc}")
+                self._refuse(refused, str(exc))
                 remaining.remove(refused)
                 continue
             by_path = {result.path: result.trace_id for result in summary.files}
-            now = time.monotonic()
-            self.spool.mark_loaded(remaining)
-            for item in remaining:
-                self.counters.loaded_traces += 1
-                self.counters.loaded_spans += item.spans
-                self.counters.latencies.append(now - item.last_seen)
-            del self.counters.latencies[:-10_000]
+            self._loaded(remaining)
             return [by_path[str(item.path)] for item in remaining]
         return []
 

@@ -20,7 +20,12 @@ from typing import Any
 import grpc
 
 from memtrace.attribution.judges import Judge
-from memtrace.attribution.pipeline import Options, failure_summary, run_attribution
+from memtrace.attribution.pipeline import (
+    Options,
+    failure_summary,
+    run_attribution,
+    untrailed_summary,
+)
 from memtrace.attribution.store import AttributionStore
 from memtrace.collect.app import Limits, create_app
 from memtrace.collect.grpc_endpoint import bind_grpc
@@ -171,12 +176,18 @@ def attributing(judge: Judge, options: Options, run_id: str | None, log: Log) ->
     """Attribute the failed cases of each trace as it is loaded (``memtrace collect
     --attribute``), so failure classes stay current; a failure is logged, the loading goes on."""
 
-    def after_load(db: Database, trace_ids: list[str]) -> None:
+    def after_load(
+        db: Database, trace_ids: list[str], new_cases: list[tuple[str, str]] | None
+    ) -> None:
         store = AttributionStore(db)
         for trace_id in trace_ids:
+            # a timeline's earlier cases were attributed when their requests came
+            cases = None if new_cases is None else [c for c in new_cases if c[0] == trace_id]
+            if cases == []:
+                continue
             try:
                 run, verdicts = run_attribution(
-                    store, judge, options, trace_id=trace_id, run_id=run_id, workers=1
+                    store, judge, options, cases=cases, trace_id=trace_id, run_id=run_id, workers=1
                 )
             except MemtraceError as exc:
                 log(f"attributing trace {trace_id} failed: {exc}")
@@ -184,6 +195,9 @@ def attributing(judge: Judge, options: Options, run_id: str | None, log: Log) ->
             problems = failure_summary(verdicts)
             if verdicts:
                 log(f"attributed {len(verdicts)} failed case(s) of {trace_id} as run {run}")
+            untrailed = untrailed_summary(verdicts)
+            if untrailed:
+                log(f"trace {trace_id}: {untrailed}")
             if problems:
                 log(f"trace {trace_id}: {problems}")
 

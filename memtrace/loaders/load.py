@@ -20,6 +20,7 @@ from memtrace.loaders.checks import Finding, TraceChecker
 from memtrace.loaders.formats import Detection, Format, detect, explained, record_source
 from memtrace.loaders.index import TraceIndex, build_index
 from memtrace.loaders.otlp import UNKNOWN_KIND_SPANS, UNREAD_CONTENT_SPANS, Labels
+from memtrace.loaders.otlp.timelines import Grouping
 from memtrace.loaders.rows import (
     count_properties,
     next_version_rows,
@@ -44,6 +45,7 @@ from memtrace.taxonomy import (
 )
 
 DEFAULT_BATCH_SIZE = 5_000
+DEFAULT_REQUESTS_PER_APPEND = 50
 ATOMIC_SWAP_NODES = 40_000
 TRACE_SUFFIXES = (".jsonl", ".json")
 # How far the write of one trace got: a first load (or one after an interrupted load) is
@@ -87,6 +89,10 @@ class LoadOptions:
     # nodes (~3 KB of server transaction memory per node moved; docs/reliability.md), else in
     # batches while the trace reads as 'loading'.
     atomic_swap_nodes: int = ATOMIC_SWAP_NODES
+    # OTLP requests appended to timelines (loaders/append.py): by these group ids; None loads
+    # each file whole as today
+    grouping: Grouping | None = None
+    requests_per_append: int = DEFAULT_REQUESTS_PER_APPEND  # one transaction each
 
 
 @dataclass
@@ -111,6 +117,9 @@ class FileResult:
     relationships_written: int = 0
     seconds: float = 0.0
     findings: list[Finding] = field(default_factory=list)  # what will degrade attribution
+    # a timeline's: the requests appended, and those whose spans it held already
+    requests: int | None = None
+    already_there: int | None = None
 
     @property
     def elements_written(self) -> int:
@@ -184,6 +193,11 @@ class LoadSummary:
                     **{key: getattr(r, key) for key in keys},
                     "unread_content_keys": r.unread_content_keys,
                     "unknown_kind_names": r.unknown_kind_names,
+                    **(
+                        {"requests": r.requests, "already_there": r.already_there}
+                        if r.requests is not None
+                        else {}
+                    ),
                     "seconds": round(r.seconds, 3),
                     "findings": [finding.as_dict() for finding in r.findings],
                 }

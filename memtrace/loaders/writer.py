@@ -15,14 +15,16 @@ Neo4j reads are read-committed; docs/reliability.md).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from memtrace.admin import DELETE_BATCH, delete_reload_copies, delete_trace_nodes
 from memtrace.cypher import Query, get_query
 from memtrace.db import Database
 from memtrace.errors import MemtraceError
+from memtrace.loaders.otlp.prior import PriorVariable, text_key
 from memtrace.loaders.rows import QueryRow, Row
 from memtrace.taxonomy import retired_trace_id, staged_trace_id
 
@@ -225,3 +227,132 @@ def fill_case_texts(db: Database) -> int:
     ``create_case_links`` sets from the variables (query and prediction texts) and the empty
     lists CSV cannot carry; returns the number of cases."""
     return int(db.run(get_query("load/bulk_case_texts"))[0]["cases"])
+
+
+# -- appends to a timeline (loaders/append.py) --------------------------------------------------
+
+
+class GraphPrior:
+    """A timeline's state as an append asks for it: indexed lookups, each answer kept for the
+    rest of the append (``Prior`` of otlp/prior.py). ``seen`` holds every earlier variable it
+    handed out (the checks of the append read their categories)."""
+
+    def __init__(self, db: Database, trace_id: str) -> None:
+        self.db = db
+        self.trace_id = trace_id
+        self.seen: dict[str, PriorVariable] = {}
+        self._by_text: dict[str, PriorVariable | None] = {}
+        self._live: dict[str, PriorVariable | None] = {}
+        self._messages: dict[str, PriorVariable | None] = {}
+        self._documents: dict[str, tuple[PriorVariable | None, bool]] = {}
+
+    def prefetch(self, texts: Sequence[str]) -> None:
+        """Look up the latest holders of many texts at once (a request's inputs and outputs):
+        one query instead of one per text."""
+        self._lookup("load/prior_by_text", self._by_text, texts)
+
+    def latest_with_text(self, text: str) -> PriorVariable | None:
+        return self._lookup("load/prior_by_text", self._by_text, [text]).get(text)
+
+    def live_document_with_text(self, text: str) -> PriorVariable | None:
+        return self._lookup("load/prior_live_document", self._live, [text]).get(text)
+
+    def message_with_text(self, text: str) -> PriorVariable | None:
+        return self._lookup("load/prior_message", self._messages, [text]).get(text)
+
+    def document(self, name: str) -> tuple[PriorVariable | None, bool]:
+        if name not in self._documents:
+            rows = self.db.run(
+                get_query("load/prior_documents"), trace_id=self.trace_id, names=[name]
+            )
+            self._documents[name] = (
+                (self._variable(rows[0]), bool(rows[0]["deleted"])) if rows else (None, False)
+            )
+        return self._documents[name]
+
+    def documents_in_store(self, prefix: str) -> list[str]:
+        rows = self.db.run(get_query("load/prior_store"), trace_id=self.trace_id, prefix=prefix)
+        return [str(row["name"]) for row in rows]
+
+    def variable(self, var_id: str) -> PriorVariable | None:
+        rows = self.db.run(get_query("load/prior_variables"), trace_id=self.trace_id, ids=[var_id])
+        return self._variable(rows[0]) if rows else None
+
+    def _lookup(
+        self, query: str, cache: dict[str, PriorVariable | None], texts: Sequence[str]
+    ) -> dict[str, PriorVariable | None]:
+        """The answers for ``texts`` (by their digests), asking only for those not yet known;
+        a digest whose variable holds another text (a collision) is no answer."""
+        keys = {text_key(text): text for text in texts}
+        missing = [key for key in keys if key not in cache]
+        if missing:
+            found = {
+                row["key"]: self._variable(row)
+                for row in self.db.run(get_query(query), trace_id=self.trace_id, keys=missing)
+            }
+            for key in missing:
+                cache[key] = found.get(key)
+        answers = {}
+        for key, text in keys.items():
+            var = cache[key]
+            answers[text] = var if var is not None and var.value == text else None
+        return answers
+
+    def _variable(self, row: dict[str, Any]) -> PriorVariable:
+        var = PriorVariable(
+            id=str(row["id"]),
+            name=str(row["name"]),
+            version=int(row["version"] or 1),
+            value=row["value"],
+            category=row["category"],
+            class_name=row["class_name"],
+        )
+        self.seen[var.id] = var
+        return var
+
+
+@dataclass(frozen=True)
+class AppendState:
+    """What an append to a trace starts from (``load/append_state``)."""
+
+    exists: bool
+    next_seq: int | None
+    known: frozenset[str]
+
+
+def append_state(db: Database, trace_id: str, span_ids: Sequence[str]) -> AppendState:
+    """Whether the trace exists, its next free seq (None: it was not made by appends), and
+    which of ``span_ids`` it holds already."""
+    row = db.run(get_query("load/append_state"), trace_id=trace_id, ids=list(span_ids))[0]
+    next_seq = None if row["next_seq"] is None else int(row["next_seq"])
+    return AppendState(bool(row["exists"]), next_seq, frozenset(row["known"]))
+
+
+def known_cases(db: Database, trace_id: str, ids: Sequence[str]) -> set[str]:
+    """Which of these case ids the timeline holds."""
+    rows = db.run(get_query("load/known_cases"), trace_id=trace_id, ids=list(ids))
+    return {str(row["id"]) for row in rows}
+
+
+def write_append(
+    db: Database,
+    trace_id: str,
+    props: dict[str, Any],
+    counts: dict[str, int],
+    next_seq: int,
+    steps: dict[str, list[dict[str, Any]]],
+) -> None:
+    """One append in ONE transaction: the trace node first (writing it locks it), then each
+    step's rows (query name -> rows)."""
+    db.write_together(
+        [
+            (
+                get_query("load/append_trace"),
+                {"trace_id": trace_id, "props": props, "counts": counts, "next_seq": next_seq},
+            ),
+            *(
+                (get_query(name), {"trace_id": trace_id, "rows": rows})
+                for name, rows in steps.items()
+            ),
+        ]
+    )

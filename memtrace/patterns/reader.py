@@ -18,6 +18,7 @@ BROWSER_QUERIES = (
     "evidence_funnel",
     "evidence_position",
     "failed_attributions",
+    "by_user",
     "run_summary",
     "runs",
     "case_view",

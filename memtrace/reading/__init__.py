@@ -10,7 +10,9 @@ says?* A ``Reader`` answers it, by name from ``READERS``:
 * ``meaning``: the same, and where the words are not there, a small sentence-embedding model
   packaged on PyPI (``meaning.py``, the optional extra ``sentence-transformers``) says whether a
   statement says the same in other words;
-* ``auto``: ``meaning`` where the extra is installed, else ``lexical``.
+* ``auto``: per trace, ``lexical`` where its memories copy its messages' words (``copying.py``:
+  there a memory only like a sentence is another message's copy), else ``meaning`` where the
+  extra is installed; ``lexical`` without it.
 
 A reading says which sense decided (``sense``, shown on every verdict) and whether it could tell
 (``sure``): a similarity in the band between "the same" and "something else" is a guess, and a
@@ -48,6 +50,11 @@ class Reader(Protocol):
         reworded statement must keep them to count where its similarity alone cannot tell."""
         ...
 
+    def for_trace(self, copied: bool | None) -> Reader:
+        """The reader for a trace whose memories copy its messages' words (``copied``; False:
+        they rewrite them; None: unknown): itself, but for ``auto``."""
+        ...
+
 
 class LexicalReader:
     """Today's matching: the words of the sentence, in one statement of one text."""
@@ -61,8 +68,28 @@ class LexicalReader:
         best = max((containment(words, t) for t in texts if t is not None), default=0.0)
         return Reading(best >= hold_threshold(words) and bool(words), best, True, self.name)
 
+    def for_trace(self, copied: bool | None) -> Reader:
+        return self
+
 
 LEXICAL: Final = LexicalReader()
+
+
+class AutoReader:
+    """``auto``: the words where a trace's memories copy its messages' words, else ``rewritten``
+    (the meaning reader); a text read without its trace (a replay's repair) is read as that."""
+
+    def __init__(self, rewritten: Reader) -> None:
+        self.rewritten = rewritten
+        self.name = f"auto (per trace: lexical where memories copy messages, else {rewritten.name})"
+
+    def read(
+        self, sentence: str, texts: Iterable[str | None], needs: frozenset[str] = frozenset()
+    ) -> Reading:
+        return self.rewritten.read(sentence, texts, needs)
+
+    def for_trace(self, copied: bool | None) -> Reader:
+        return LEXICAL if copied else self.rewritten
 
 
 def holds(
@@ -81,7 +108,7 @@ def _meaning() -> Reader:
 def _auto() -> Reader:
     from memtrace.reading.meaning import installed
 
-    return _meaning() if installed() else LEXICAL
+    return AutoReader(_meaning()) if installed() else LEXICAL
 
 
 READERS: Final[dict[str, Callable[[], Reader]]] = {

@@ -44,6 +44,22 @@ def names(text: str) -> frozenset[str]:
     )
 
 
+# Days a memory writer resolves into a date ("on Saturday" -> "on 13 May 2023"): capitalized,
+# but no name a rewording keeps.
+_WEEKDAYS = content_words("monday tuesday wednesday thursday friday saturday sunday")
+_DIGIT = re.compile(r"\d")
+
+
+def specifics(sentence: str) -> frozenset[str]:
+    """The names and numbers a sentence tells ("My dog is called Biscuit." -> biscuit; "I ran 5
+    km" -> 5): any rewording of it keeps them, and a statement without them is about another
+    dog, another distance, however alike its other words are. Not a greeting's address, nor a
+    weekday (a memory writer resolves it into a date)."""
+    told = telling_words(sentence)
+    numbers = frozenset(word for word in told if _DIGIT.search(word))
+    return ((names(sentence) & told) - _WEEKDAYS) | numbers
+
+
 def telling_words(sentence: str, named: frozenset[str] = frozenset()) -> frozenset[str]:
     """What a sentence tells: its content words after any greeting or address it opens with,
     without the names ``named`` and without small talk."""

@@ -16,8 +16,11 @@ and compared by cosine similarity:
   it keeps more than ``BAND_SHARE`` of the sentence's own content words (an LLM's rewording
   keeps most of them: "volunteers at a local food bank on Thursday evenings" for "I've
   started volunteering at the food bank every Thursday evening"), or more than that share of
-  the gold-answer words the sentence carries (``needs``, when the caller knows them), and the
-  reading is not sure either way.
+  the gold-answer words the sentence carries (``needs``, when the caller knows them), but
+  never with none of those answer words; the reading is not sure either way.
+
+Only a statement with every name and number the sentence tells (``keys.specifics``) is compared:
+one without them is about another person, place or amount, whatever its similarity.
 
 Thresholds from the hand-written fixtures (``tests/fixtures/paraphrase/cases.json``), never from
 LoCoMo 7-10; docs/attribution.md "Reading meaning".
@@ -36,8 +39,8 @@ from typing import Any, Final
 import numpy as np
 
 from memtrace.errors import ConfigError
-from memtrace.reading import LEXICAL, Reading
-from memtrace.reading.keys import telling_words
+from memtrace.reading import LEXICAL, Reader, Reading
+from memtrace.reading.keys import specifics, telling_words
 from memtrace.reading.lexical import content_words, lines, sentences
 
 MODEL: Final = "all-MiniLM-L6-v2"
@@ -83,11 +86,19 @@ class MeaningReader:
 
     @classmethod
     def packaged(cls) -> MeaningReader:
-        model = _packaged_model()
+        """The packaged model's reader. The model (torch and all, seconds to import) loads at
+        the first text the lexical reading cannot decide, so a run that never needs it, such as
+        ``auto`` on a trace whose memories copy their messages, never pays for it; a missing
+        extra is still said here, before any case runs."""
+        if not installed():
+            raise ConfigError(
+                f"reading meaning needs the optional extra sentence-transformers; install it "
+                f"with: {INSTALL_HINT}"
+            )
 
         def encode(texts: Sequence[str]) -> np.ndarray:
             return np.asarray(
-                model.encode(
+                _packaged_model().encode(
                     list(texts),
                     batch_size=ENCODE_BATCH,
                     normalize_embeddings=True,
@@ -113,6 +124,7 @@ class MeaningReader:
         told = telling_words(sentence) | needs
         if lexical.held or not told or not present:
             return lexical
+        specific = specifics(sentence)
         best, best_unit = -1.0, ""
         for text in present:
             # a statement sharing no word with what the sentence tells is not embedded: a
@@ -126,10 +138,13 @@ class MeaningReader:
                 first, second = sorted(range(len(units)), key=lambda i: -scores[i])[:2]
                 units.append(f"{units[first]} {units[second]}")
                 scores.append(float(query @ self._embedded([units[-1]])[0]))
-            top = max(range(len(units)), key=lambda i: scores[i])
-            if scores[top] > best:
+            # one without a name or number the sentence tells is about something else, however
+            # close ("My neighbour's dog is called Rex." for "My dog is called Biscuit.")
+            telling = [i for i, unit in enumerate(units) if specific <= content_words(unit)]
+            top = max(telling, key=lambda i: scores[i], default=None)
+            if top is not None and scores[top] > best:
                 best, best_unit = scores[top], units[top]
-        if best < 0:  # no statement shares a word: it says something else
+        if best < 0:  # no statement shares a word, or the names and numbers: something else
             return Reading(False, lexical.score, True, self.name)
         if best >= SAME:
             return Reading(True, best, True, self.name)
@@ -137,10 +152,18 @@ class MeaningReader:
             return Reading(False, best, True, self.name)
         stated = content_words(best_unit)
         words = content_words(sentence)
-        kept = len(words & stated) > BAND_SHARE * len(words) or (
-            bool(needs) and len(needs & stated) > BAND_SHARE * len(needs)
+        # in the band, a statement with none of the answer's words is about something else:
+        # it may keep most of the sentence's words ("Our stories can be so inspiring" for "The
+        # transgender stories were so inspiring!", the answer "transgender woman")
+        answers = not needs or bool(needs & stated)
+        kept = answers and (
+            len(words & stated) > BAND_SHARE * len(words)
+            or (bool(needs) and len(needs & stated) > BAND_SHARE * len(needs))
         )
         return Reading(kept, best, False, self.name)
+
+    def for_trace(self, copied: bool | None) -> Reader:
+        return self
 
 
 @lru_cache(maxsize=65536)

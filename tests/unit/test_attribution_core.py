@@ -526,3 +526,16 @@ def test_retrieved_evidence_finds_an_answer_told_in_a_question_and_says_when_non
     # nothing covers it: the best-ranked statement, marked as not covering
     (found,) = retrieved_evidence(_anchor("What did I eat for lunch?", "ramen", None), corpus)
     assert (found.id, found.covers) == ("other", False)
+
+
+def test_a_verdict_resting_on_no_trail_says_so_at_a_low_confidence() -> None:
+    from memtrace.attribution.judges import CONFIDENCE, CONFIDENCE_NO_TRAIL, NO_TRAIL
+
+    case = extractive(["Ann: I like tea."], ["Ann: I like tea."])
+    view = CaseView(case, ())  # nothing to follow
+    answer = next(c for c in candidates(case, ()) if view.is_answer(c))
+    check, _ = OfflineJudge().check(view, answer)
+    assert (check.error_type, check.reason, check.confidence) == (
+        "ResponseError", NO_TRAIL, CONFIDENCE_NO_TRAIL
+    )  # fmt: skip
+    assert min(v for k, v in CONFIDENCE.items() if k != "lost at retrieval") > CONFIDENCE_NO_TRAIL

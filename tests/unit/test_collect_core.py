@@ -515,7 +515,7 @@ def test_the_documented_commands_parse() -> None:
         for line in block.splitlines()
         if line.startswith("memtrace collect")
     ]
-    assert len(commands) == 3
+    assert len(commands) == 5  # three receivers, two of them with timelines
     for args in commands:
         collect_command.make_context("collect", args[1:])  # raises on an unknown option
 

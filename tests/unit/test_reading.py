@@ -17,12 +17,14 @@ from memtrace.attribution.hybrid import HybridJudge
 from memtrace.attribution.judges import CONFIDENCE_UNSURE, CaseView, OfflineJudge
 from memtrace.attribution.llm_judge import LLMJudge
 from memtrace.attribution.model import Anchor, CaseGraph, Evidence, FlowStep, Memory, OpRef
+from memtrace.attribution.pipeline import Options, case_reader
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import linear
 from memtrace.errors import ConfigError
 from memtrace.llm import LLMClient
-from memtrace.reading import LEXICAL, READERS, holds, make_reader
-from memtrace.reading.keys import key_sentences
+from memtrace.reading import LEXICAL, READERS, AutoReader, holds, make_reader
+from memtrace.reading.copying import copies_words
+from memtrace.reading.keys import key_sentences, specifics
 from memtrace.reading.lexical import content_words
 from memtrace.reading.meaning import OTHER, SAME, MeaningReader, installed
 from memtrace.settings import LLMSettings, Settings
@@ -108,6 +110,35 @@ def test_meaning_decides_only_where_the_words_are_not_there_and_says_when_it_can
     assert reader.read(TOLD, band, frozenset({"campaign"})).held
     assert not reader.read(TOLD, band, frozenset({"ad", "launch"})).held
     assert not reader.read(TOLD, band, frozenset({"campaign"})).sure
+
+
+def test_a_statement_without_a_name_or_number_the_sentence_tells_is_about_something_else() -> None:
+    vocabulary = sorted(content_words("dog call biscuit rex neighbour"))
+    reader = MeaningReader(_bag_encoder(vocabulary), model="bag")
+    sentence = "My dog is called Biscuit."
+    # 2 of its 3 words and similarity 2/sqrt(12) = 0.58 would hold it in the band: another dog
+    other = reader.read(sentence, ["My neighbour's dog is called Rex."])
+    assert (other.held, other.sure) == (False, True)
+    assert reader.read(sentence, ["Ana's dog goes by Biscuit"]).held  # the name kept: it says it
+    assert not reader.read("I ran 5 km today", ["I ran 10 km today"]).held
+
+
+def test_the_names_and_numbers_a_sentence_tells() -> None:
+    assert specifics("My dog is called Biscuit.") == {"biscuit"}
+    # not the greeting's address, not a weekday a memory writer resolves into a date
+    assert specifics("Hey Jon, I ran 5 km with Ana on Saturday!") == {"5", "ana"}
+
+
+def test_in_the_band_a_statement_with_none_of_the_answer_words_does_not_hold_it() -> None:
+    vocabulary = sorted(content_words("transgender story inspiring encouraging others"))
+    reader = MeaningReader(_bag_encoder(vocabulary), model="bag")
+    sentence = "The transgender stories were so inspiring!"
+    # 2 of its 3 words, similarity 2/sqrt(12) = 0.58: in the band
+    band = ["Our stories can be so inspiring and encouraging to others"]
+    assert OTHER <= reader.read(sentence, band).score < SAME
+    assert reader.read(sentence, band).held  # the answer's words unknown: its own words decide
+    about_other_stories = reader.read(sentence, band, content_words("transgender woman"))
+    assert (about_other_stories.held, about_other_stories.sure) == (False, False)
 
 
 needs_model = pytest.mark.skipif(
@@ -219,3 +250,86 @@ def test_a_failed_reading_question_leaves_the_readers_guess(fake_openai: FakeOpe
     view = _reworded_case()
     found = _hybrid(fake_openai).decide("linear", view, candidates(view.graph, view.trails))
     assert found.error_type == "ExtractionError" and found.confidence == CONFIDENCE_UNSURE
+
+
+# -- auto: the words where a trace's memories copy its messages ---------------------------------
+
+
+def test_a_store_of_verbatim_turns_copies_its_messages_words_a_store_of_facts_rewrites_them() -> (
+    None
+):
+    messages = [f"{GREETING} {TOLD}", "My dog is called Biscuit and he loves the park."]
+    gina = "Gina: I launched an ad campaign to grow my store."
+    assert copies_words([gina, "Ana: My dog is called Biscuit and he loves the park."], messages)
+    assert not copies_words([gina, "Ana's dog Biscuit enjoys parks"], messages)  # half of them
+    assert not copies_words(["Gina advertises her shop", "Ana's dog is Biscuit"], messages)
+    assert copies_words([], messages) is None and copies_words([gina], ["Hi!"]) is None
+
+
+def test_auto_reads_a_trace_that_copies_its_messages_by_their_words() -> None:
+    """Jon's turn is copied into the store; Gina's, the evidence, was dropped. The meaning reader
+    takes Jon's copy for Gina's sentence (in the band, it keeps the answer's word): stored, so a
+    RetrievalError. The trace's memories copy its messages: auto reads it by the words, and the
+    extraction that dropped Gina's sentence is blamed."""
+    said = "Contemporary dance is so expressive and graceful."
+    jons = "Contemporary is my top pick, so expressive and powerful."
+    anchor = Anchor(
+        "t", "c", "What is Gina's favourite style of dance?", ("Contemporary",), "Hip-hop", True,
+        "q", ANSWER, (SEARCH,), ("m",),
+    )  # fmt: skip
+    copy = Memory("jon", 1, f"Jon: {jons}", ADD, None, None, None, None)
+    graph = CaseGraph(
+        anchor, (Evidence("m", said, seq=2),), (FlowStep("m", 0, EXTRACT, "m", "facts", "[]"),),
+        (copy,), (), ((EXTRACT, "reads_evidence"), (SEARCH, "retrieval"), (ANSWER, "answer")),
+        copied=copies_words([copy.value], [jons, said]),
+    )  # fmt: skip
+    vocabulary = sorted(content_words("contemporary dance expressive graceful powerful"))
+    meaning = MeaningReader(_bag_encoder(vocabulary), model="bag")
+
+    def verdict(options: Options) -> tuple[str | None, str | None]:
+        trails = trace_all(graph, case_reader(options, graph))
+        found = linear(OfflineJudge(), CaseView(graph, tuple(trails)), candidates(graph, trails))
+        return (found.candidate.op.id if found.candidate else None), found.error_type
+
+    assert verdict(Options(reader=meaning)) == ("search", "RetrievalError")
+    auto = AutoReader(meaning)
+    assert case_reader(Options(reader=auto), graph) is LEXICAL
+    assert verdict(Options(reader=auto)) == ("extract", "ExtractionError")
+    # a trace whose memories rewrite its messages, or one with nothing to compare, reads meaning
+    assert auto.for_trace(False) is meaning and auto.for_trace(None) is meaning
+    assert auto.read(said, [copy.value]).sense == "meaning:bag"  # a text read without its trace
+
+
+@needs_model
+def test_auto_is_the_per_trace_choice_where_the_extra_is_installed() -> None:
+    auto = make_reader("auto")
+    assert isinstance(auto, AutoReader) and auto.for_trace(True) is LEXICAL
+    assert auto.for_trace(False).name == "meaning:all-MiniLM-L6-v2"
+
+
+def test_the_model_loads_at_the_first_text_words_cannot_decide(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import memtrace.reading.meaning as meaning_module
+
+    loads: list[str] = []
+
+    def not_loadable() -> object:
+        loads.append("model")
+        raise ConfigError("the model was loaded")
+
+    monkeypatch.setattr(meaning_module, "installed", lambda: True)
+    monkeypatch.setattr(meaning_module, "_packaged_model", not_loadable)
+    reader = MeaningReader.packaged()  # constructing it loads nothing
+    assert reader.read(TOLD, [f"Gina: {TOLD}"]).held and loads == []  # the words decided
+    with pytest.raises(ConfigError, match="the model was loaded"):
+        reader.read(TOLD, ["Gina launched an advertising campaign to expand her shop"])
+    assert loads == ["model"]
+
+
+def test_meaning_without_its_extra_is_said_before_any_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    import memtrace.reading.meaning as meaning_module
+
+    monkeypatch.setattr(meaning_module, "installed", lambda: False)
+    with pytest.raises(ConfigError, match=r"memtrace-graph\[sentence-transformers\]"):
+        make_reader("meaning")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from memtrace.errors import InputError
+from memtrace.loaders.checks import CONTENT_OFF
 from memtrace.loaders.models import (
     AnyRecord,
     CaseRecord,
@@ -43,6 +44,7 @@ from memtrace.loaders.otlp.attributes import (
 from memtrace.loaders.otlp.conventions import (
     content_free,
     content_keys,
+    content_switch,
     span_inputs,
     span_kind,
     span_outputs,
@@ -59,6 +61,7 @@ from memtrace.loaders.otlp.frameworks import (
     says_where_from,
     unnamed_documents,
 )
+from memtrace.loaders.otlp.prior import NO_PRIOR, Prior, PriorVariable
 from memtrace.loaders.otlp.spans import Span, document_spans, looks_like_otlp, read_spans
 from memtrace.taxonomy import Kind
 
@@ -75,6 +78,10 @@ CASE_PREFIX: Final = "memtrace.case."
 UNREAD_CONTENT_SPANS: Final = "unread_content_spans"
 UNKNOWN_KIND_SPANS: Final = "unknown_kind_spans"
 CONTENT_FREE_SPANS: Final = "content_free_spans"  # known kinds that say only counts (cognee)
+# the one deletion marker of a trace (every deletion's edge ends there), shared by a timeline's
+# requests
+_MARKER_NAME: Final = "deleted"
+_MARKER_ID: Final = f"delete_marker:{_MARKER_NAME}@1"
 
 
 @dataclass(frozen=True)
@@ -120,13 +127,15 @@ def otlp_trace_id(name: str) -> str:
 
 
 def otlp_records(
-    spans: list[Span], source: str, name: str, labels: Labels | None
+    spans: list[Span], source: str, name: str, labels: Labels | None, prior: Prior = NO_PRIOR
 ) -> list[tuple[str, AnyRecord]]:
+    """``prior``: what the timeline these spans are appended to already holds (its variables
+    are read, never written again: the records name them without defining them)."""
     if not spans:
         raise InputError(
             source, None, "no spans: the file holds no resourceSpans[].scopeSpans[].spans"
         )
-    return _Converter(source, name, spans, labels).convert()
+    return _Converter(source, name, spans, labels, prior).convert()
 
 
 # -- conversion -------------------------------------------------------------------------------
@@ -160,11 +169,15 @@ class _Op:
 
 
 class _Converter:
-    def __init__(self, path: str, stem: str, spans: list[Span], labels: Labels | None) -> None:
+    def __init__(
+        self, path: str, stem: str, spans: list[Span], labels: Labels | None, prior: Prior
+    ) -> None:
         self.path = path
         self.stem = stem
         self.spans = spans
         self.labels = labels
+        self.prior = prior
+        self.asked: set[str] = set()  # document names whose prior state was looked up
         self.variables: list[_Var] = []
         self.by_text: dict[str, list[_Var]] = {}
         self.by_id: dict[str, _Var] = {}
@@ -172,7 +185,7 @@ class _Converter:
         self.deleted: set[str] = set()  # document names whose latest version was deleted
         self.ops: list[_Op] = []
         self.seq = 0
-        self.marker: _Var | None = None
+        self.marker: _Var | None = None  # the deletion marker, once a deletion needs it
         # (trace id, span id) -> its child spans; -> its operation
         self.children: dict[tuple[str, str], list[Span]] = {}
         self.op_of: dict[tuple[str, str], _Op] = {}
@@ -186,6 +199,8 @@ class _Converter:
         self.unknown_kind: list[str] = []  # names of spans no rule or convention recognised
         self.unread: list[list[str]] = []  # per span with content but no variable: its keys
         self.content_free: list[str] = []  # names of spans whose convention has no content
+        # (instrumentation, how to turn its content on) -> spans it wrote without content
+        self.content_off: dict[tuple[str, str], int] = {}
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -263,9 +278,45 @@ class _Converter:
         return var
 
     def _existing(self, text: str, before_ns: int) -> _Var | None:
-        """The latest variable holding exactly ``text`` that existed at ``before_ns``."""
+        """The latest variable holding exactly ``text`` that existed at ``before_ns`` (in an
+        earlier request of the timeline when none of these spans wrote one)."""
         found = [v for v in self.by_text.get(text, ()) if v.created_ns <= before_ns]
-        return found[-1] if found else None
+        return found[-1] if found else self._prior_with_text(text)
+
+    def _prior_with_text(self, text: str) -> _Var | None:
+        found = self.prior.latest_with_text(text)
+        return self._from_prior(found) if found is not None else None
+
+    def _from_prior(self, found: PriorVariable) -> _Var:
+        """An earlier request's variable, as this conversion refers to it (never a record)."""
+        known = self.by_id.get(found.id)
+        if known is not None:
+            return known
+        var = _Var(
+            found.id,
+            found.name,
+            found.version,
+            found.value,
+            found.category,
+            -1,  # before every span of these requests
+            -1,
+            "",
+            found.class_name,
+        )
+        self.by_id[var.id] = var
+        return var
+
+    def _document(self, name: str) -> _Var | None:
+        """The latest version of document ``name`` (from earlier requests of the timeline when
+        these spans have not touched it; ``self.deleted`` learns whether it was deleted)."""
+        if name not in self.documents and name not in self.asked:
+            self.asked.add(name)
+            found, deleted = self.prior.document(name)
+            if found is not None:
+                self.documents[name] = self._from_prior(found)
+                if deleted:
+                    self.deleted.add(name)
+        return self.documents.get(name)
 
     def _produced_inside(self, text: str, span: Span) -> _Var | None:
         """The latest output holding exactly ``text`` of an operation within ``span`` (the span
@@ -349,7 +400,8 @@ class _Converter:
             stored = existing if kind == "retrieval" else None
             if (
                 stored is not None
-                and self.documents.get(stored.name) is stored
+                and stored.category == "memory_entry"
+                and self._document(stored.name) is stored
                 and stored.id not in op.reads
             ):
                 op.reads[stored.id] = None
@@ -402,15 +454,31 @@ class _Converter:
             self._write_document(op, doc_id, content, event, inputs)
         if memory is not None and memory.operation == "delete_memory_store":
             prefix = f"{memory.store}/" if memory.store else ""
-            for name in [n for n in self.documents if n.startswith(prefix)]:
-                if name not in self.deleted:
+            names = [n for n in self.documents if n.startswith(prefix)]
+            names += [n for n in self.prior.documents_in_store(prefix) if n not in names]
+            for name in names:
+                if self._document(name) is not None and name not in self.deleted:
                     self._write_document(op, name, None, "DELETE", inputs)
+        keys = content_keys(span) if not (op.reads and op.writes) else []
         if not op.reads and not op.writes:
-            keys = content_keys(span)
             if content_free(span):
                 self.content_free.append(span.name)
             elif keys:
                 self.unread.append(keys)
+        if not keys and self._without_content(kind, op):
+            switch = content_switch(span)
+            if switch is not None:
+                key = (switch.instrumentation, switch.how)
+                self.content_off[key] = self.content_off.get(key, 0) + 1
+
+    @staticmethod
+    def _without_content(kind: Kind, op: _Op) -> bool:
+        """A span whose instrumentation left its content out: a model call without its
+        messages or its reply, another known step with neither (a transport or unknown span,
+        ``other``, carries none to begin with)."""
+        if kind == "generation":
+            return not op.reads or not op.writes
+        return kind != "other" and not op.reads and not op.writes
 
     # -- framework data flow (frameworks.py) -----------------------------------------------
 
@@ -463,6 +531,8 @@ class _Converter:
         earlier = [
             v for v in candidates if v.created_ns <= before_ns and not v.name.startswith(own)
         ]
+        if not earlier and exact:
+            return self._prior_with_text(text)
         # a step's output (or a message) says where a value came from; another step's input
         # only repeats it
         return max(
@@ -576,14 +646,27 @@ class _Converter:
             for name, var in self.documents.items()
             if name not in self.deleted and var.value
         }
-        linked = [
-            (by_value[content], content)
-            if doc_id not in self.documents and content in by_value
-            else (doc_id, content)
-            for doc_id, content in found
-        ]
+
+        def holder(content: str | None) -> str | None:
+            """The live document holding ``content`` (in an earlier request's memories when
+            none of these spans' documents does)."""
+            if not content:
+                return None
+            if content not in by_value:
+                stored = self.prior.live_document_with_text(content)
+                if stored is None:
+                    return None
+                by_value[content] = stored.name
+                self._document(stored.name)
+            return by_value[content]
+
+        linked = []
+        for doc_id, content in found:
+            named = self._document(doc_id) is not None
+            stored = None if named else holder(content)
+            linked.append((stored, content) if stored is not None else (doc_id, content))
         contents = unnamed_documents(span.attributes, span.indexed("retrieval.documents"))
-        return linked + [(by_value[c], c) for c in contents if c in by_value]
+        return linked + [(name, c) for c in contents if (name := holder(c)) is not None]
 
     def _deciders(self, memory: MemorySpan, span: Span) -> list[_Var]:
         """The values a memory span's records were taken from: a record's content or id that
@@ -628,7 +711,7 @@ class _Converter:
         return [(prefix + r.id, r.content, r.event) for r in memory.records if r not in read]
 
     def _read_document(self, doc_id: str, content: str | None, span: Span) -> _Var:
-        latest = self.documents.get(doc_id)
+        latest = self._document(doc_id)
         if latest is not None and (content is None or latest.value == content):
             return latest
         version = latest.version + 1 if latest is not None else 1
@@ -640,15 +723,18 @@ class _Converter:
         self, op: _Op, doc_id: str, content: str | None, event: str, inputs: list[_Var]
     ) -> None:
         span = op.span
-        latest = self.documents.get(doc_id)
+        latest = self._document(doc_id)
         if event == "NONE":
             return
         if event == "DELETE":
             if latest is None:  # deleting a document never seen: it existed before the file
                 latest = self._read_document(doc_id, content, span)
             if self.marker is None:
+                earlier = self.prior.variable(_MARKER_ID)  # an earlier request's deletions'
+                self.marker = self._from_prior(earlier) if earlier is not None else None
+            if self.marker is None:
                 self.marker = self._new_var(
-                    "deleted",
+                    _MARKER_NAME,
                     "DELETED",
                     "marker",
                     span.end_ns,
@@ -871,6 +957,9 @@ class _Converter:
                 ),
                 None,
             )
+            if holder is None:  # said in an earlier request of the timeline, as a message
+                found_before = self.prior.message_with_text(text)
+                holder = self._from_prior(found_before) if found_before is not None else None
             if holder is None:
                 missing.append(text)
             elif holder.id not in found:
@@ -891,7 +980,7 @@ class _Converter:
             format_version=2,
             id=otlp_trace_id(self.stem),
             system=service if isinstance(service, str) else None,
-            created_at=_timestamp(first.start_ns),
+            created_at=span_timestamp(first.start_ns),
             metadata={
                 "source_format": "otlp",
                 "otel_trace_ids": sorted({s.trace_id for s in self.spans}),
@@ -900,6 +989,10 @@ class _Converter:
                 UNREAD_CONTENT_SPANS: len(self.unread),
                 "unread_content_keys": sorted({key for keys in self.unread for key in keys})[:10],
                 CONTENT_FREE_SPANS: len(self.content_free),
+                CONTENT_OFF: [
+                    {"instrumentation": name, "spans": count, "how": how}
+                    for (name, how), count in sorted(self.content_off.items())
+                ],
                 "content_free_names": sorted(set(self.content_free))[:10],
                 UNKNOWN_KIND_SPANS: len(self.unknown_kind),
                 "unknown_kind_names": sorted(set(self.unknown_kind))[:10],
@@ -919,7 +1012,7 @@ class _Converter:
                     id=trace_id,
                     name=root.name,
                     category="otel_trace",
-                    created_at=_timestamp(root.start_ns),
+                    created_at=span_timestamp(root.start_ns),
                     metadata={"session.id": session_id} if session_id is not None else {},
                 ),
             )
@@ -933,7 +1026,7 @@ class _Converter:
             category=var.category,
             class_name=var.class_name,
             value=var.value,
-            created_at=_timestamp(var.created_ns),
+            created_at=span_timestamp(var.created_ns),
             session=var.session,
             seq=var.seq,
             metadata=var.metadata,
@@ -955,7 +1048,7 @@ class _Converter:
                     kind=op.kind,
                     category=str(category) if category is not None else None,
                     session=span.trace_id,
-                    created_at=_timestamp(span.start_ns),
+                    created_at=span_timestamp(span.start_ns),
                     seq=op.seq,
                     reads=list(op.reads),
                     writes=list(op.writes),
@@ -998,7 +1091,8 @@ def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in value.items() if isinstance(v, str | int | float | bool)}
 
 
-def _timestamp(nanos: int) -> str:
+def span_timestamp(nanos: int) -> str:
+    """An OTLP time (nanoseconds since the epoch) as the records' ISO 8601 text (microseconds)."""
     seconds, rest = divmod(nanos, 1_000_000_000)
     moment = datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest // 1000)
     return moment.isoformat().replace("+00:00", "Z")

@@ -24,9 +24,16 @@ from memtrace.loaders.otlp.conventions import (
     openinference,
     openlit,
     openllmetry,
+    transport,
     vercel,
 )
-from memtrace.loaders.otlp.conventions.shapes import Convention, Io, json_decoded, nothing
+from memtrace.loaders.otlp.conventions.shapes import (
+    ContentSwitch,
+    Convention,
+    Io,
+    json_decoded,
+    nothing,
+)
 from memtrace.loaders.otlp.spans import Span
 from memtrace.taxonomy import Kind
 
@@ -54,8 +61,23 @@ CONVENTIONS: Final[tuple[Convention, ...]] = (
     logfire.CONVENTION,
     langfuse.CONVENTION,
     cognee.CONVENTION,
+    # after every family that reads content: an HTTP or RPC span says only how a request came
+    transport.CONVENTION,
     # last: memtrace.* attributes say nothing of the span's own kind, only that it is known
     Convention("memtrace", _memtrace_kind, nothing, nothing),
+)
+
+
+# What turns content capture on, per instrumentation family, the most specific first: a
+# pydantic-ai, OpenLit or OpenLLMetry span also carries gen_ai.* attributes, and the GenAI
+# conventions' own switch is for the instrumentations that write nothing else.
+CONTENT_SWITCHES: Final[tuple[ContentSwitch, ...]] = (
+    openinference.SWITCH,
+    openllmetry.SWITCH,
+    openlit.SWITCH,
+    logfire.SWITCH,
+    vercel.SWITCH,
+    gen_ai.SWITCH,
 )
 
 
@@ -169,3 +191,9 @@ def content_free(span: Span) -> bool:
     """A span of a known kind that by its convention carries no content (cognee's memory
     spans: counts only): not counted as unread content, named as content-free."""
     return cognee.content_free(span)
+
+
+def content_switch(span: Span) -> ContentSwitch | None:
+    """The switch of the instrumentation that wrote ``span``, when one of ``CONTENT_SWITCHES``
+    recognises it."""
+    return next((switch for switch in CONTENT_SWITCHES if switch.writes(span)), None)
