@@ -126,7 +126,7 @@ def off_path(graph: CaseGraph) -> frozenset[str]:
     on, within the flow followed, yet none reaches a variable the answer reads or a memory (a
     search may serve any memory): cognee's graph extraction, whose triplets go to the graph
     beside the summaries the answer reads. An op whose outputs flow nowhere is not on such a
-    branch: an extraction that dropped everything writes an output nothing reads. None when
+    branch: an extraction that dropped everything writes an output nothing reads. Empty when
     nothing of the flow reaches the answer or a memory (a flow cut short by its depth, a system
     keeping no memory the graph knows): the path is not known."""
     ends = {variable for variable, _ in graph.context} | {m.id for m in graph.memories}
