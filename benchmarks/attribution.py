@@ -178,8 +178,8 @@ def throughput(db: Database, traces: dict[str, list[str]]) -> dict[str, float]:
     store = AttributionStore(db)
     cases = [c for ts in traces.values() for t in ts for c in store.failed_cases(t)]
     out: dict[str, float] = {}
-    # lexical reading (the keys as before), then meaning and auto (per trace: the words where
-    # its memories copy its messages) when the extra is installed: the model is loaded and
+    # lexical reading (the keys as before), then meaning and auto (per statement: the words
+    # where it copies a message sentence) when the extra is installed: the model is loaded and
     # warmed first, so the rate is reading's, not loading's
     readings: list[tuple[str, Reader]] = [("", LEXICAL)]
     if installed():

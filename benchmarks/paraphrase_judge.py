@@ -28,7 +28,7 @@ from memtrace.attribution.model import Anchor, CaseGraph, Evidence, FlowStep, Me
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import linear
 from memtrace.reading import Reader, make_reader
-from memtrace.reading.copying import copies_words
+from memtrace.reading.copying import Copying
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "paraphrase"
 EXTRACT = OpRef("extract", 2, "extraction", "extract_facts")
@@ -67,14 +67,17 @@ def build(case: dict[str, Any], style: str, variant: str, fault: str) -> CaseGra
         "q", ANSWER, (SEARCH,), ("m",),
     )  # fmt: skip
     roles = ((EXTRACT, "reads_evidence"), (SEARCH, "retrieval"), (ANSWER, "answer"))
-    copied = copies_words([text for _, text in stored], [case["message"]])
-    return CaseGraph(
-        anchor, (Evidence("m", case["message"], seq=1),), flow, memories, context, roles, copied
+    evidence = (Evidence("m", case["message"], seq=1),)
+    copying = Copying.of(
+        [(case["message"], 1)],
+        [(memory.value, memory.seq) for memory in memories],
+        [case["speaker"]],
     )
+    return CaseGraph(anchor, evidence, flow, memories, context, roles, copying)
 
 
 def attribute(graph: CaseGraph, reader: Reader) -> tuple[str | None, str | None, float]:
-    trails = tuple(trace_all(graph, reader.for_trace(graph.copied)))
+    trails = tuple(trace_all(graph, reader.for_trace(graph.copying)))
     found = linear(OfflineJudge(), CaseView(graph, trails), candidates(graph, trails))
     return (found.candidate.op.id if found.candidate else None), found.error_type, found.confidence
 

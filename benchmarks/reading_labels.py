@@ -6,10 +6,10 @@ files, read with every reader.
 Loads the labeled smartcomment files (--shared, default ../shared/data/smartcomment) under
 run-scoped trace ids, attributes every labeled case (`(:Case)-[:LABELED]->(:Operation)`) with
 the offline judge (linear walk, gold evidence) once per reading (``memtrace.reading``), and
-compares op and error type with the label. Prints, as JSON: per trace whether its memories copy
-its messages' words (``reading.copying``, what ``auto`` reads by) and the share that do; per
-reading the right cases, the reader each trace was read with, and every miss. Everything it
-loaded is deleted at the end.
+compares op and error type with the label. Prints, as JSON: per trace the share of its memories'
+statements that copy a sentence of its messages (``reading.copying``: ``auto`` reads the others
+by meaning); per reading the right cases, the reader each case was read with, and every miss.
+Everything it loaded is deleted at the end.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from memtrace.attribution.store import AttributionStore
 from memtrace.attribution.text import memory_text
 from memtrace.db import connect
 from memtrace.reading import make_reader
-from memtrace.reading.copying import copying_share
 from memtrace.settings import load_settings
 
 
@@ -47,11 +46,10 @@ def main() -> None:
             load(db, files, scope)
             store = AttributionStore(db)
             for trace_id in traces:
-                share = copying_share(
-                    [memory_text(m.value) for m in store.memories(trace_id)],
-                    [text for _, text in store.messages(trace_id).corpus],
-                )
-                report["traces"][trace_id] = {"copied": store.copied(trace_id), "share": share}
+                copying = store.copying(trace_id)
+                memories = [memory_text(m.value) for m in store.memories(trace_id)]
+                share = copying.share(memories) if copying else None
+                report["traces"][trace_id] = {"statements_copying": share}
             cases = [(t, label) for t in traces for label in labels(db, t)]
             for name in args.readings:
                 options = Options(reader=make_reader(name))

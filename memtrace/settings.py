@@ -54,8 +54,8 @@ class Settings(BaseModel):
     llm: LLMSettings
     # a local model (sentence-transformers) that is not on disk may be fetched from its hub
     allow_model_download: bool = False
-    # how judges and repairs read memories (``memtrace.reading.READERS``): per trace (auto: by
-    # words where its memories copy its messages, else by meaning where the extra
+    # how judges and repairs read memories (``memtrace.reading.READERS``): per statement (auto:
+    # by words where it copies a message sentence, else by meaning where the extra
     # sentence-transformers is installed), always by meaning, or by words only
     reading: Literal["auto", "meaning", "lexical"] = "auto"
 

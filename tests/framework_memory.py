@@ -27,7 +27,9 @@ MESSAGES: dict[str, str] = {
     "My sister Ana lives in Porto.": "Ana, the user's sister, lives in Porto.",
     "The plumber's number is 555-0142.": "The plumber's number is 555-0142.",
     "The spare key is under the blue flowerpot.": "The spare key is under the blue flowerpot.",
-    "Ana moved from Porto to Lisbon last month.": "Ana moved from Porto to Lisbon last month.",
+    # rewritten as an LLM extractor writes it, the place it left dropped: the trace's other
+    # facts copy their messages, this one is read by meaning (docs/attribution.md)
+    "Ana moved from Porto to Lisbon last month.": "The user's sister Ana relocated to Lisbon.",
     "The car insurance is due in May.": "The car insurance is due in May.",
     "My gym membership renews on 1 June.": "The gym membership renews on 1 June.",
     "I sold my old bike.": "The user sold the old bike.",
@@ -36,7 +38,7 @@ MESSAGES: dict[str, str] = {
 # note whose text is given, looked up by the app's own ids)
 DECISIONS: dict[str, tuple[str, str | None, str | None]] = {
     # event, text of the note it concerns, new text
-    "Ana moved from Porto to Lisbon last month.": (
+    "The user's sister Ana relocated to Lisbon.": (
         "UPDATE",
         "Ana, the user's sister, lives in Porto.",
         "The user has a sister, Ana.",

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from memtrace.errors import LLMError
 from memtrace.prompts import PROMPTS, Prompt
 from memtrace.reading import Reader, Reading
+from memtrace.reading.copying import Copying
 from memtrace.reading.lexical import lines
 from memtrace.usage import Usage
 
@@ -98,5 +99,5 @@ class AskingReader:
         sure = answer.confidence >= SURE_ANSWER
         return Reading(answer.holds, answer.confidence, sure, f"llm:{self.client.model}")
 
-    def for_trace(self, copied: bool | None) -> Reader:
+    def for_trace(self, copying: Copying | None) -> Reader:
         return self  # asks beyond the reader already chosen for the case's trace

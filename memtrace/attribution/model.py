@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
 
+from memtrace.reading.copying import Copying
 from memtrace.taxonomy import ErrorType, FailureMode
 
 
@@ -102,9 +103,9 @@ class CaseGraph:
     memories: tuple[Memory, ...]
     context: tuple[tuple[str, str], ...]  # (variable id, value) read by the answer op
     candidate_ops: tuple[tuple[OpRef, str], ...] = ()  # (op, role) from candidates.cypher
-    # whether the trace's memories copy its messages' words (``reading.copying``; None: unknown):
-    # which reader ``auto`` reads the case with
-    copied: bool | None = None
+    # the trace's message sentences, to tell a statement copying one from a rewrite
+    # (``reading.copying``; None: no message): what ``auto`` reads each statement by
+    copying: Copying | None = None
 
 
 @dataclass(frozen=True)

@@ -108,8 +108,8 @@ def case_candidates(
 
 def case_reader(options: Options, graph: CaseGraph) -> Reader:
     """The reader the case is read with: the chosen one, for the case's trace (``auto`` reads
-    the words where the trace's memories copy its messages)."""
-    return options.reader.for_trace(graph.copied)
+    a statement copying a sentence of the trace's messages by its words)."""
+    return options.reader.for_trace(graph.copying)
 
 
 def analyse_case(

@@ -35,7 +35,7 @@ from memtrace.attribution.text import (
 )
 from memtrace.cypher import get_query
 from memtrace.db import Database
-from memtrace.reading.copying import copies_words
+from memtrace.reading.copying import Copying
 from memtrace.taxonomy import STORED_SOURCES, LabelSource
 
 FLOW_DEPTH = 12  # FLOWS_TO steps followed from an evidence message (enough for extract->store)
@@ -71,7 +71,7 @@ class AttributionStore:
         self._lock = threading.Lock()  # readers are shared by worker threads
         self._memories: dict[str, tuple[Memory, ...]] = {}
         self._messages: dict[str, Messages] = {}
-        self._copied: dict[str, bool | None] = {}
+        self._copying: dict[str, Copying | None] = {}
 
     def failed_cases(self, trace_id: str | None) -> list[tuple[str, str]]:
         rows = self.db.run(get_query("attribution/failed_cases"), trace_id=trace_id)
@@ -167,18 +167,20 @@ class AttributionStore:
                 self._messages[trace_id] = Messages(tuple(corpus), seqs, speakers, dates)
             return self._messages[trace_id]
 
-    def copied(self, trace_id: str) -> bool | None:
-        """Whether the trace's memories copy its messages' words (``reading.copying``; None:
-        nothing to compare), judged once per trace."""
+    def copying(self, trace_id: str) -> Copying | None:
+        """The trace's message sentences and speakers, filed to tell a statement copying one
+        from a rewrite (``reading.copying``; None: no message says a sentence), read once."""
         with self._lock:
-            if trace_id in self._copied:
-                return self._copied[trace_id]
-        found = copies_words(
-            [memory_text(memory.value) for memory in self.memories(trace_id)],
-            [text for _, text in self.messages(trace_id).corpus],
+            if trace_id in self._copying:
+                return self._copying[trace_id]
+        messages = self.messages(trace_id)
+        found = Copying.of(
+            [(text, messages.seqs[message_id]) for message_id, text in messages.corpus],
+            [(memory_text(memory.value), memory.seq) for memory in self.memories(trace_id)],
+            messages.speakers.values(),
         )
         with self._lock:
-            self._copied[trace_id] = found
+            self._copying[trace_id] = found
         return found
 
     def case_graph(self, anchor: Anchor, evidence: tuple[Evidence, ...]) -> CaseGraph:
@@ -226,8 +228,8 @@ class AttributionStore:
                 for row in rows
             )  # fmt: skip
         memories = self.memories(anchor.trace_id)
-        copied = self.copied(anchor.trace_id)
-        return CaseGraph(anchor, evidence, flow, memories, context, candidate_ops, copied)
+        copying = self.copying(anchor.trace_id)
+        return CaseGraph(anchor, evidence, flow, memories, context, candidate_ops, copying)
 
     def operation_views(
         self, trace_id: str, op_ids: Sequence[str], budget: int = VALUE_BUDGET

@@ -83,8 +83,8 @@ reading_option = click.option(
     "--reading",
     type=click.Choice(tuple(READERS)),
     help="How memories and contexts are read: by meaning (a small packaged model, the extra "
-    "sentence-transformers) or by their words; auto reads a trace by its words where its "
-    "memories copy its messages' words, else by meaning where the extra is installed "
+    "sentence-transformers) or by their words; auto reads a statement by its words where it "
+    "copies a sentence of the trace's messages, else by meaning where the extra is installed "
     "[default: the settings' reading, MEMTRACE_READING, else auto].",
 )
 

@@ -10,9 +10,10 @@ says?* A ``Reader`` answers it, by name from ``READERS``:
 * ``meaning``: the same, and where the words are not there, a small sentence-embedding model
   packaged on PyPI (``meaning.py``, the optional extra ``sentence-transformers``) says whether a
   statement says the same in other words;
-* ``auto``: per trace, ``lexical`` where its memories copy its messages' words (``copying.py``:
-  there a memory only like a sentence is another message's copy), else ``meaning`` where the
-  extra is installed; ``lexical`` without it.
+* ``auto``: per statement, where the extra is installed (``lexical`` without it): a statement
+  that copies a sentence of one of the trace's messages is read by its words (``copying.py``: a
+  copy only like the sentence read is another sentence's copy), one that copies none, a
+  rewrite, by ``meaning``.
 
 A reading says which sense decided (``sense``, shown on every verdict) and whether it could tell
 (``sure``): a similarity in the band between "the same" and "something else" is a guess, and a
@@ -23,10 +24,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from memtrace.errors import ConfigError
+from memtrace.reading.copying import Copying
 from memtrace.reading.lexical import containment, content_words, hold_threshold
+
+if TYPE_CHECKING:  # meaning.py imports numpy and this module: imported when chosen
+    from memtrace.reading.meaning import MeaningReader
 
 
 @dataclass(frozen=True)
@@ -50,9 +55,9 @@ class Reader(Protocol):
         reworded statement must keep them to count where its similarity alone cannot tell."""
         ...
 
-    def for_trace(self, copied: bool | None) -> Reader:
-        """The reader for a trace whose memories copy its messages' words (``copied``; False:
-        they rewrite them; None: unknown): itself, but for ``auto``."""
+    def for_trace(self, copying: Copying | None) -> Reader:
+        """The reader for a trace whose messages' sentences ``copying`` files (None: it has no
+        message): itself, but for ``auto``."""
         ...
 
 
@@ -68,7 +73,7 @@ class LexicalReader:
         best = max((containment(words, t) for t in texts if t is not None), default=0.0)
         return Reading(best >= hold_threshold(words) and bool(words), best, True, self.name)
 
-    def for_trace(self, copied: bool | None) -> Reader:
+    def for_trace(self, copying: Copying | None) -> Reader:
         return self
 
 
@@ -76,20 +81,20 @@ LEXICAL: Final = LexicalReader()
 
 
 class AutoReader:
-    """``auto``: the words where a trace's memories copy its messages' words, else ``rewritten``
-    (the meaning reader); a text read without its trace (a replay's repair) is read as that."""
+    """``auto``: per statement, the words where it copies a sentence of the trace's messages,
+    else ``meaning``; a text read without its trace (a replay's repair) is read by ``meaning``."""
 
-    def __init__(self, rewritten: Reader) -> None:
-        self.rewritten = rewritten
-        self.name = f"auto (per trace: lexical where memories copy messages, else {rewritten.name})"
+    def __init__(self, meaning: MeaningReader) -> None:
+        self.meaning = meaning
+        self.name = f"auto (per statement: lexical where it copies a message, else {meaning.name})"
 
     def read(
         self, sentence: str, texts: Iterable[str | None], needs: frozenset[str] = frozenset()
     ) -> Reading:
-        return self.rewritten.read(sentence, texts, needs)
+        return self.meaning.read(sentence, texts, needs)
 
-    def for_trace(self, copied: bool | None) -> Reader:
-        return LEXICAL if copied else self.rewritten
+    def for_trace(self, copying: Copying | None) -> Reader:
+        return self.meaning.rewrites_only(copying, self.name) if copying else self.meaning
 
 
 def holds(
@@ -99,7 +104,7 @@ def holds(
     return reader.read(sentence, texts, needs).held
 
 
-def _meaning() -> Reader:
+def _meaning() -> MeaningReader:
     from memtrace.reading.meaning import MeaningReader
 
     return MeaningReader.packaged()

@@ -47,7 +47,7 @@ def names(text: str) -> frozenset[str]:
 # Days a memory writer resolves into a date ("on Saturday" -> "on 13 May 2023"): capitalized,
 # but no name a rewording keeps.
 _WEEKDAYS = content_words("monday tuesday wednesday thursday friday saturday sunday")
-_DIGIT = re.compile(r"\d")
+DIGIT = re.compile(r"\d")
 
 
 def specifics(sentence: str) -> frozenset[str]:
@@ -56,7 +56,7 @@ def specifics(sentence: str) -> frozenset[str]:
     dog, another distance, however alike its other words are. Not a greeting's address, nor a
     weekday (a memory writer resolves it into a date)."""
     told = telling_words(sentence)
-    numbers = frozenset(word for word in told if _DIGIT.search(word))
+    numbers = frozenset(word for word in told if DIGIT.search(word))
     return ((names(sentence) & told) - _WEEKDAYS) | numbers
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,7 @@ from memtrace.attribution.walk import linear
 from memtrace.errors import ConfigError
 from memtrace.llm import LLMClient
 from memtrace.reading import LEXICAL, READERS, AutoReader, holds, make_reader
-from memtrace.reading.copying import copies_words
+from memtrace.reading.copying import Copying
 from memtrace.reading.keys import key_sentences, specifics
 from memtrace.reading.lexical import content_words
 from memtrace.reading.meaning import OTHER, SAME, MeaningReader, installed
@@ -81,7 +81,7 @@ def test_lexical_reading_is_the_words() -> None:
     assert LEXICAL.read(TOLD, []).sense == "lexical"
 
 
-def _bag_encoder(vocabulary: Sequence[str]) -> object:
+def _bag_encoder(vocabulary: Sequence[str]) -> Callable[[Sequence[str]], np.ndarray]:
     """Unit vectors of which vocabulary words a text has: similarity by shared words, so the
     reader's thresholds and band are checked without the model."""
 
@@ -252,59 +252,147 @@ def test_a_failed_reading_question_leaves_the_readers_guess(fake_openai: FakeOpe
     assert found.error_type == "ExtractionError" and found.confidence == CONFIDENCE_UNSURE
 
 
-# -- auto: the words where a trace's memories copy its messages ---------------------------------
+# -- auto: per statement, the words where it copies a message sentence, else meaning ------------
 
 
-def test_a_store_of_verbatim_turns_copies_its_messages_words_a_store_of_facts_rewrites_them() -> (
-    None
-):
-    messages = [f"{GREETING} {TOLD}", "My dog is called Biscuit and he loves the park."]
-    gina = "Gina: I launched an ad campaign to grow my store."
-    assert copies_words([gina, "Ana: My dog is called Biscuit and he loves the park."], messages)
-    assert not copies_words([gina, "Ana's dog Biscuit enjoys parks"], messages)  # half of them
-    assert not copies_words(["Gina advertises her shop", "Ana's dog is Biscuit"], messages)
-    assert copies_words([], messages) is None and copies_words([gina], ["Hi!"]) is None
+def test_a_statement_copies_a_message_sentence_word_for_word_a_rewrite_copies_none() -> None:
+    copying = Copying.of(
+        [(f"{GREETING} {TOLD}", 1), ("Wow, love that painting!", 2)], speakers=["Melanie"]
+    )
+    assert copying is not None
+    assert copying.copies(content_words(f"Gina: {TOLD}"))
+    assert not copying.copies(content_words("Gina launched an advertising campaign"))
+    # a short sentence (a rewording keeps it whole too) only word for word, give or take who
+    # said it and when (a store's "[date] speaker: turn"); another name is something it tells
+    assert copying.copies(content_words("Melanie: Wow, love that painting!"))
+    assert copying.copies(content_words("[8 May 2023] Melanie: Wow, love that painting!"))
+    assert not copying.copies(content_words("Melanie loves Ana's painting"))
+    assert Copying.of([("Oh, hey!", 1)]) is None  # no content word: nothing said
 
 
-def test_auto_reads_a_trace_that_copies_its_messages_by_their_words() -> None:
-    """Jon's turn is copied into the store; Gina's, the evidence, was dropped. The meaning reader
-    takes Jon's copy for Gina's sentence (in the band, it keeps the answer's word): stored, so a
-    RetrievalError. The trace's memories copy its messages: auto reads it by the words, and the
-    extraction that dropped Gina's sentence is blamed."""
-    said = "Contemporary dance is so expressive and graceful."
-    jons = "Contemporary is my top pick, so expressive and powerful."
+def test_a_message_repeating_a_memory_stored_before_it_says_nothing() -> None:
+    """A prompt listing the notes held is recorded as a message: the fact it relays is the
+    memory system's text, not said by anyone, and a statement holding it is a rewrite."""
+    said = ("Ana moved from Porto to Lisbon last month.", 5)
+    note = "Ana, the user's sister, lives in Porto."
+    prompt = (f"Notes:\n[note-1] {note}\n\nNew fact: The user's sister Ana relocated to Lisbon.", 7)
+    relayed = content_words("New fact: The user's sister Ana relocated to Lisbon.")
+    relaying = Copying.of([said, prompt], [(note, 3)])
+    assert relaying is not None and not relaying.copies(relayed)
+    saying = Copying.of([said, prompt], [(note, 9)])  # the note stored after the message
+    assert saying is not None and saying.copies(relayed)
+
+
+def test_a_turn_repeating_a_sentence_of_a_stored_turn_still_says_its_own() -> None:
+    """Only a line holding a whole earlier memory relays it: in a conversation stored turn by
+    turn, a later turn opening as an earlier one did ("Glad you had a great time!") still says
+    what it goes on to say."""
+    earlier = ("Caroline: Glad you had a great time! I went hiking with my dad.", 1)
+    later = ("Caroline: Glad you had a great time! I adopted a puppy named Rex.", 3)
+    copying = Copying.of([earlier, later], [(earlier[0], 2)], speakers=["Caroline"])
+    assert copying is not None
+    assert copying.copies(content_words("Caroline: I adopted a puppy named Rex."))
+
+
+JONS = "Contemporary is my top pick, so expressive and powerful."
+GINAS = "Contemporary dance is so expressive and graceful."
+
+
+SISTER = "I went to a dance class with my sister yesterday."
+
+
+def _dance_case(*stored: str) -> CaseGraph:
+    """Gina's sentence is the evidence; the store holds Jon's turn and another of Gina's word for
+    word, and ``stored``; nothing reached the answer's context."""
     anchor = Anchor(
         "t", "c", "What is Gina's favourite style of dance?", ("Contemporary",), "Hip-hop", True,
         "q", ANSWER, (SEARCH,), ("m",),
     )  # fmt: skip
-    copy = Memory("jon", 1, f"Jon: {jons}", ADD, None, None, None, None)
-    graph = CaseGraph(
-        anchor, (Evidence("m", said, seq=2),), (FlowStep("m", 0, EXTRACT, "m", "facts", "[]"),),
-        (copy,), (), ((EXTRACT, "reads_evidence"), (SEARCH, "retrieval"), (ANSWER, "answer")),
-        copied=copies_words([copy.value], [jons, said]),
-    )  # fmt: skip
+    texts = (f"Jon: {JONS}", f"Gina: {SISTER}", *stored)
+    memories = tuple(
+        Memory(f"mem-{i}", 4 + i, text, ADD, None, None, None, None) for i, text in enumerate(texts)
+    )
+    copying = Copying.of(
+        [(JONS, 1), (GINAS, 2), (SISTER, 3)], [(m.value, m.seq) for m in memories], ["Jon", "Gina"]
+    )
+    flow = tuple(FlowStep("m", 0, EXTRACT, "m", m.id, m.value) for m in memories[1:])
+    roles = ((EXTRACT, "reads_evidence"), (SEARCH, "retrieval"), (ANSWER, "answer"))
+    return CaseGraph(anchor, (Evidence("m", GINAS, seq=2),), flow, memories, (), roles, copying)
+
+
+def _verdict(graph: CaseGraph, options: Options) -> tuple[str | None, str | None]:
+    trails = trace_all(graph, case_reader(options, graph))
+    found = linear(OfflineJudge(), CaseView(graph, tuple(trails)), candidates(graph, trails))
+    return (found.candidate.op.id if found.candidate else None), found.error_type
+
+
+def test_auto_reads_a_copy_of_another_message_by_its_words() -> None:
+    """Jon's turn is copied into the store; Gina's, the evidence, was dropped (the extraction
+    stored another sentence of the conversation instead). The meaning reader takes Jon's copy
+    for Gina's sentence (in the band, it keeps the answer's word): stored, so a RetrievalError.
+    Jon's copy copies a message sentence: auto reads it by its words, and the extraction that
+    dropped Gina's sentence is blamed."""
+    graph = _dance_case()
     vocabulary = sorted(content_words("contemporary dance expressive graceful powerful"))
     meaning = MeaningReader(_bag_encoder(vocabulary), model="bag")
-
-    def verdict(options: Options) -> tuple[str | None, str | None]:
-        trails = trace_all(graph, case_reader(options, graph))
-        found = linear(OfflineJudge(), CaseView(graph, tuple(trails)), candidates(graph, trails))
-        return (found.candidate.op.id if found.candidate else None), found.error_type
-
-    assert verdict(Options(reader=meaning)) == ("search", "RetrievalError")
+    assert _verdict(graph, Options(reader=meaning)) == ("search", "RetrievalError")
     auto = AutoReader(meaning)
-    assert case_reader(Options(reader=auto), graph) is LEXICAL
-    assert verdict(Options(reader=auto)) == ("extract", "ExtractionError")
-    # a trace whose memories rewrite its messages, or one with nothing to compare, reads meaning
-    assert auto.for_trace(False) is meaning and auto.for_trace(None) is meaning
-    assert auto.read(said, [copy.value]).sense == "meaning:bag"  # a text read without its trace
+    assert _verdict(graph, Options(reader=auto)) == ("extract", "ExtractionError")
+    # a text read without its trace (a replay's repair), or a trace without messages: meaning
+    assert auto.read(GINAS, [f"Jon: {JONS}"]).sense == "meaning:bag"
+    assert auto.for_trace(None) is meaning
+
+
+def test_auto_reads_a_rewrite_among_copies_by_meaning() -> None:
+    """The same store, but Gina's sentence was also stored in other words: a statement copying
+    no message sentence is a rewrite, read by meaning, whatever the trace's other memories do
+    (read by its words, as a trace whose memories mostly copy was: ExtractionError)."""
+    graph = _dance_case("Gina loves contemporary dance for being so graceful.")
+    vocabulary = sorted(content_words("contemporary dance expressive graceful powerful"))
+    auto = AutoReader(MeaningReader(_bag_encoder(vocabulary), model="bag"))
+    assert _verdict(graph, Options(reader=auto)) == ("search", "RetrievalError")
+    assert _verdict(graph, Options(reader=LEXICAL)) == ("extract", "ExtractionError")
+
+
+def test_a_record_is_read_by_its_strings_and_a_timestamp_is_no_rewording() -> None:
+    """A store's JSON record copying a short turn, and its timestamp: neither is embedded, so
+    a trace of verbatim turns never loads the model."""
+    embedded: list[str] = []
+    bag = _bag_encoder(sorted(content_words("paint lake sunrise love")))
+
+    def encode(texts: Sequence[str]) -> np.ndarray:
+        embedded.extend(texts)
+        return bag(texts)
+
+    copying = Copying.of([("Wow, love that painting!", 1)], speakers=["Melanie"])
+    auto = AutoReader(MeaningReader(encode, model="bag")).for_trace(copying)
+    sentence, needs = "I painted a lake sunrise in 2023.", content_words("2023")
+    record = json.dumps({"id": "ab12", "memory": "Melanie: Wow, love that painting!"}, indent=4)
+    assert not auto.read(sentence, [record], needs).held and embedded == []
+    stamped = json.dumps({"id": "ab12", "timestamp": "2023-05-08T13:56:00"}, indent=4)
+    assert not auto.read(sentence, [stamped], needs).held and embedded == []
+
+
+def test_a_name_the_answer_does_not_need_lowers_certainty_instead_of_deciding() -> None:
+    # "Ana moved from Porto to Lisbon" vs "Ana relocated to Lisbon": 2/sqrt(6) = 0.82
+    reader = MeaningReader(_bag_encoder(sorted(content_words("ana lisbon porto"))), model="bag")
+    sentence, rewrite = "Ana moved from Porto to Lisbon last month.", ["Ana relocated to Lisbon."]
+    kept = reader.read(sentence, rewrite, content_words("Lisbon"))
+    assert kept.score >= SAME and (kept.held, kept.sure) == (True, False)
+    assert not reader.read(sentence, rewrite, content_words("Porto")).held  # the answer's name
+    assert not reader.read(sentence, rewrite).held  # the answer unknown: every name
+    # in the band (2/sqrt(10) = 0.63), a missing name is a second doubt: something else
+    moved = MeaningReader(_bag_encoder(sorted(content_words("ana lisbon porto mov month"))), "bag")
+    band = moved.read(sentence, rewrite, content_words("Lisbon"))
+    assert OTHER <= band.score < SAME and (band.held, band.sure) == (False, False)
 
 
 @needs_model
-def test_auto_is_the_per_trace_choice_where_the_extra_is_installed() -> None:
+def test_auto_is_the_per_statement_choice_where_the_extra_is_installed() -> None:
     auto = make_reader("auto")
-    assert isinstance(auto, AutoReader) and auto.for_trace(True) is LEXICAL
-    assert auto.for_trace(False).name == "meaning:all-MiniLM-L6-v2"
+    assert isinstance(auto, AutoReader) and auto.for_trace(None).name == "meaning:all-MiniLM-L6-v2"
+    copying = Copying.of([(TOLD, 1)])
+    assert auto.for_trace(copying).name == auto.name
 
 
 def test_the_model_loads_at_the_first_text_words_cannot_decide(

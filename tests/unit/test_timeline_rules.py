@@ -212,16 +212,18 @@ def test_an_input_text_is_the_earlier_variable_but_equal_outputs_stay_apart() ->
 
 
 def test_evidence_said_in_an_earlier_request_is_found_there() -> None:
+    """Also when this request's prompt relays a memory holding the words: the one-trace load
+    binds the user's own, earlier message, and so does the append."""
     raw = span(1, "POST /ask", {
         "memtrace.case.id": "q-1", "memtrace.case.question": "Where do I live?",
         "memtrace.case.evidence": [SAID.value], "memtrace.case.judge_score": 0.0,
     })  # fmt: skip
-    records = otlp_records(
-        spans_of(raw, chat(2, "Where do I live?", "Porto.")), "r.json", "t", None,
-        FakePrior([SAID]),
-    )  # fmt: skip
-    (case,) = [r for _, r in records if r.type == "case"]
-    assert case.evidence == [SAID.id] and case.missing_evidence == []
+    for user in ("Where do I live?", f"Notes: [m-1] {SAID.value}\nWhere do I live?"):
+        records = otlp_records(
+            spans_of(raw, chat(2, user, "Porto.")), "r.json", "t", None, FakePrior([SAID])
+        )
+        (case,) = [r for _, r in records if r.type == "case"]
+        assert case.evidence == [SAID.id] and case.missing_evidence == []
 
 
 def codes(findings: list[Any]) -> set[str]:

@@ -942,24 +942,27 @@ class _Converter:
         return None
 
     def _evidence(self, texts: list[str]) -> tuple[list[str], list[str]]:
-        """Message variables holding each evidence text (the earliest), and texts not found."""
+        """Message variables holding each evidence text (the earliest), and texts not found.
+        A message of an earlier request of the timeline comes first: the one in this request
+        holding the text may be a prompt relaying a memory of it, which the one-trace load,
+        seeing the user's own message earlier, would never bind."""
         found: list[str] = []
         missing: list[str] = []
         for text in texts:
             escaped = json.dumps(text, ensure_ascii=False)[1:-1]
-            holder = next(
-                (
-                    v
-                    for v in self.variables
-                    if v.category == "message"
-                    and v.value is not None
-                    and (text in v.value or escaped in v.value)
-                ),
-                None,
-            )
-            if holder is None:  # said in an earlier request of the timeline, as a message
-                found_before = self.prior.message_with_text(text)
-                holder = self._from_prior(found_before) if found_before is not None else None
+            said_before = self.prior.message_with_text(text)
+            holder = self._from_prior(said_before) if said_before is not None else None
+            if holder is None:
+                holder = next(
+                    (
+                        v
+                        for v in self.variables
+                        if v.category == "message"
+                        and v.value is not None
+                        and (text in v.value or escaped in v.value)
+                    ),
+                    None,
+                )
             if holder is None:
                 missing.append(text)
             elif holder.id not in found:
