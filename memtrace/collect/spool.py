@@ -137,6 +137,7 @@ class Spool:
         # trace -> wall-clock time of its last load, oldest first (what ``prune`` looks at)
         self._loaded_at: dict[str, float] = {}
         self._serial = 0
+        self._arrived = threading.Event()  # set by each accepted batch: the loader looks again
         for folder in (self.batches, self.ready, self.loaded, self.rejected):
             folder.mkdir(parents=True, exist_ok=True)
         self._recover()
@@ -192,6 +193,7 @@ class Spool:
         with self._lock:
             self._batch_sizes[name] = len(data)
             self._index(name, ((g.trace_id, g.has_root, part) for g, part in parts))
+        self._arrived.set()
 
     def _index(self, name: str, entries: Iterable[tuple[str, bool, Part]]) -> None:
         now = self.clock()
@@ -223,6 +225,24 @@ class Spool:
             ]
         ready.sort(key=lambda trace: trace.first_seen)
         return [trace.trace_id for trace in ready[:limit]]
+
+    def wait_until_due(self, quiet_seconds: float, max_wait_seconds: float, longest: float) -> None:
+        """Sleep until the first pending trace falls due (``due``'s rules) or spans arrive,
+        at most ``longest``: a trace loads when it is due, not at the next look. Pending traces
+        that are due already were not loadable just now (another receiver holds them): wait
+        ``longest`` before asking again."""
+        self._arrived.clear()  # before the look: a batch accepted from here on wakes the wait
+        now = self.clock()
+        with self._lock:
+            falls_due = [
+                min(
+                    trace.last_seen + quiet_seconds if trace.has_root else float("inf"),
+                    trace.first_seen + max_wait_seconds,
+                )
+                for trace in self._pending.values()
+            ]
+        delay = min(falls_due, default=now + longest) - now
+        self._arrived.wait(min(delay, longest) if delay > 0 else longest)
 
     def assemble(self, trace_id: str) -> Assembled:
         """Write ``ready/<trace>.json``: the trace's earlier loaded spans and its pending ones,
