@@ -157,12 +157,13 @@ def trace_states(db: Database, trace_ids: Sequence[str]) -> dict[str, TraceState
     }
 
 
-# the label each node query of a whole load creates (rows.py's node_rows)
-NODE_LABELS = {
-    "load/create_sessions": "Session",
-    "load/create_variables": "Variable",
-    "load/create_operations": "Operation",
-    "load/create_cases": "Case",
+# each node query of a whole load (rows.py's node_rows) -> its form for several new traces,
+# whose rows name their trace
+NEW_TRACE_NODES = {
+    "load/create_sessions": "load/create_new_sessions",
+    "load/create_variables": "load/create_new_variables",
+    "load/create_operations": "load/create_new_operations",
+    "load/create_cases": "load/create_new_cases",
 }
 
 
@@ -197,22 +198,24 @@ def write_new_traces(db: Database, traces: Sequence[NewTrace]) -> tuple[list[int
                 ]
             },
         )
-        rows = [
-            {"trace": number, "trace_id": trace.trace_id, "label": NODE_LABELS[name], **row}
-            for number, trace in enumerate(traces)
-            for name, row in trace.node_rows()
-        ]
-        created = run(get_query("load/create_new_nodes"), {"rows": rows})
+        nodes: dict[str, list[Row]] = {}
+        for number, trace in enumerate(traces):
+            for name, row in trace.node_rows():
+                rows = nodes.setdefault(NEW_TRACE_NODES[name], [])
+                rows.append({"trace": number, "trace_id": trace.trace_id, **row})
         ids: list[list[list[Any]]] = [[] for _ in traces]
-        for number, n, element_id in created.records[0]["ids"] if created.records else []:
-            ids[number].append([n, element_id])
+        relationships = 0  # HAS_SESSION, HAS_CASE first
+        for name, rows in nodes.items():
+            created = run(get_query(name), {"rows": rows})
+            relationships += created.relationships_created
+            for number, n, element_id in created.records[0]["ids"]:
+                ids[number].append([n, element_id])
         for trace, pairs in zip(traces, ids, strict=True):
             trace.store_ids(pairs)
         by_query: dict[str, list[Row]] = {}
         for trace in traces:
             for name, row in trace.relationship_rows():
                 by_query.setdefault(name, []).append(row)
-        relationships = created.relationships_created  # HAS_SESSION, HAS_CASE
         for name, query_rows in by_query.items():
             relationships += run(get_query(name), {"rows": query_rows}).relationships_created
         return [1 + len(pairs) for pairs in ids], relationships
