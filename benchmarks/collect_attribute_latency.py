@@ -6,7 +6,9 @@ The goal (docs/DEVELOPERS' performance goals): p95 <= the quiet period + 5 s at 
 ``memtrace collect --attribute --judge offline --quiet-period --quiet`` runs as a child process
 on a private managed Neo4j (loopback, free ports). The QA app of otlp_qa_app.py (3 spans per
 trace, every other answer wrong) is sent one trace per request by the SDK's OTLP/HTTP exporter,
---rate traces per second for --seconds. Per failed trace: the seconds from its export's answer
+--rate traces per second for --seconds, after --warmup seconds at that rate that are not
+counted (a freshly started JVM compiles its hot paths, Neo4j re-plans while the store grows
+from empty). Per failed trace: the seconds from its export's answer
 (its last span is in) until an :Attribution hangs off its failed case, polled every 0.1 s in one
 query for all outstanding traces. Prints JSON: p50 / p95 / max, the goal, traces sent and
 attributed, the achieved send rate and the machine load (uptime).
@@ -71,6 +73,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--quiet", type=float, default=5.0, help="the receiver's quiet period")
     parser.add_argument("--drain", type=float, default=120.0, help="wait after the last send")
+    parser.add_argument(
+        "--warmup", type=float, default=30.0, help="seconds sent at the rate first, not counted"
+    )
     parser.add_argument("--timelines", action="store_true", help="collect --timelines")
     parser.add_argument("--users", type=int, default=10, help="with --timelines: timelines")
     args = parser.parse_args()
@@ -78,6 +83,10 @@ def main() -> None:
     count = int(args.rate * args.seconds)
     users = [f"user{number}" for number in range(args.users)] if args.timelines else []
     spans, trace_ids = traced_spans(count, tag="attr-", users=users)
+    warm_spans, warm_ids = traced_spans(int(args.rate * args.warmup), tag="warm-", users=users)
+    warm: list[list[Any]] = [[] for _ in warm_ids]
+    for span in warm_spans:
+        warm[warm_ids.index(format(span.context.trace_id, "032x"))].append(span)
     by_trace: dict[str, list[Any]] = {}
     for span in spans:
         by_trace.setdefault(format(span.context.trace_id, "032x"), []).append(span)
@@ -96,6 +105,7 @@ def main() -> None:
         "uptime_before": uptime(),
         "quiet_seconds": args.quiet,
         "timelines": args.timelines,
+        "warmup_traces": len(warm),
     }
     with tempfile.TemporaryDirectory() as temporary:
         root = Path(temporary)
@@ -120,6 +130,10 @@ def main() -> None:
                     assert process.poll() is None and time.monotonic() < deadline, log.read_text()
                     time.sleep(0.2)
                 exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces")
+                warm_started = time.perf_counter()
+                for number, spans_of_one in enumerate(warm):
+                    time.sleep(max(0.0, warm_started + number / args.rate - time.perf_counter()))
+                    assert exporter.export(spans_of_one) == SpanExportResult.SUCCESS
                 waiting: dict[str, float] = {}
                 latencies: list[float] = []
                 started = time.perf_counter()

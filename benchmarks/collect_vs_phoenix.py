@@ -9,6 +9,9 @@ that interpreter as ``--phoenix-python``. Both run as child processes on loopbac
 ports: Phoenix with its default SQLite store in a temporary working directory (telemetry off),
 memtrace as ``memtrace collect --quiet-period --quiet`` on a private managed Neo4j.
 
+0. warm-up: --warmup traces to each, not counted (shown as ``warmup``): a freshly started JVM
+   compiles its hot paths and Neo4j re-plans its queries while a new store grows from empty
+   (rounds of 100 traces from a cold start, reference machine: 8.9, 20.1, then 55.8 spans/s).
 1. rate (--rounds, alternating which goes first): the spans of --traces traces of a small
    OpenInference-instrumented QA app (otlp_qa_app.py, 3 spans per trace, fresh ids each round)
    sent by the SDK's OTLP/HTTP exporter (protobuf, gzip) in requests of --batch spans; spans /
@@ -212,6 +215,7 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=300)
     parser.add_argument("--batch", type=int, default=30, help="spans per exporter request")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=200, help="traces to each, not counted")
     parser.add_argument("--trickle", type=int, default=60, help="traces at one per second")
     parser.add_argument("--quiet", type=float, default=0.5, help="memtrace's quiet period, s")
     parser.add_argument("--timelines", action="store_true", help="collect --timelines")
@@ -235,6 +239,15 @@ def main() -> None:
             ):
                 init_schema(db)
                 with memtrace(server, db, root / "spool", args.quiet, args.timelines) as ours:
+                    if args.warmup:
+                        results["warmup"] = {
+                            target.name: rate(
+                                target,
+                                traced_spans(args.warmup, f"w{target.name}-", users)[0],
+                                args.batch,
+                            )
+                            for target in (ours, peer)
+                        }
                     for number in range(args.rounds):
                         order = [ours, peer] if number % 2 == 0 else [peer, ours]
                         measured = {}

@@ -23,11 +23,12 @@ from memtrace.collect.spool import Assembled, Spool
 from memtrace.collect.store import CollectStore
 from memtrace.db import Database
 from memtrace.errors import InputError, MemtraceError
-from memtrace.loaders.append import append_requests, timelines
+from memtrace.loaders.append import prepare_append, timelines
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.loaders.otlp import otlp_trace_id
 from memtrace.loaders.otlp.spans import Span, read_spans
 from memtrace.loaders.otlp.timelines import Grouping
+from memtrace.loaders.writer import AppendWrite, write_appends
 
 # the loaded traces' memtrace trace ids, and when only some of their cases are new (requests
 # appended to timelines) those cases (trace id, case id); None: every failed case of them
@@ -116,7 +117,8 @@ class Ingester:
         """Append each assembled request to its timeline (only the spans the timeline lacks:
         a late span joins its request, a re-sent one is skipped), under a lease on the timeline
         so that no other receiver appends to it meanwhile; a timeline another receiver holds
-        keeps its requests pending for the next look. Returns the timelines appended to and
+        keeps its requests pending for the next look. Every timeline's append is prepared
+        first, then all are written in one transaction. Returns the timelines appended to and
         their new failed cases."""
         spans: list[tuple[str, Span]] = []
         by_request: dict[str, Assembled] = {}
@@ -131,24 +133,31 @@ class Ingester:
         held = set(store.acquire([t.trace_id for t in found], self.options.lease_seconds))
         appended: list[str] = []
         new_cases: list[tuple[str, str]] = []
+        writes: list[AppendWrite] = []
+        loaded: list[Assembled] = []
         try:
             for timeline in found:
                 if timeline.trace_id not in held:
                     continue  # another receiver appends to it now; these stay pending
                 items = [by_request[request.trace_id] for request in timeline.requests]
                 try:
-                    result = append_requests(
+                    result, write = prepare_append(
                         db, timeline.trace_id, timeline.props, timeline.requests, str(items[0].path)
                     )
                 except InputError as exc:
                     for item in items:
                         self._refuse(item, str(exc))
                     continue
-                self._loaded(items)
+                writes += [write] if write is not None else []
+                loaded += items
                 appended.append(timeline.trace_id)
                 new_cases += [(timeline.trace_id, case) for case in result.failed_case_ids]
+            if writes:
+                write_appends(db, writes)
         finally:
             store.release(sorted(held))
+        if loaded:
+            self._loaded(loaded)
         return appended, new_cases
 
     def _loaded(self, items: list[Assembled]) -> None:

@@ -32,6 +32,7 @@ from memtrace.collect.app import Limits, create_app
 from memtrace.collect.grpc_endpoint import bind_grpc
 from memtrace.collect.ingest import AfterLoad, Ingester, IngestOptions, Log
 from memtrace.collect.spool import Spool, claim_spool
+from memtrace.collect.store import failed_cases
 from memtrace.db import Database, connect
 from memtrace.errors import ConfigError, MemtraceError
 from memtrace.serving import Running, is_loopback, prepare, running_in_thread
@@ -199,11 +200,7 @@ def attributing(judge: Judge, options: Options, run_id: str | None, log: Log) ->
         store = AttributionStore(db)
         try:
             # a timeline's earlier cases were attributed when their requests came
-            cases = (
-                [case for trace_id in trace_ids for case in store.failed_cases(trace_id)]
-                if new_cases is None
-                else new_cases
-            )
+            cases = failed_cases(db, trace_ids) if new_cases is None else new_cases
             if not cases:
                 return
             run, verdicts = run_attribution(

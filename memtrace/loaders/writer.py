@@ -428,25 +428,36 @@ def known_cases(db: Database, trace_id: str, ids: Sequence[str]) -> set[str]:
     return {str(row["id"]) for row in rows}
 
 
-def write_append(
-    db: Database,
-    trace_id: str,
-    props: dict[str, Any],
-    counts: dict[str, int],
-    next_seq: int,
-    steps: dict[str, list[dict[str, Any]]],
-) -> None:
-    """One append in ONE transaction: the trace node first (writing it locks it), then each
-    step's rows (query name -> rows)."""
-    db.write_together(
-        [
+@dataclass(frozen=True)
+class AppendWrite:
+    """What one append writes: the trace node's properties (if the append creates it), its
+    counts and next free seq, and each step's rows (query name -> rows)."""
+
+    trace_id: str
+    props: dict[str, Any]
+    counts: dict[str, int]
+    next_seq: int
+    steps: dict[str, list[dict[str, Any]]]
+
+
+def write_appends(db: Database, appends: Sequence[AppendWrite]) -> None:
+    """Appends to different traces in ONE transaction (one commit for the lot): per append
+    the trace node first (writing it locks it), then each step's rows."""
+    steps: list[tuple[Query | str, dict[str, Any]]] = []
+    for append in appends:
+        steps.append(
             (
                 get_query("load/append_trace"),
-                {"trace_id": trace_id, "props": props, "counts": counts, "next_seq": next_seq},
-            ),
-            *(
-                (get_query(name), {"trace_id": trace_id, "rows": rows})
-                for name, rows in steps.items()
-            ),
+                {
+                    "trace_id": append.trace_id,
+                    "props": append.props,
+                    "counts": append.counts,
+                    "next_seq": append.next_seq,
+                },
+            )
+        )
+        steps += [
+            (get_query(name), {"trace_id": append.trace_id, "rows": rows})
+            for name, rows in append.steps.items()
         ]
-    )
+    db.write_together(steps)
