@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 
@@ -23,7 +24,7 @@ from memtrace.collect.spool import Assembled, Spool
 from memtrace.collect.store import CollectStore
 from memtrace.db import Database
 from memtrace.errors import InputError, MemtraceError
-from memtrace.loaders.append import prepare_append, timelines
+from memtrace.loaders.append import AppendResult, Timeline, prepare_append, timelines
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.loaders.otlp import otlp_trace_id
 from memtrace.loaders.otlp.spans import Span, read_spans
@@ -36,6 +37,7 @@ AfterLoad = Callable[[Database, list[str], list[tuple[str, str]] | None], None]
 Log = Callable[[str], None]
 IDLE_ATTRIBUTION_LOOK = 0.2  # seconds: how soon the attributing thread sees the loader stopped
 RETRY_ATTRIBUTION_SECONDS = 5.0
+PREPARING_THREADS = 4  # timelines whose appends are prepared at once (lookups, conversion)
 
 
 @dataclass(frozen=True)
@@ -135,19 +137,29 @@ class Ingester:
         new_cases: list[tuple[str, str]] = []
         writes: list[AppendWrite] = []
         loaded: list[Assembled] = []
+        # another receiver appends to the others now; their requests stay pending
+        mine = [timeline for timeline in found if timeline.trace_id in held]
+
+        def prepare(timeline: Timeline) -> tuple[AppendResult, AppendWrite | None] | InputError:
+            source = str(by_request[timeline.requests[0].trace_id].path)
+            try:
+                return prepare_append(
+                    db, timeline.trace_id, timeline.props, timeline.requests, source
+                )
+            except InputError as exc:
+                return exc
+
         try:
-            for timeline in found:
-                if timeline.trace_id not in held:
-                    continue  # another receiver appends to it now; these stay pending
+            # each preparation waits on a few lookups of its own timeline: overlap them
+            with ThreadPoolExecutor(PREPARING_THREADS, "memtrace-collect-prepare") as pool:
+                prepared = list(pool.map(prepare, mine))
+            for timeline, done in zip(mine, prepared, strict=True):
                 items = [by_request[request.trace_id] for request in timeline.requests]
-                try:
-                    result, write = prepare_append(
-                        db, timeline.trace_id, timeline.props, timeline.requests, str(items[0].path)
-                    )
-                except InputError as exc:
+                if isinstance(done, InputError):
                     for item in items:
-                        self._refuse(item, str(exc))
+                        self._refuse(item, str(done))
                     continue
+                result, write = done
                 writes += [write] if write is not None else []
                 loaded += items
                 appended.append(timeline.trace_id)
