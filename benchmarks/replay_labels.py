@@ -72,8 +72,11 @@ def planted(
     planted_labels = {
         (r.trace_id, r.case_id): (r.label_op, r.label_type) for r in injected.itertuples()
     }
+    # always blaming the answer op is right exactly where the planted label is a ResponseError
+    baseline = float((injected["label_type"] == "ResponseError").mean()) if len(injected) else 0.0
     return {
         "offline_vs_planted": _agreement(judged, planted_labels),
+        "answer_op_baseline_vs_planted": baseline,
         "offline_vs_executed": _agreement(judged, executed),
         "planted_labels": len(injected),
         "reproduced": len(same),

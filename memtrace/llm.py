@@ -10,7 +10,8 @@ Works with any OpenAI-compatible endpoint (``settings.llm``). What it adds to th
   answered once with the validation error and a request to fix it, then ``LLMError``;
 * bounded retries with exponential backoff (honouring ``Retry-After``) on 429, 5xx, timeouts and
   connection errors; other HTTP errors fail at once;
-* an on-disk cache keyed by model + the full request, so a re-run makes zero calls;
+* an on-disk cache keyed by endpoint (``base_url``) + model + the full request, so a re-run makes
+  zero calls and another server is never served this one's replies;
 * ``Usage`` accounting (calls, cache hits, tokens) that callers sum per case;
 * ``run_concurrently`` for many independent calls with a bounded number of threads.
 
@@ -466,12 +467,17 @@ class LLMClient:
             message = message.replace(self._key, "***")
         return LLMError(message, usage=Usage(calls=retries + 1))
 
+    def _cache_key(self, payload: dict[str, Any]) -> str:
+        # Two servers may serve one model name with different replies (a second scripted
+        # server, a re-deployed model): a reply is cached for the endpoint that gave it.
+        return ResponseCache.key({**payload, "base_url": self.base_url})
+
     def _cache_get(self, payload: dict[str, Any]) -> Any | None:
-        return self.cache.get(ResponseCache.key(payload)) if self.cache else None
+        return self.cache.get(self._cache_key(payload)) if self.cache else None
 
     def _cache_put(self, payload: dict[str, Any], value: Any) -> None:
         if self.cache:
-            self.cache.put(ResponseCache.key(payload), value)
+            self.cache.put(self._cache_key(payload), value)
 
 
 def _with_format(

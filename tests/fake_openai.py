@@ -37,6 +37,9 @@ from typing import Any
 
 import pytest
 
+from memtrace.systems.judge import judge_response, offline_verdict
+from memtrace.systems.text import content
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -383,3 +386,51 @@ class Mem0V2Replies:
             texts += [text for trigger, text in self.stale.items() if trigger in line]
         memories = [{"id": str(i), "text": t, "attributed_to": "user"} for i, t in enumerate(texts)]
         return Reply(json.dumps({"memory": memories}))
+
+
+class DroppingMem0Model(Mem0V2Replies):
+    """Issue 38's scripted model for the real Mem0 2.x run with the openai backend (its answer and
+    judge on this endpoint too).
+
+    Extraction: as ``Mem0V2Replies`` (each message one memory), except that every ``every``-th
+    fact-bearing extraction drops all its facts; extractions are numbered by the messages they
+    were asked about, in the order first asked, so a replay asking again gets the same reply
+    (``dropped``: the ``"<speaker>: <text>"`` lines whose facts were dropped). Answer (the
+    backend's ``Memories: ... Question: ...`` prompt): the first memory sharing a content word
+    with the question, as a weak answerer would. Judge: the offline rule (``offline_verdict``).
+    """
+
+    def __init__(self, every: int = 7, f1_threshold: float = 0.5) -> None:
+        super().__init__()
+        self.every = every
+        self.f1_threshold = f1_threshold
+        self.numbered: dict[str, int] = {}  # the New Messages section -> its number
+        self.dropped: list[str] = []
+
+    def __call__(self, body: dict[str, Any]) -> Reply | None:
+        messages = body.get("messages", [])
+        user = next((m["content"] for m in messages if m.get("role") == "user"), "")
+        if "## New Messages" in user:
+            new = user.split("## New Messages", 1)[1].split("\n## ", 1)[0]
+            said = [
+                line.removeprefix("user: ").strip()
+                for line in new.splitlines()
+                if line.startswith("user: ")
+            ]
+            if said and self.numbered.setdefault(new, len(self.numbered) + 1) % self.every == 0:
+                self.calls += 1
+                self.dropped += [line for line in said if line not in self.dropped]
+                return Reply(json.dumps({"memory": []}))
+            return super().__call__(body)
+        if user.startswith("Memories:") and "\nQuestion: " in user:
+            memories, question = user.removeprefix("Memories:").split("\nQuestion: ", 1)
+            asked = set(content(question.removesuffix("\nAnswer:")))
+            texts = [line.split("] ", 1)[-1] for line in memories.splitlines() if line[:3] == "- ["]
+            first = next((t for t in texts if asked & set(content(t))), "I don't know.")
+            return Reply(first)
+        if "\nGold answer: " in user and "\nGenerated answer: " in user:
+            gold = user.split("\nGold answer: ", 1)[1].split("\nGenerated answer: ", 1)[0]
+            prediction = user.split("\nGenerated answer: ", 1)[1]
+            correct, why = offline_verdict(gold, prediction, self.f1_threshold)
+            return Reply(judge_response(correct, why))
+        return None

@@ -79,7 +79,7 @@ PLANTED: tuple[Planted, ...] = (
         "Ana moved from Porto to Lisbon last month.",
         "UpdateError",
         "decide",
-        "I'm not sure where Ana lives.",
+        "I don't know.",
     ),
     Planted(
         "fw-3",
@@ -88,7 +88,7 @@ PLANTED: tuple[Planted, ...] = (
         "The spare key is under the blue flowerpot.",
         "DeletionError",
         "decide",
-        "No idea where the key is.",
+        "I don't know.",
         decided_for="I sold my old bike.",
     ),
     Planted(
@@ -98,7 +98,7 @@ PLANTED: tuple[Planted, ...] = (
         "I put the green bin out on Thursday evenings.",
         "RetrievalError",
         "retrieve",
-        "There is no note about rubbish.",
+        "I don't know.",
     ),
     Planted(
         "fw-5",
@@ -107,7 +107,7 @@ PLANTED: tuple[Planted, ...] = (
         "My gym membership renews on 1 June.",
         "RetrievalError",
         "retrieve",
-        "Nothing about a fitness club.",
+        "I don't know.",
     ),
     Planted(
         "fw-6",

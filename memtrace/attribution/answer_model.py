@@ -1,15 +1,16 @@
-"""Would the answer step have used the evidence, had it been in its context?
+"""Would *your* answer step have used the evidence, had it been in its context?
 
-Executed counterfactuals (``counterfactual.py``) showed where "the evidence was lost there, so
-that op is to blame" goes wrong: on the offline reference systems, restoring what an op lost
-rarely rescues the answer, because the answer step quotes the context items that best match the
-question, and the restored item would not be among them. A judge that cannot replay can still
-see how an *extractive* answer step selects: its prediction quotes some of its context items.
-When the items it quoted are exactly the ones with the highest idf-weighted overlap with the
-question (the lexical relevance the rest of attribution uses), that model of the step is
-trusted for this case and asked whether it would have quoted the restored item. An answer in
-its own words (a model's), or a selection the model does not reproduce, leaves the judge as it
-was: an answer step is then assumed to use the evidence it is given.
+The label assumes an ideal answer step (``counterfactual.py``): where the evidence was first lost
+is the fault, whatever the real answer step would have done with it. What the real one would
+have done is still worth saying beside the verdict ("rescued with your answerer"): on the
+offline reference systems restoring what an op lost rarely rescues the answer, because the
+answer step quotes the context items that best match the question, and the restored item would
+not be among them. A judge that cannot replay can still see how an *extractive* answer step
+selects: its prediction quotes some of its context items. When the items it quoted are exactly
+the ones with the highest idf-weighted overlap with the question (the lexical relevance the rest
+of attribution uses), that model of the step is trusted for this case and asked whether it
+would have quoted the restored item. An answer in its own words (a model's), or a selection the
+model does not reproduce, says nothing.
 """
 
 from __future__ import annotations

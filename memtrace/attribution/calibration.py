@@ -2,9 +2,10 @@
 
 An offline (or hybrid) verdict's confidence is the share of verdicts resting on the same thing
 that executed counterfactuals confirmed (``judges.CONFIDENCE``), measured on the natural
-failures of the reference systems in ``CALIBRATED_SYSTEMS`` (docs/attribution.md, "Reading
+failures of the reference systems in ``CALIBRATED_SYSTEMS`` against the label (the paper's:
+where what the answer needs was first lost, ``counterfactual.py``; docs/attribution.md, "Reading
 confidence"). On a system memtrace did not write it is a prior from those systems, not a rate:
-their answers fail with the evidence in hand, which another system's need not. A replay
+its trails read another system's memories and flow, which may hold the evidence otherwise. A replay
 verdict is an observation (the system ran again); an LLM judge's is its model's own figure.
 ``comparable`` says whether "below the review threshold" means "likely wrong" for a verdict,
 which is what the review queue's "low confidence" promises on every system.
@@ -26,8 +27,8 @@ SCALES: Final[dict[Scale, str]] = {
         f"systems' natural failures ({CALIBRATION_DOC})"
     ),
     "prior": (
-        "not calibrated on {system}: a prior from memtrace's reference systems (their answers "
-        "fail with the evidence in hand); measure it on yours with `memtrace bench natural "
+        "not calibrated on {system}: a prior from memtrace's reference systems (measured on "
+        "their memories and flow, not yours); measure it on yours with `memtrace bench natural "
         "--replayer` and `memtrace eval --labels replay` ({doc})"
     ),
     "model": "the LLM judge's own figure, not calibrated",

@@ -53,6 +53,12 @@ def unglue_dates(text: str) -> str:
     return _GLUED_DAY.sub(r"\1 \2", text)
 
 
+def without_dates(text: str) -> str:
+    """``text`` without its day-month-year dates ("13 April 2023"): those an answer step writes
+    beside a quoted memory say when it was stored, not what it holds."""
+    return _DAY_MONTH_YEAR.sub(" ", text)
+
+
 def is_dated(answer: str) -> bool:
     """Whether an answer names a month or a year (what the date phrases can match)."""
     return _DATED_ANSWER.search(answer) is not None

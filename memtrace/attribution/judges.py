@@ -25,26 +25,24 @@ from memtrace.taxonomy import ErrorType
 from memtrace.usage import Usage
 
 # What an offline verdict rests on, and how often executed counterfactuals confirmed a verdict
-# resting on it: its confidence. Measured on the natural failures (no planted fault) of the four
-# reference systems, LoCoMo conversations 1, 3, 5 (`benchmarks/judge_calibration.py`; checked on
-# 2, 4, 6; docs/attribution.md "Reading confidence"). There, answers fail with the evidence in
-# hand, and evidence lost at retrieval is rarely what a replay blames: where a repaired search
-# would rank it, which decides whether the answer uses it, is not in the trace.
+# resting on it: its confidence. Measured against the label (the paper's: where what the answer
+# needs was first lost, every later step ideal, the answer step included; counterfactual.py) on
+# the natural failures of the four reference systems, LoCoMo conversation 1, the cases whose
+# evidence holds the gold answer (`benchmarks/label_definitions.py`; docs/attribution.md
+# "Reading confidence"). Against the replay label before issue 38 (what the real answerer does)
+# a trail ending at a retrieval op was confirmed 1 time in 65: that label measured the lexical
+# answerers' weakness, not where the evidence was lost.
 Basis = Literal[
     "stale memory",  # the answer followed a memory the evidence contradicts (not yet observed)
     "evidence reached the answer",  # every sentence followed reached the answer's context
-    "restoring would not change the answer",  # lost, but the answer model would not use it
-    "lost in the store, answer modelled",  # and the answer model would use it back
-    "lost in the store, answer not modelled",  # an answer in its own words: unknown
+    "lost in store",  # a trail ends at a storing op (extraction, update, deletion)
     "lost at retrieval",  # stored and live, but not in the answer's context
 ]
 CONFIDENCE: Final[dict[Basis, float]] = {
-    "stale memory": 0.5,
-    "evidence reached the answer": 0.99,  # 418 of 419
-    "restoring would not change the answer": 0.98,  # 392 of 398
-    "lost in the store, answer modelled": 0.97,  # 89 of 91
-    "lost in the store, answer not modelled": 0.5,  # 27 of 52
-    "lost at retrieval": 0.02,  # 1 of 65
+    "stale memory": 0.5,  # none observed: a prior
+    "evidence reached the answer": 0.97,  # 135 of 139
+    "lost in store": 0.99,  # 92 of 93
+    "lost at retrieval": 0.91,  # 78 of 86
 }
 CONFIDENCE_PASSED = 0.9  # a candidate the evidence passed through (not a verdict)
 # A verdict resting on a trail the reader could not tell (a meaning similarity in its blind band,
@@ -52,8 +50,8 @@ CONFIDENCE_PASSED = 0.9  # a candidate the evidence passed through (not a verdic
 CONFIDENCE_UNSURE = 0.3
 # A verdict resting on no trail at all (no evidence message the trace holds, no message to find
 # one in): the answer is blamed because nothing else can be, which says nothing about it. Not
-# measured (there is nothing to replay against); below every measured basis but the retrieval
-# one, so the review queue takes it first.
+# measured (there is nothing to replay against); below every measured basis, so the review
+# queue takes it first.
 CONFIDENCE_NO_TRAIL = 0.1
 NO_TRAIL = (
     "no evidence trail could start (the case's evidence is in no message of the trace, and no "
@@ -79,9 +77,10 @@ class CaseView:
 
     @cached_property
     def unquoted(self) -> Selection | None:
-        """Set when restoring what was lost would not make the answer right: its step quotes the
-        context items that best match the question (``answer_model``, checked on this case),
-        and with the restored items those would still not hold the gold answer."""
+        """Set when restoring what was lost would not make *your* answer right: its step quotes
+        the context items that best match the question (``answer_model``, checked on this case),
+        and with the restored items those would still not hold the gold answer. Said beside the
+        verdict, never deciding it: the label's answer step is ideal (``counterfactual.py``)."""
         lost = self.lost
         found = selection(self.graph) if lost else None
         if found is None:
@@ -93,16 +92,6 @@ class CaseView:
             if rescues(found, anchor.question, back, " ".join(anchor.golden_answers))
             else found
         )
-
-    @cached_property
-    def modelled(self) -> bool:
-        """Whether the answer model explains this case's answer step (``answer_model``)."""
-        return selection(self.graph) is not None
-
-    @property
-    def decisive_lost(self) -> list[Trail]:
-        """The lost trails whose restoring could rescue the answer."""
-        return [] if self.unquoted is not None else self.lost
 
     @cached_property
     def stale(self) -> list[Stale]:
@@ -175,21 +164,17 @@ class OfflineJudge:
         if view.is_answer(candidate):
             if not view.trails:
                 return Check(True, True, "ResponseError", NO_TRAIL, CONFIDENCE_NO_TRAIL), Usage()
-            if view.decisive_lost:
+            if view.lost:  # the label's answer step is ideal: given the evidence, it is right
                 reason = (
                     "the context lacked evidence, so the answer could not be right: "
                     + followed(view.lost)
                 )
                 return Check(False, False, None, reason, CONFIDENCE_PASSED), Usage()
-            if view.unquoted is not None:
-                reason = f"{_unquoted(view.unquoted)}: {followed(view.lost)}"
-                basis: Basis = "restoring would not change the answer"
-                return Check(True, True, "ResponseError", reason, CONFIDENCE[basis]), Usage()
             reason = (
                 "the answer is wrong although the evidence followed did not stop before its "
                 f"context: {followed(view.trails)}"
             )
-            basis = "evidence reached the answer"
+            basis: Basis = "evidence reached the answer"
             return Check(True, True, "ResponseError", reason, CONFIDENCE[basis]), Usage()
         stopped = [t for t in view.lost if t.stop is not None and t.stop.id == candidate.op.id]
         if not stopped:
@@ -198,23 +183,18 @@ class OfflineJudge:
             ), Usage()
         others = [t for t in view.trails if t not in stopped]
         reason = followed(stopped) + (f"; also followed: {followed(others)}" if others else "")
-        if view.unquoted is not None:  # faulty, but restoring it would not change the answer
-            reason += f"; not decisive: {_unquoted(view.unquoted)}"
-            basis = "restoring would not change the answer"
-            return Check(True, False, stopped[0].error_type, reason, CONFIDENCE[basis]), Usage()
-        if stopped[0].error_type == "RetrievalError":
-            basis = "lost at retrieval"
-        elif view.modelled:
-            basis = "lost in the store, answer modelled"
-        else:
-            basis = "lost in the store, answer not modelled"
+        if view.unquoted is not None:  # what your answerer would do, beside the label
+            reason += f"; with your answerer: {_unquoted(view.unquoted)}"
+        basis = (
+            "lost at retrieval" if stopped[0].error_type == "RetrievalError" else "lost in store"
+        )
         return Check(True, True, stopped[0].error_type, reason, CONFIDENCE[basis]), Usage()
 
     def intact_after(self, view: CaseView, candidate: Candidate) -> tuple[bool, Usage]:
         if view.is_answer(candidate):
             return False, Usage()  # a failed case: the answer op's output is wrong
         seq = candidate.op.seq
-        intact = all(t.stop is None or t.stop.seq > seq for t in view.decisive_lost)
+        intact = all(t.stop is None or t.stop.seq > seq for t in view.lost)
         return intact and all(s.superseding.seq > seq for s in view.stale), Usage()
 
 

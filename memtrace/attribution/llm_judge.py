@@ -21,7 +21,7 @@ from memtrace.usage import Usage
 if TYPE_CHECKING:  # the judge is handed a client; it never opens a connection itself
     from memtrace.llm import LLMClient
 
-PROMPT_VERSION = "attribution-v2"
+PROMPT_VERSION = "attribution-v3"
 VIEW_BUDGET = 8000  # characters of the whole operation view
 CONTEXT_BUDGET = 400  # characters per evidence message
 
@@ -50,7 +50,10 @@ class CandidateCheck(BaseModel):
     """Reply to CHECK_PROMPT."""
 
     faulty: bool = Field(description="the op's output is wrong or insufficient for its role")
-    decisive: bool = Field(description="correcting this output alone would rescue the answer")
+    decisive: bool = Field(
+        description="correcting this output, later operations ideal (the answer step included), "
+        "would rescue the answer"
+    )
     error_type: ErrorType | None = Field(default=None, description="the type, when faulty")
     reason: str = Field(default="", description="one or two sentences citing the evidence")
     confidence: float = Field(default=DEFAULT_CONFIDENCE, ge=0.0, le=1.0)
@@ -73,7 +76,7 @@ class CandidateCheck(BaseModel):
 CHECK_PROMPT = PROMPTS.add(
     Prompt(
         "attribution-candidate-check-prompt",
-        1,
+        2,
         """Question: {question}
 Gold answer: {gold}
 Wrong prediction: {prediction}
@@ -85,7 +88,8 @@ Operation under review ({role}):
 {view}
 
 Is this operation's output faulty for its role, and would correcting it (earlier operations
-unchanged, later ones ideal) have produced a correct answer?""",
+unchanged, later ones ideal, the answer step included: given what the gold answer needs, it
+answers right) have produced a correct answer?""",
         inputs=("question", "gold", "prediction", "evidence", "role", "view"),
     )
 )

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from memtrace.attribution.dates import unglue_dates
+from memtrace.attribution.dates import unglue_dates, without_dates
 from memtrace.attribution.model import (
     Anchor,
     Candidate,
@@ -121,8 +121,44 @@ def _drops(sense: Sense, before: str, after: str) -> bool:
     return kept < 1.0 and containment(words, before) == 1.0
 
 
-def _extraction_stop(steps: Sequence[FlowStep], sense: Sense) -> tuple[OpRef | None, str]:
-    """The op where a never-stored sentence left the flow.
+def off_path(graph: CaseGraph) -> frozenset[str]:
+    """The ops of the evidence flow on a branch that never feeds the answer: their outputs flow
+    on, within the flow followed, yet none reaches a variable the answer reads or a memory (a
+    search may serve any memory): cognee's graph extraction, whose triplets go to the graph
+    beside the summaries the answer reads. An op whose outputs flow nowhere is not on such a
+    branch: an extraction that dropped everything writes an output nothing reads. Empty when
+    nothing of the flow reaches the answer or a memory (a flow cut short by its depth, a system
+    keeping no memory the graph knows): the path is not known."""
+    ends = {variable for variable, _ in graph.context} | {m.id for m in graph.memories}
+    sources: dict[str, set[str]] = {}
+    outputs: dict[str, set[str]] = {}
+    for step in graph.flow:
+        sources.setdefault(step.target_id, set()).add(step.source_id)
+        outputs.setdefault(step.op.id, set()).add(step.target_id)
+    reaching, todo = set(ends), list(ends)
+    while todo:
+        for source in sources.get(todo.pop(), ()):
+            if source not in reaching:
+                reaching.add(source)
+                todo.append(source)
+    read = {step.source_id for step in graph.flow}
+    if not any(written & reaching for written in outputs.values()):
+        return frozenset()
+    return frozenset(
+        op for op, written in outputs.items() if written & read and not written & reaching
+    )
+
+
+def _on_path(ops: Sequence[OpRef], off: frozenset[str]) -> list[OpRef]:
+    """``ops`` but those on a branch that never feeds the answer (``off_path``)."""
+    return [op for op in ops if op.id not in off]
+
+
+def _extraction_stop(
+    steps: Sequence[FlowStep], sense: Sense, off: frozenset[str]
+) -> tuple[OpRef | None, str]:
+    """The op where a never-stored sentence left the flow, off no branch that never feeds the
+    answer (``off_path``).
 
     The first extraction op whose outputs lack the sentence; else the first op that received a
     holder but passed none on; else the first op that read the message.
@@ -130,7 +166,7 @@ def _extraction_stop(steps: Sequence[FlowStep], sense: Sense) -> tuple[OpRef | N
     by_op: dict[str, list[FlowStep]] = {}
     for step in sorted(steps, key=lambda s: (s.op.seq, s.step)):
         by_op.setdefault(step.op.id, []).append(step)
-    ops = [group[0].op for group in by_op.values()]
+    ops = _on_path([group[0].op for group in by_op.values()], off)
     holding = {s.target_id for s in steps if sense.holds([s.target_value])}
     for op in ops:
         outputs = [s.target_value for s in by_op[op.id]]
@@ -250,7 +286,7 @@ def _trace_sentence(graph: CaseGraph, evidence: Evidence, sense: Sense) -> Trail
         op, error_type, detail = min(losses, key=lambda loss: loss[0].seq)
         return Trail(evidence.id, sentence, "lost", op, error_type, detail, held, sure=sure)
     steps = [s for s in graph.flow if s.message_id == evidence.id]
-    stop, why = _extraction_stop(steps, sense)
+    stop, why = _extraction_stop(steps, sense, off_path(graph))
     # an update decision that received the new fact and stored nothing holding it (a model
     # call whose decision a memory span applied, loaders/otlp/frameworks.py) lost it updating
     error_type = _LOSING_KIND_TYPES.get(stop.kind, "ExtractionError") if stop else "ExtractionError"
@@ -341,7 +377,7 @@ def stale_memories(graph: CaseGraph, trails: Sequence[Trail]) -> list[Stale]:
     if not anchor.prediction or anchor.failed is False:
         return []
     asked = content_words(anchor.question)
-    said = content_words(anchor.prediction) - asked
+    said = content_words(without_dates(anchor.prediction)) - asked
     gold = frozenset().union(*(content_words(a) for a in anchor.golden_answers))
     if not said:
         return []
@@ -392,10 +428,11 @@ SUSPECT_ROLES = frozenset({"reads_evidence", "deletes", "retrieval", "answer"})
 def candidates(graph: CaseGraph, trails: Sequence[Trail]) -> list[Candidate]:
     """Ops that could be the earliest decisive fault, in execution order.
 
-    From ``candidates.cypher``: the ops that read an evidence message (the extraction ones, when
-    there are any), ops deleting a trail variable, the case's retrieval op(s) and the answer op;
-    plus every op where a lexical trail stops and every op that left a stale memory beside the
-    newer one. Ops that only passed the evidence on are left out.
+    From ``candidates.cypher``: the ops that read an evidence message, but those on a branch that
+    never feeds the answer (``off_path``; the extraction ones, when there are any), ops deleting
+    a trail variable, the case's retrieval op(s) and the answer op; plus every op where a lexical
+    trail stops and every op that left a stale memory beside the newer one. Ops that only passed
+    the evidence on are left out.
     """
     found: dict[str, tuple[OpRef, str, set[str]]] = {}
 
@@ -406,7 +443,10 @@ def candidates(graph: CaseGraph, trails: Sequence[Trail]) -> list[Candidate]:
         if message_id:
             entry[2].add(message_id)
 
-    readers = [op for op, role in graph.candidate_ops if role == "reads_evidence"]
+    # a reader on a branch that never feeds the answer is no suspect
+    readers = _on_path(
+        [op for op, role in graph.candidate_ops if role == "reads_evidence"], off_path(graph)
+    )
     extractors = [op for op in readers if op.kind == "extraction"] or readers
     for op, role in graph.candidate_ops:
         if role in SUSPECT_ROLES and (role != "reads_evidence" or op in extractors):

@@ -3,8 +3,11 @@
 Per conversation: run the system traced, load the trace, take each failed case's Cypher
 candidates and replay it with repairs (the replay judge); the executed label goes into the
 trace's case record as a label of source ``replay`` and the trace is loaded again, so
-``memtrace eval --labels replay`` scores any judge against it. Cases with no single decisive op
-are kept (counted, no label). ``natural_labels`` does the same for traces already written, of
+``memtrace eval --labels replay`` scores any judge against it. The label is the paper's (the
+earliest op whose repair, every later step ideal, the answer step included, puts the evidence
+into the answer's context: ``counterfactual.py``); what the real answerer does with the repairs
+is counted beside it (``by_type_with_your_answerer``). Cases with no single decisive op are kept
+(counted, no label). ``natural_labels`` does the same for traces already written, of
 a system of your own (its replayer: docs/replay.md), into copies of the files.
 """
 
@@ -45,7 +48,9 @@ class NaturalReport:
     cases: int = 0
     failed: int = 0
     labeled: Counter[str] = field(default_factory=Counter)  # error type -> cases
-    no_single: int = 0
+    no_single: int = 0  # no label: the repairs interact, or none restores the evidence
+    unrestored: int = 0  # of those: no repair of the candidates restores the evidence
+    answerer: Counter[str] = field(default_factory=Counter)  # your answerer's label -> cases
     errors: int = 0
     replays: list[int] = field(default_factory=list)  # per labelled case
     candidates: list[int] = field(default_factory=list)  # per labelled case (answer op included)
@@ -68,6 +73,8 @@ class NaturalReport:
             "labeled": sum(self.labeled.values()),
             "by_type": dict(sorted(self.labeled.items())),
             "no_single_decisive": self.no_single,
+            "unrestored": self.unrestored,
+            "by_type_with_your_answerer": dict(sorted(self.answerer.items())),
             "errors": self.errors,
             "replays_median": statistics.median(replays) if replays else 0.0,
             "replays_p95": pct(0.95),
@@ -180,8 +187,11 @@ def _label(
             report.errors += 1
             continue
         outcome = json.loads(verdict.replay_outcomes or "{}")
+        yours = outcome.get("with_your_answerer") or {}
+        report.answerer[yours.get("error_type") or "no single op"] += 1
         if verdict.op_id is None or verdict.error_type is None:
             report.no_single += 1
+            report.unrestored += outcome.get("status") == "unrestored"
         else:
             report.labeled[verdict.error_type] += 1
             labels[verdict.case_id] = label(
@@ -194,6 +204,8 @@ def _label(
                 decisive_alone=next(
                     (c["alone"] for c in outcome["candidates"] if c["decisive"]), None
                 ),
+                with_your_answerer=yours.get("error_type"),
+                rescued_at=yours.get("op_id"),
             )
         report.replays.append(verdict.replays)
         report.candidates.append(len(outcome.get("candidates", [])) + 1)

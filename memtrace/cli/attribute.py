@@ -411,15 +411,24 @@ def _explain_tree(analysis: Analysis, system: str | None) -> Tree:
 
 
 def _replay_tree(outcomes: dict[str, Any]) -> Tree:
-    """The replay judge's executed counterfactuals, one line per candidate."""
+    """The replay judge's executed counterfactuals, one line per candidate: whether its repair
+    (with the later ones) puts the evidence into the answer's context (the label's question),
+    and what your answerer then does (rescued with your answerer)."""
     node = Tree(f"[bold]replays[/] ({outcomes['replays']}; {outcomes['status']})")
+    yours = outcomes.get("with_your_answerer")
+    if yours:
+        where = f"{yours['error_type']} at {yours['op_id']}" if yours["op_id"] else "no single op"
+        node.add(f"[bold]with your answerer[/]: {where} ({yours['status']})")
     for c in outcomes["candidates"]:
+        reach = {True: "evidence in context", False: "evidence not in context", None: "not run"}
         downstream = {True: "rescued", False: "still wrong", None: "not run"}[c["downstream"]]
         alone = "rescued" if c["alone"] else "still wrong"
         mark = " [bold]decisive[/]" if c["decisive"] else ""
+        mark += " [bold]rescues your answer[/]" if c.get("rescued") else ""
         changed = escape(c["changed"]) if c["changed"] else "repair changed nothing"
         node.add(
-            f"{c['op_id']}{mark}: with later ones repaired {downstream}; alone {alone}; {changed}"
+            f"{c['op_id']}{mark}: with later ones repaired {reach[c.get('context')]}, your "
+            f"answerer {downstream}; alone {alone}; {changed}"
         )
     return node
 

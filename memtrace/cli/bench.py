@@ -159,10 +159,16 @@ def natural_command(
         return
     table = Table(title=f"natural failures of {report.system}, labelled by replay ({out})")
     table.add_column("error type")
-    table.add_column("cases", justify="right")
-    for kind, n in summary["by_type"].items():
-        table.add_row(kind, str(n))
-    table.add_row("no single decisive op", str(summary["no_single_decisive"]))
+    table.add_column("label (ideal answer step)", justify="right")
+    table.add_column("rescued with your answerer", justify="right")
+    yours = summary["by_type_with_your_answerer"]
+    for kind in sorted({*summary["by_type"], *yours} - {"no single op"}):
+        table.add_row(kind, str(summary["by_type"].get(kind, 0)), str(yours.get(kind, 0)))
+    table.add_row(
+        "no single decisive op",
+        str(summary["no_single_decisive"]),
+        str(yours.get("no single op", 0)),
+    )
     console.print(table)
     console.print(
         f"{summary['failed']} of {summary['cases']} cases failed; {summary['labeled']} labelled "

@@ -75,7 +75,12 @@ def render_accuracy(console: Console, report: RunReport) -> None:
 @click.command("run")
 @click.argument("system", type=click.Choice(sorted(SYSTEMS)))
 @click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False))
-@click.option("--backend", type=click.Choice(list(BACKENDS)), default="offline", show_default=True)
+@click.option(
+    "--backend",
+    type=click.Choice(list(BACKENDS)),
+    help="The answer and judge [the system's: offline; openai for a system that needs an "
+    "endpoint (mem0-lib), so the endpoint given answers too].",
+)
 @click.option(
     "--retriever",
     type=click.Choice(list(RANKERS)),
@@ -119,7 +124,7 @@ def run_command(
     sessions: str | None,
     questions: int | None,
     out: Path,
-    backend: str,
+    backend: str | None,
     retriever: str,
     embedding_model: str | None,
     deterministic: bool,
@@ -134,6 +139,7 @@ def run_command(
     config = read_config(prompts_file, params_file)
     console = make_console(stderr=as_json)
     with Progress(console=console, transient=True) as progress:
+        backend = backend or SYSTEMS[system].default_backend
         task = progress.add_task(f"{system} ({backend})", total=len(convs))
         report = run_system(
             system,

@@ -25,6 +25,7 @@ from memtrace.loaders.models import (
     CaseRecord,
     EdgeRecord,
     OperationRecord,
+    TraceRecord,
     VariableRecord,
 )
 from memtrace.taxonomy import Kind
@@ -33,6 +34,9 @@ Level = Literal["error", "warning"]
 EXAMPLES = 3  # ids named per finding
 STORING: Final[frozenset[Kind]] = frozenset({"extraction", "update", "embedding"})
 NOT_MEMORY = frozenset({"prompt"})  # prompts are read by retrieval ops but are no memory
+# trace metadata a reader sets when an instrumentation wrote spans without the content it can
+# record: [{"instrumentation": name, "spans": count, "how": what turns it on}]
+CONTENT_OFF: Final = "content_off"
 ANSWER_RULE = (
     "an operation whose name says answer / generate / respond / question-answering, or "
     "category='generation'"
@@ -108,6 +112,7 @@ class TraceFacts:
     # records appended to a timeline: a request without a case is one of its messages, and
     # what earlier requests stored are memories (``TraceChecker.observe_earlier``)
     timeline: bool = False
+    content_off: list[dict[str, object]] = field(default_factory=list)  # ``CONTENT_OFF``
 
     def memory_categories(self) -> set[str]:
         """Attribution's memory categories (``memories.cypher``)."""
@@ -166,6 +171,10 @@ class TraceChecker:
                 facts.sourced[target] = None
         elif isinstance(record, EdgeRecord):
             facts.sourced[record.target] = None
+        elif isinstance(record, TraceRecord):
+            off = record.metadata.get(CONTENT_OFF)
+            if isinstance(off, list):
+                facts.content_off = [item for item in off if isinstance(item, dict)]
         elif isinstance(record, CaseRecord):
             facts.cases.append(
                 _Case(
@@ -306,7 +315,8 @@ def answer_reads_question(facts: TraceFacts) -> list[Finding]:
                 "operation of kind generation reads the question or writes the prediction"
                 f"{writers}. These cases cannot be attributed ('no answer operation reads its "
                 "question')",
-                "read(question) inside the operation that writes the answer, and make it "
+                _content_fix(facts)
+                or "read(question) inside the operation that writes the answer, and make it "
                 + ANSWER_RULE,
                 _examples(unanswered),
             )
@@ -326,6 +336,37 @@ def answer_reads_question(facts: TraceFacts) -> list[Finding]:
             )
         )
     return found
+
+
+def content_not_captured(facts: TraceFacts) -> list[Finding]:
+    """Spans an instrumentation wrote without their content: no trail starts or passes there,
+    and what fixes it is the instrumentation's own switch, not how the app is traced."""
+    found = []
+    for off in facts.content_off:
+        spans = int(str(off.get("spans", 0)))
+        found.append(
+            Finding(
+                "content-not-captured",
+                "error" if not facts.answer_reads and not facts.answer_writes else "warning",
+                spans,
+                f"{spans} {'span' if spans == 1 else 'spans'} written by "
+                f"{off.get('instrumentation')} {'carries' if spans == 1 else 'carry'} no content "
+                "(a model call without its messages or reply, a memory "
+                "operation without its records): memtrace cannot see what they read or wrote, "
+                "so no trail can start or pass there",
+                f"turn content capture on: {off.get('how')}",
+            )
+        )
+    return found
+
+
+def _content_fix(facts: TraceFacts) -> str:
+    """The fix of a finding caused by content an instrumentation left out, or ''."""
+    if not facts.content_off:
+        return ""
+    return "the spans carry no content; turn content capture on: " + "; ".join(
+        str(off.get("how")) for off in facts.content_off
+    )
 
 
 def retrieval_reads_question(facts: TraceFacts) -> list[Finding]:
@@ -525,6 +566,7 @@ def memories_without_producer(facts: TraceFacts) -> list[Finding]:
 CHECKS: Final[tuple[Callable[[TraceFacts], list[Finding]], ...]] = (
     no_cases,
     unscored_cases,
+    content_not_captured,
     answer_reads_question,
     retrieval_reads_question,
     cases_without_gold,

@@ -63,12 +63,14 @@ def still_lost_at(result: QuestionResult) -> str | None:
 @dataclass(frozen=True, slots=True)
 class CaseReplay:
     """One case answered again: judged correct or not, the answer, what the repairs changed
-    (op ids are the original trace's)."""
+    (op ids are the original trace's), and whether the evidence the gold answer needs reached
+    the answer's context (None when the case's evidence does not hold its gold answer)."""
 
     case_id: str
     passed: bool
     prediction: str
     repaired: tuple[Repaired, ...] = ()
+    context: bool | None = None
 
 
 class TraceReplayer:
@@ -197,7 +199,8 @@ class TraceReplayer:
             Repaired(r.step, by_step.get(r.step, ""), r.detail, r.error_type)
             for r in system.run_state.repaired
         )
-        return CaseReplay(case_id, result.passed, result.prediction, changes)
+        reached = not result.missing if result.keys else None
+        return CaseReplay(case_id, result.passed, result.prediction, changes, reached)
 
     # -- class what-ifs: the repairs of many cases at once ---------------------------------
     def recorded(self) -> Mapping[str, bool]:

@@ -9,7 +9,10 @@ Two things make a system replayable:
    repaired step (its own oracle: it knows what a correct extraction or retrieval is for that
    case), judges the answer and returns ``Replayed(passed, prediction, changed)``, ``changed``
    saying per step what the repair changed (a 2-tuple ``(passed, prediction)`` is accepted too,
-   but then memtrace can only say that the step was repaired).
+   but then memtrace can only say that the step was repaired). ``context`` says whether what
+   the gold answer needs reached the answer's context: the executed label asks exactly that
+   (an ideal answer step, ``memtrace.attribution.counterfactual``); left None, the label reads
+   your answer instead.
 
 memtrace finds that object through a factory ``(ReplayTrace) -> ReplayableSystem``: named on the
 command line (``--replayer module:attr``) or registered by the system's name in the entry point
@@ -47,6 +50,7 @@ class Replayed:
     passed: bool
     prediction: str
     changed: Mapping[str, str] = field(default_factory=dict)
+    context: bool | None = None  # the evidence reached the answer's context (None: not known)
 
 
 class ReplayableSystem(Protocol):
@@ -137,7 +141,7 @@ class SystemReplayer:
             raise NotReplayableError(f"{name}.replay({case_id!r}) failed: {exc!r}") from exc
         answer = _replayed(raw)
         changes = self._changes(steps, answer, isinstance(raw, Replayed))
-        return CaseReplay(case_id, answer.passed, answer.prediction, changes)
+        return CaseReplay(case_id, answer.passed, answer.prediction, changes, answer.context)
 
     def _steps(self, repaired: Collection[str]) -> dict[str, str]:
         """Op id -> step of the ops ``repaired`` a replay re-runs (an answer op without a step

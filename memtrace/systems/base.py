@@ -122,6 +122,9 @@ class System(ABC):
     answer_op: ClassVar[str] = "question-answering"
     # runs only with an OpenAI-compatible endpoint (no offline backend of its own)
     needs_endpoint: ClassVar[bool] = False
+    # the backend (answer and judge) a run takes unless told: a system that needs an endpoint
+    # answers with it too, so a run given an endpoint reaches it for every call
+    default_backend: ClassVar[str] = "offline"
     # The Params fields the system reads (answering and judging read these two): an unguided
     # optimizer moves those of them that have a range. A test checks them against a traced run.
     parameters: ClassVar[tuple[str, ...]] = ("answer_items", "judge_f1_threshold")
@@ -345,7 +348,7 @@ class System(ABC):
                 query, case_id, question, context, context_var
             )
             passed = self.judge(query, question, case_id, prediction_var, prediction)
-        in_context = {k for item in context for k in item.sources}
+        in_context = self.in_context(context, found.keys, turns)
         case(
             id=case_id,
             query=query.id,
@@ -366,6 +369,13 @@ class System(ABC):
             missing={k: self.where_lost(k, search_op) for k in found.keys if k not in in_context},
             qa_op=qa_op,
         )
+
+    def in_context(
+        self, context: Sequence[Item], keys: Sequence[str], turns: Mapping[str, Turn]
+    ) -> set[str]:
+        """The key sentences (``D1:3#0``) the answer's context holds: by the provenance of its
+        items (a system that keeps none reads their text instead)."""
+        return {k for item in context for k in item.sources}
 
     def answer(
         self, query: Var, case_id: str, question: Question, context: list[Item], context_var: Var

@@ -48,9 +48,10 @@ import tempfile
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from types import SimpleNamespace
@@ -132,6 +133,7 @@ def import_mem0(home: Path) -> Any:
     mem0.memory.telemetry.MEM0_TELEMETRY = False
     mem0.memory.main.MEM0_TELEMETRY = False
     mem0.memory.main.uuid = MEMORY_IDS
+    OBSERVATION_DATES.stand_in(mem0.memory.main)
     return mem0.Memory
 
 
@@ -164,6 +166,52 @@ class MemoryIds:
 MEMORY_IDS: Final = MemoryIds()
 
 
+class ObservationDates:
+    """Stands in for ``generate_additive_extraction_prompt`` inside ``mem0.memory.main`` (2.x;
+    1.0.x has no such prompt). Its ``Observation Date`` is the only anchor the model may resolve
+    "yesterday" against; Mem0's open-source ``add()`` takes no timestamp (the platform's does),
+    so it would be the day of the run. While a ``Mem0LibSystem`` adds a message (``observed``,
+    inside ``MEMORY_IDS.drawn_from``: one add() at a time), it is the message's session date,
+    as Mem0 sees it in production."""
+
+    def __init__(self) -> None:
+        self._build: Callable[..., Any] | None = None
+        self._date: str | None = None
+
+    def stand_in(self, module: Any) -> None:
+        build = getattr(module, "generate_additive_extraction_prompt", None)
+        if build is None or build is self:
+            return
+        self._build = build
+        module.generate_additive_extraction_prompt = self
+
+    @contextmanager
+    def observed(self, date: str) -> Iterator[None]:
+        self._date = iso_date(date)
+        try:
+            yield
+        finally:
+            self._date = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        assert self._build is not None  # only ever called where it stands in
+        if self._date is not None and kwargs.get("timestamp") is None:
+            kwargs["timestamp"] = self._date
+        return self._build(*args, **kwargs)
+
+
+OBSERVATION_DATES: Final = ObservationDates()
+
+
+def iso_date(date: str) -> str:
+    """A session's date (``8 May 2023``, ``base.session_date``) as Mem0's prompt examples write
+    an observation date (``2023-05-08``); a date in another form is passed as it is."""
+    try:
+        return datetime.strptime(date, "%d %B %Y").date().isoformat()
+    except ValueError:
+        return date
+
+
 class Mem0LibSystem(System):
     name = "mem0-lib"
     # top_k: the search's; search_threshold: its least similarity (mem0ai 2.x only)
@@ -174,6 +222,7 @@ class Mem0LibSystem(System):
     replay_snapshots: ClassVar[bool] = False  # the memory is in Mem0's store: rebuilt per replay
     replay_needs_calls: ClassVar[bool] = True
     needs_endpoint = True  # Mem0's LLM and embedder; faults cannot be planted (Mem0 is not ours)
+    default_backend = "openai"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -226,7 +275,11 @@ class Mem0LibSystem(System):
         self.user = self.run_state.sample_id or "locomo"
         self.said[turn.dia_id] = turn
         self._turn, self._calls, self._facts, self._unhashed = turn, 0, [], {}
-        with self.traced.inputs(message), MEMORY_IDS.drawn_from(self._memory_id):
+        with (
+            self.traced.inputs(message),
+            MEMORY_IDS.drawn_from(self._memory_id),
+            OBSERVATION_DATES.observed(date),
+        ):
             added = self.memory.add(
                 [{"role": "user", "content": f"{turn.speaker}: {turn.text}"}],
                 user_id=self.user,
@@ -264,7 +317,13 @@ class Mem0LibSystem(System):
         search = self.traced.last_search
         memories = self.traced.memories  # empty while tracing is off
         items = [
-            Item(str(r["id"]), str(r["memory"]), "", frozenset(), memories.get(str(r["id"]), OFF))
+            Item(
+                str(r["id"]),
+                str(r["memory"]),
+                _date(r),
+                frozenset(),
+                memories.get(str(r["id"]), OFF),
+            )
             for r in found.get("results", [])
         ]
         step = f"search:{case_id}"
@@ -277,6 +336,18 @@ class Mem0LibSystem(System):
 
     def where_lost(self, key: str, search_op: str) -> Loss | None:
         return None  # Mem0 keeps no provenance of message sentences: attribution finds out
+
+    def in_context(
+        self, context: Sequence[Item], keys: Sequence[str], turns: Mapping[str, Turn]
+    ) -> set[str]:
+        """Mem0 keeps no provenance: a key sentence is in the context when a memory there holds
+        it, read as the repairs read facts and memories."""
+        return {
+            key
+            for key in keys
+            if (said := _sentence(key, turns)) is not None
+            and any(self.reads(said, item.text) for item in context)
+        }
 
     # -- replays: model calls served from the trace, repairs --------------------------------
     def _model(self, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -331,12 +402,9 @@ class Mem0LibSystem(System):
         """The repair's evidence sentences as (key, text), of message ``only`` if given."""
         found = []
         for key in sorted(self.repair_sources()):
-            dia_id, _, index = key.rpartition("#")
-            turn = self.said.get(dia_id)
-            if turn is None or (only is not None and dia_id != only):
-                continue
-            parts = sentences(turn.text) or [turn.text]
-            found.append((key, parts[int(index)] if int(index) < len(parts) else turn.text))
+            said = _sentence(key, self.said)
+            if said is not None and (only is None or key.rpartition("#")[0] == only):
+                found.append((key, said))
         return found
 
     @cached_property
@@ -455,7 +523,7 @@ class Mem0LibSystem(System):
                 found = next((m for m in others if self.reads(said, str(m["memory"]))), None)
                 if found is not None and found not in chosen:
                     chosen.append(found)
-        return [Item(str(m["id"]), str(m["memory"]), "", frozenset(), OFF) for m in chosen]
+        return [Item(str(m["id"]), str(m["memory"]), _date(m), frozenset(), OFF) for m in chosen]
 
     def repair_ranked_search(self, items: list[Item], question: Question) -> list[Item]:
         """2.x: the results plus a live memory holding each evidence sentence they lack, each
@@ -512,6 +580,24 @@ PIPELINE_REPAIRS: Final[dict[str, PipelineRepairs]] = {
         keeps_duplicates=True,
     ),
 }
+
+
+def _sentence(key: str, turns: Mapping[str, Turn]) -> str | None:
+    """The evidence sentence a key names (``D1:3#0``: sentence 0 of message D1:3; the whole
+    message when it has no such sentence), None when the message was not said."""
+    dia_id, _, index = key.rpartition("#")
+    turn = turns.get(dia_id)
+    if turn is None:
+        return None
+    parts = sentences(turn.text) or [turn.text]
+    return parts[int(index)] if int(index) < len(parts) else turn.text
+
+
+def _date(result: Mapping[str, Any]) -> str:
+    """The session date a memory was stored on (the metadata ``ingest`` gives each add()): the
+    date the answer prompt promises beside each memory."""
+    metadata = result.get("metadata")
+    return str(metadata.get("date") or "") if isinstance(metadata, Mapping) else ""
 
 
 def _listed(reply: dict[str, Any], key: str) -> list[Any]:

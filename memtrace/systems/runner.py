@@ -13,7 +13,7 @@ from memtrace.systems.base import System
 from memtrace.systems.core import ConversationRun
 from memtrace.systems.locomo import Conversation
 from memtrace.systems.params import Params
-from memtrace.systems.registry import make_backend, make_ranker, make_system
+from memtrace.systems.registry import SYSTEMS, make_backend, make_ranker, make_system
 from memtrace.tracing import Clock, SimClock, WallClock, trace
 
 
@@ -70,7 +70,7 @@ def run_system(
     conversations: Sequence[Conversation],
     out: Path,
     *,
-    backend: str = "offline",
+    backend: str | None = None,
     retriever: str = "bm25",
     embedding_model: str | None = None,
     deterministic: bool = False,
@@ -80,11 +80,12 @@ def run_system(
     prompts: Mapping[str, Prompt] | None = None,
     params: Params | None = None,
 ) -> RunReport:
-    """``settings`` are needed by the backends and rankers that call an endpoint."""
+    """``settings`` are needed by the backends and rankers that call an endpoint; ``backend``
+    defaults to the system's (``System.default_backend``)."""
     report = RunReport(name)
     system = make_system(
         name,
-        make_backend(backend, settings),
+        make_backend(backend or SYSTEMS[name].default_backend, settings),
         ranker=make_ranker(retriever, settings, embedding_model),
         prompts=prompts,
         params=params,

@@ -56,7 +56,7 @@ def traced(db: Database, run_id: str, tmp_path: Path) -> Iterator[str]:
 
 def run_and_attribute(run_id: str, out: Path, trace_id: str) -> dict[str, dict[str, str]]:
     summary = cli_json(
-        "run", "mem0-lib", "--out", str(out), "--conversations", "1",
+        "run", "mem0-lib", "--out", str(out), "--conversations", "1", "--backend", "offline",
         "--trace-prefix", f"{run_id}-", "--deterministic", "--load", "--json",
     )  # fmt: skip
     assert summary["loaded"] == [trace_id]

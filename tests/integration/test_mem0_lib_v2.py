@@ -53,7 +53,7 @@ def traced(db: Database, run_id: str) -> Iterator[str]:
 
 def run(run_id: str, out: Path, trace_id: str, *extra: str) -> None:
     summary = cli_json(
-        "run", "mem0-lib", "--out", str(out), "--conversations", "1",
+        "run", "mem0-lib", "--out", str(out), "--conversations", "1", "--backend", "offline",
         "--trace-prefix", f"{run_id}-", "--deterministic", "--load", "--json", *extra,
     )  # fmt: skip
     assert summary["loaded"] == [trace_id]

@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import FakeOpenAI, Mem0V2Replies, Reply, fake_openai_fixture  # noqa: F401
+from fake_openai import (  # noqa: F401
+    DroppingMem0Model,
+    FakeOpenAI,
+    Mem0V2Replies,
+    Reply,
+    fake_openai_fixture,
+)
 from mem0_lib_helpers import (
     cli_json,
     recorded_calls,
@@ -32,6 +38,7 @@ from memtrace.admin import delete_trace
 from memtrace.db import Database
 from memtrace.replay import make_replayer, read_native
 from memtrace.settings import load_settings
+from memtrace.systems.locomo import SAMPLE_PATH, load_locomo
 from memtrace.systems.params import Params
 from memtrace.systems.prompts import DEFAULTS, MEM0_CUSTOM_INSTRUCTIONS, QUESTION_ANSWERING
 
@@ -161,7 +168,7 @@ def test_the_replay_judge_reproduces_the_planted_labels(
     endpoint.drop.add("5k race")
     fake_openai.hidden.add("Kyoto")
     summary = cli_json(
-        "run", "mem0-lib", "--out", str(tmp_path), "--conversations", "1",
+        "run", "mem0-lib", "--out", str(tmp_path), "--conversations", "1", "--backend", "offline",
         "--trace-prefix", f"{run_id}-", "--deterministic", "--load", "--json",
     )  # fmt: skip
     assert summary["loaded"] == [traced]
@@ -184,6 +191,59 @@ def test_the_replay_judge_reproduces_the_planted_labels(
         assert verdict["error_type"] == error_type, (case, replayed[case])
         assert verdict["op_id"] == offline[case]["op_id"]
         assert replayed[case]["replays"] >= 1
+
+
+def test_dropped_facts_are_extraction_errors_though_the_answerer_stays_weak(
+    db: Database,
+    fake_openai: FakeOpenAI,
+    monkeypatch: pytest.MonkeyPatch,
+    traced: str,
+    run_id: str,
+    tmp_path: Path,
+) -> None:
+    # issue 38: the model drops every fact of every 3rd extraction (here D1:3 and D4:3 among
+    # them) and answers with the first memory sharing a word with the question; `run mem0-lib`
+    # answers and judges on the endpoint it is given (no --backend)
+    model = DroppingMem0Model(every=3)
+    fake_openai.responder = model
+    use_endpoint(fake_openai, monkeypatch)
+    summary = cli_json(
+        "run", "mem0-lib", "--out", str(tmp_path), "--conversations", "1",
+        "--trace-prefix", f"{run_id}-", "--deterministic", "--load", "--json",
+    )  # fmt: skip
+    assert summary["loaded"] == [traced]
+    bodies = [r.body for r in fake_openai.chat_requests]
+    answers = [b for b in bodies if str(b["messages"][-1]["content"]).startswith("Memories:")]
+    assert len(answers) == 11  # every question answered on the endpoint
+    # each memory is shown with the session date it was stored on, as the prompt promises
+    shown = [
+        line
+        for b in answers
+        for line in str(b["messages"][-1]["content"]).splitlines()
+        if line.startswith("- [")
+    ]
+    assert shown and all(re.match(r"- \[\d{1,2} [A-Z][a-z]+ 2023\] \S", line) for line in shown)
+    # the extraction sees the message's session date as its observation date
+    observed = {
+        section(b, "Observation Date").strip()
+        for b in bodies
+        if BISCUIT in section(b, "New Messages")
+    }
+    assert observed == {"2023-04-13"}
+    conv = load_locomo(SAMPLE_PATH)[0]
+    said = {f"{t.speaker}: {t.text}": t.dia_id for s in conv.sessions for t in s.turns}
+    dropped = {said[line] for line in model.dropped}
+    assert {"D1:3", "D4:3"} <= dropped
+    records = cli_json("attribute", "--trace", traced, "--judge", "replay", "--no-write", "--json")
+    steps = make_replayer(read_native(Path(summary["traces"][0])), load_settings()).steps()
+    evidence = {f"locomo-qa-1-{q.number}": set(q.evidence) for q in conv.questions}
+    lost = {r["case_id"]: r for r in records if evidence[r["case_id"]] & dropped}
+    assert set(lost) == {"locomo-qa-1-1", "locomo-qa-1-2", "locomo-qa-1-9"}
+    for case, record in lost.items():
+        verdict = record["error_attribution_result"]
+        (message,) = evidence[case]
+        assert verdict["error_type"] == "ExtractionError", (case, record)
+        assert steps[verdict["op_id"]] == f"extract:{message}"
 
 
 # -- `memtrace optimize mem0-lib --mode prompts` on 2.x ------------------------------------------

@@ -120,6 +120,8 @@ def test_framework_planted_failures_are_attributed(
         summary = json.loads(loaded.stdout)
         assert summary["failed_cases"] == len(PLANTED)
         assert (summary["unread_content_spans"], summary["unknown_kind_spans"]) == (0, 0)
+        # every model call carries its content: no switch to name
+        assert "content-not-captured" not in {f["code"] for f in summary["files"][0]["findings"]}
         attributed = CliRunner().invoke(
             cli, ["attribute", "--trace", trace_id, "--judge", "offline", "--no-write", "--json"]
         )

@@ -35,6 +35,8 @@ def test_a_captured_app_is_loaded_and_its_cases_attributed(
         assert loaded.exit_code == 0, loaded.output
         summary = json.loads(loaded.stdout)
         assert summary["failed_cases"] == 2 and summary["unread_content_spans"] == 0
+        # every model call carries its content: no switch to name
+        assert "content-not-captured" not in {f["code"] for f in summary["files"][0]["findings"]}
         (trace,) = db.run(
             "MATCH (t:Trace {id: $id}) RETURN t.meta_unread_content_spans AS unread, "
             "t.meta_unknown_kind_spans AS unknown",

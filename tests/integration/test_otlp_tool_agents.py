@@ -92,6 +92,8 @@ def test_a_tool_agent_capture_is_loaded_and_its_cases_attributed(
         summary = json.loads(loaded.stdout)
         assert summary["failed_cases"] == 2
         assert (summary["unread_content_spans"], summary["unknown_kind_spans"]) == (0, 0)
+        # every model call carries its content: no switch to name
+        assert "content-not-captured" not in {f["code"] for f in summary["files"][0]["findings"]}
         kinds = {
             (r["name"], r["kind"])
             for r in db.run(

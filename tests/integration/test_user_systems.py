@@ -22,12 +22,6 @@ from memtrace.settings import load_settings
 
 pytestmark = pytest.mark.integration
 
-# The one failed case where the offline judge and the written-down cause disagree: "He is a
-# beagle." was never extracted (the cause), but the answer step keeps the first clause of the
-# best-matching note, and with the sentence restored the dog note would still match the
-# question better: the judge's answer model calls the answer decisive (ResponseError).
-DISAGREES = {"n-q10": ("answer:n-q10", "ResponseError")}
-
 
 @pytest.mark.parametrize("system", [notebook, triples, episodes], ids=lambda m: m.__name__)
 def test_the_offline_judge_names_the_written_down_cause(
@@ -41,8 +35,10 @@ def test_the_offline_judge_names_the_written_down_cause(
     store = AttributionStore(db)
     judge = make_judge("offline", load_settings())
     try:
-        disagrees = {c: cause for c, cause in DISAGREES.items() if c in system.TRUTH}
-        expected = run.labels({**system.TRUTH, **disagrees})
+        # every written-down cause (issue 38): notebook's "He is a beagle." was never extracted;
+        # its answer step would still pick the better-matching note with the sentence restored,
+        # which the verdict's reason says beside it ("with your answerer")
+        expected = run.labels(system.TRUTH)
         got = {}
         for case_id in sorted(run.failed):
             verdict = analyse_case(store, judge, trace_id, case_id, Options()).verdict

@@ -15,7 +15,7 @@ from memtrace.attribution.evidence import (
     retrieved_evidence,
 )
 from memtrace.attribution.judges import CaseView, OfflineJudge
-from memtrace.attribution.model import Anchor, CaseGraph, Evidence, FlowStep, Memory, OpRef
+from memtrace.attribution.model import Anchor, CaseGraph, Check, Evidence, FlowStep, Memory, OpRef
 from memtrace.attribution.store import FLOW_DEPTH
 from memtrace.attribution.text import message_text
 from memtrace.attribution.trails import candidates, trace_all
@@ -112,12 +112,23 @@ NAMES = ["Ann: The kitten toy has a name tag.", "Ann: My kitten name tag list is
 TAG_QUESTION = "Which name tag does the kitten wear?"
 
 
-def test_lost_evidence_an_extractive_answer_would_not_have_quoted_is_a_response_error() -> None:
-    case = extractive([*NAMES, "Ann: I like tea."], NAMES, question=TAG_QUESTION)
-    assert verdict(case) == ("answer", "ResponseError", "answer", "ResponseError")
+def search_check(case: CaseGraph) -> Check:
     view = CaseView(case, tuple(trace_all(case)))
-    check, _ = OfflineJudge().check(view, next(c for c in candidates(case, view.trails)))
-    assert check.faulty and not check.decisive and check.error_type == "RetrievalError"
+    search = next(c for c in candidates(case, view.trails) if c.op.id == "search")
+    return OfflineJudge().check(view, search)[0]
+
+
+def test_lost_evidence_your_extractive_answer_would_not_have_quoted_is_still_the_loss() -> None:
+    # the label's answer step is ideal: what your answerer would do is said beside, not decided
+    case = extractive([*NAMES, "Ann: I like tea."], NAMES, question=TAG_QUESTION)
+    assert verdict(case) == ("search", "RetrievalError", "search", "RetrievalError")
+    check = search_check(case)
+    assert check.faulty and check.decisive and check.error_type == "RetrievalError"
+    assert check.reason.endswith(
+        "; with your answerer: the answer quotes the 2 context item(s) that best match the "
+        "question; with what the lost evidence would restore, those would still not hold the "
+        "gold answer"
+    )
 
 
 def test_lost_evidence_an_extractive_answer_would_have_quoted_stays_the_loss() -> None:
@@ -125,13 +136,15 @@ def test_lost_evidence_an_extractive_answer_would_have_quoted_stays_the_loss() -
     assert verdict(extractive(others, others)) == (
         "search", "RetrievalError", "search", "RetrievalError"
     )  # fmt: skip
+    assert "with your answerer" not in search_check(extractive(others, others)).reason
 
 
-def test_lost_evidence_that_would_be_quoted_without_the_gold_answer_is_a_response_error() -> None:
+def test_lost_evidence_quoted_without_the_gold_answer_is_the_loss_not_the_answer() -> None:
     # the lost fact would be quoted, but the gold answer says "tabby", which no item holds
     others = ["Ann: I like tea.", "Ann: Rain again today."]
     case = extractive(others, others, gold="a tabby kitten named Pixel")
-    assert verdict(case) == ("answer", "ResponseError", "answer", "ResponseError")
+    assert verdict(case) == ("search", "RetrievalError", "search", "RetrievalError")
+    assert "with your answerer: the answer quotes the 2" in search_check(case).reason
 
 
 def test_an_answer_that_quoted_its_whole_context_could_quote_the_restored_item_too() -> None:

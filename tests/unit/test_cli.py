@@ -48,7 +48,12 @@ def test_run_mem0_lib_without_an_endpoint_is_a_clear_error(
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MEMTRACE_HOME", str(tmp_path))
+    # its own backend is the endpoint's (answer and judge): asked for first
     result = CliRunner().invoke(cli, ["run", "mem0-lib", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1
+    assert "no LLM endpoint configured: set OPENAI_BASE_URL" in result.output
+    offline = ["run", "mem0-lib", "--backend", "offline", "--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(cli, offline)
     assert result.exit_code == 1
     assert "mem0-lib needs an OpenAI-compatible endpoint" in result.output
     assert not list((tmp_path / "out").glob("*.jsonl"))

@@ -14,7 +14,12 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from memtrace.attribution.counterfactual import ExecutedLabel, Suspect, executed_label
+from memtrace.attribution.counterfactual import (
+    AnswererLabel,
+    ExecutedLabel,
+    Suspect,
+    executed_label,
+)
 from memtrace.attribution.judges import CaseView
 from memtrace.attribution.model import Anchor, Candidate, CaseGraph, Evidence, Memory, OpRef, Trail
 from memtrace.attribution.replay_judge import ReplayJudge, _rewriters
@@ -34,16 +39,20 @@ class Change:
 class Ran:
     passed: bool
     repaired: tuple[Change, ...]
+    context: bool | None = None
 
 
 @dataclass
 class Scripted:
     """Rescued exactly for the repaired sets in ``rescued``; a repaired op reports what its
-    repair restored (``restores``: op -> error type) unless it is in ``unchanged``."""
+    repair restored (``restores``: op -> error type) unless it is in ``unchanged``. The evidence
+    reaches the answer's context exactly for the sets in ``reached`` (None: the replayer does
+    not say, as a user's replayer leaving ``Replayed.context`` unset)."""
 
     rescued: set[frozenset[str]]
     restores: Mapping[str, ErrorType] = field(default_factory=dict)
     unchanged: set[str] = field(default_factory=set)
+    reached: set[frozenset[str]] | None = None
     calls: list[frozenset[str]] = field(default_factory=list)
 
     def replay(self, case_id: str, repaired: Sequence[str] = ()) -> Ran:
@@ -55,7 +64,8 @@ class Scripted:
             for op in sorted(key)
             if op not in self.unchanged
         )
-        return Ran(key in self.rescued, done)
+        context = None if self.reached is None else key in self.reached
+        return Ran(key in self.rescued, done, context)
 
 
 @dataclass
@@ -68,6 +78,9 @@ class WithDownstream(Scripted):
 
 def sets(*groups: Iterable[str]) -> set[frozenset[str]]:
     return {frozenset(group) for group in groups}
+
+
+ORIGINAL = frozenset[str]()  # the run as it was: nothing repaired
 
 
 def label_of(
@@ -131,6 +144,16 @@ def test_a_repair_that_changed_nothing_is_not_replayed_alone() -> None:
     assert found.replays == 4  # abc, bc, a, c
 
 
+def test_an_unchanged_repair_is_replayed_alone_unless_a_replay_before_it_ran_as_it_did() -> None:
+    # abc rescues the answer, bc does not: c's own downstream replay (every op before c as it
+    # ran) never happened, so c reported no change only with a and b repaired: c is replayed
+    # alone all the same
+    replayer = Scripted(rescued=sets("abc"), unchanged={"c"})
+    found = label_of(replayer, [("a", "extraction"), ("b", "update"), ("c", "retrieval")])
+    assert (found.status, found.op_id) == ("decisive", "a")
+    assert frozenset("c") in replayer.calls
+
+
 def test_fix_alone_can_be_left_out() -> None:
     replayer = Scripted(rescued=sets("ab", "a"))
     found = executed_label(
@@ -145,18 +168,21 @@ def test_every_repair_together_failing_is_a_response_error_at_the_answer() -> No
     found = label_of(replayer, [("a", "extraction"), ("b", "retrieval")])
     assert (found.status, found.op_id, found.error_type) == ("response", "ans", "ResponseError")
     assert [o.downstream for o in found.outcomes] == [False, False]
-    assert "with all 2 non-answer candidates" in found.reason and "still wrong" in found.reason
+    assert found.reason == (
+        "with all 2 non-answer candidates and their ideal downstream repaired the answer is "
+        "still wrong (what reached the answer's context is not known: read by the answer)"
+    )
     assert (found.case_id, found.replays) == ("case", 3)  # ab, b, a
 
 
-def test_no_candidate_but_the_answer_is_a_response_error_without_replays() -> None:
+def test_no_candidate_but_the_answer_is_a_response_error_after_one_replay() -> None:
+    # one replay, the run as it was (a replayer of its own that does not say what reached the
+    # answer's context: read by the answer)
     replayer = Scripted(rescued=set())
     found = label_of(replayer, [("ans", "generation")])
     assert (found.status, found.op_id, found.error_type) == ("response", "ans", "ResponseError")
-    assert found.replays == 0 and replayer.calls == [] and found.outcomes == ()
-    assert (
-        found.reason == "no non-answer candidate: the answer op is the failed case's only suspect"
-    )
+    assert found.replays == 1 and found.outcomes == ()
+    assert found.reason.startswith("with all 0 non-answer candidates")
 
 
 def test_no_answer_op_and_no_rescue_blames_nothing() -> None:
@@ -189,12 +215,164 @@ def test_the_label_as_json() -> None:
         "status": "decisive",
         "op_id": "b",
         "error_type": "RetrievalError",
+        "basis": "answer",
         "replays": 3,
+        "with_your_answerer": {
+            "status": "decisive", "op_id": "b", "error_type": "RetrievalError"
+        },
         "candidates": [
-            {"op_id": "a", "downstream": True, "alone": False, "decisive": False,
-             "changed": "restored for a"},
-            {"op_id": "b", "downstream": True, "alone": True, "decisive": True,
-             "changed": "restored for b"},
+            {"op_id": "a", "context": True, "downstream": True, "alone": False,
+             "decisive": False, "rescued": False, "changed": "restored for a"},
+            {"op_id": "b", "context": True, "downstream": True, "alone": True,
+             "decisive": True, "rescued": True, "changed": "restored for b"},
+        ],
+    }  # fmt: skip
+
+
+# -- the paper's label: what reached the answer's context (an ideal answer step) ----------------
+
+
+def test_a_lost_fact_is_blamed_where_it_was_lost_though_your_answerer_stays_wrong() -> None:
+    # issue 38's mem0-lib case: a's repair puts the dropped fact into the answer's context, the
+    # real answerer still answers wrong: the label is a, "with your answerer" the answer op
+    replayer = Scripted(rescued=set(), reached=sets("ab"), restores={"a": "ExtractionError"})
+    found = label_of(replayer, [("a", "extraction"), ("b", "retrieval")])
+    assert (found.status, found.op_id, found.error_type) == ("decisive", "a", "ExtractionError")
+    assert found.basis == "context"
+    assert found.reason == (
+        "replayed with a and its ideal downstream repaired, the evidence reaches the answer's "
+        "context; without a's repair it does not (restored for a)"
+    )
+    assert found.answerer == AnswererLabel("response", "ans", "ResponseError")
+    assert [
+        (o.op_id, o.context, o.downstream, o.alone, o.decisive, o.rescued) for o in found.outcomes
+    ] == [("a", True, False, False, True, False), ("b", False, False, False, False, False)]
+    assert found.replays == 3 and set(replayer.calls) == sets("ab", "b", "a")
+
+
+def test_a_response_error_only_when_the_evidence_was_in_the_context_as_the_run_went() -> None:
+    # every repair keeps the evidence in the context, the run as it was too: the answer step
+    # had it and answered wrong; the original run is replayed to know that
+    replayer = Scripted(rescued=set(), reached=sets("ab", "b", ""))
+    found = label_of(replayer, [("a", "extraction"), ("b", "retrieval")])
+    assert (found.status, found.op_id, found.error_type) == ("response", "ans", "ResponseError")
+    assert found.reason == (
+        "the evidence was in the answer's context in the run as it was, and the answer is wrong"
+    )
+    assert ORIGINAL in replayer.calls and found.replays == 4  # ab, b, (), a
+    assert [o.context for o in found.outcomes] == [True, True]
+    assert not any(o.decisive for o in found.outcomes)
+    assert found.answerer == AnswererLabel("response", "ans", "ResponseError")
+
+
+def test_a_repair_that_does_not_keep_the_evidence_to_the_original_run_is_decisive() -> None:
+    # ab and b reach the context, the run as it was does not: b is the last candidate, decisive
+    replayer = Scripted(rescued=sets("ab"), reached=sets("ab", "b"))
+    found = label_of(replayer, [("a", "extraction"), ("b", "retrieval")])
+    assert (found.status, found.op_id) == ("decisive", "b")
+    assert [o.decisive for o in found.outcomes] == [False, True]
+    assert ORIGINAL in replayer.calls
+    # your answerer turns right only with a's repair too
+    assert found.answerer == AnswererLabel("decisive", "a", "RetrievalError")
+    assert [o.rescued for o in found.outcomes] == [True, False]
+    assert [o.downstream for o in found.outcomes] == [True, False]
+
+
+def test_no_repair_restoring_the_evidence_is_unrestored_and_blames_nothing() -> None:
+    # nothing reaches the context: no label; the original run is not replayed for it (a repair
+    # only restores)
+    replayer = Scripted(rescued=set(), reached=set())
+    found = label_of(replayer, [("a", "extraction"), ("b", "retrieval")])
+    assert (found.status, found.op_id, found.error_type) == ("unrestored", None, None)
+    assert found.reason == (
+        "with all 2 non-answer candidates and their ideal downstream repaired the evidence "
+        "still does not reach the answer's context"
+    )
+    assert ORIGINAL not in replayer.calls and found.replays == 3  # ab, b, a
+    assert [o.context for o in found.outcomes] == [False, False]
+    assert found.answerer == AnswererLabel("response", "ans", "ResponseError")
+
+
+@pytest.mark.parametrize(
+    ("reached", "status", "reason"),
+    [
+        (set(), "unrestored", "no non-answer candidate, and the evidence was not in the answer's "
+         "context"),
+        ({ORIGINAL}, "response", "the evidence was in the answer's context in the run as it was, "
+         "and the answer is wrong"),
+    ],
+)  # fmt: skip
+def test_with_the_answer_op_alone_the_original_context_decides(
+    reached: set[frozenset[str]], status: str, reason: str
+) -> None:
+    replayer = Scripted(rescued=set(), reached=reached)
+    found = label_of(replayer, [("ans", "generation")])
+    assert (found.status, found.reason, found.replays) == (status, reason, 1)
+    assert found.op_id == ("ans" if status == "response" else None)
+
+
+def test_repairs_that_interact_on_the_context_are_no_single_decisive_op() -> None:
+    # bc reaches the context, abc does not (a's repair pushes it out again): no single op
+    replayer = Scripted(rescued=set(), reached=sets("bc"))
+    found = label_of(replayer, [("a", "extraction"), ("b", "update"), ("c", "retrieval")])
+    assert (found.status, found.op_id, found.error_type) == ("no_single", None, None)
+    assert found.reason == (
+        "repairing every candidate leaves the evidence out of the answer's context, yet "
+        "repairing only later ones puts it there: the repairs interact and no single "
+        "operation is decisive"
+    )
+    assert [o.context for o in found.outcomes] == [False, True, False]
+    assert [o.decisive for o in found.outcomes] == [False, True, False]
+    assert ORIGINAL in replayer.calls  # where the last turn is needs the original run
+
+
+def test_interacting_repairs_with_the_evidence_in_the_original_context_blame_the_answer() -> None:
+    replayer = Scripted(rescued=set(), reached=sets("bc", ""))
+    found = label_of(replayer, [("a", "extraction"), ("b", "update"), ("c", "retrieval")])
+    assert (found.status, found.op_id) == ("response", "ans")
+
+
+def test_your_answerer_gives_no_single_op_when_its_rescues_interact() -> None:
+    replayer = Scripted(rescued=sets("bc"), reached=sets("abc", "bc", "c"))
+    found = label_of(replayer, [("a", "extraction"), ("b", "update"), ("c", "retrieval")])
+    assert (found.status, found.op_id) == ("decisive", "c")
+    assert found.answerer == AnswererLabel("no_single", None, None)
+    assert [o.rescued for o in found.outcomes] == [False, True, False]
+
+
+def test_without_an_answer_op_a_restoring_repair_still_decides_and_nothing_else_does() -> None:
+    found = label_of(Scripted(rescued=set(), reached=sets("ab")), [("a", "x"), ("b", "y")], None)
+    assert (found.status, found.op_id, found.error_type) == ("decisive", "a", "RetrievalError")
+    assert found.answerer == AnswererLabel("no_single", None, None)
+    for reached in (sets("ab", "b", ""), sets("b")):
+        found = label_of(Scripted(rescued=set(), reached=reached), [("a", "x"), ("b", "y")], None)
+        assert (found.status, found.op_id, found.error_type) == ("no_single", None, None)
+        assert found.reason == "no answer operation to blame"
+
+
+def test_read_by_the_answer_the_original_run_is_never_replayed() -> None:
+    # ab and b rescue the answer: b is decisive without replaying the run as it was
+    replayer = Scripted(rescued=sets("ab", "b"))
+    found = label_of(replayer, [("a", "extraction"), ("b", "retrieval")])
+    assert (found.status, found.op_id, found.basis) == ("decisive", "b", "answer")
+    assert ORIGINAL not in replayer.calls
+
+
+def test_the_label_on_the_context_as_json() -> None:
+    replayer = Scripted(rescued=set(), reached=sets("ab"))
+    found = label_of(replayer, [("a", "extraction"), ("b", "retrieval")])
+    assert found.as_dict() == {
+        "status": "decisive",
+        "op_id": "a",
+        "error_type": "RetrievalError",
+        "basis": "context",
+        "replays": 3,
+        "with_your_answerer": {"status": "response", "op_id": "ans", "error_type": "ResponseError"},
+        "candidates": [
+            {"op_id": "a", "context": True, "downstream": False, "alone": False,
+             "decisive": True, "rescued": False, "changed": "restored for a"},
+            {"op_id": "b", "context": False, "downstream": False, "alone": False,
+             "decisive": False, "rescued": False, "changed": "restored for b"},
         ],
     }  # fmt: skip
 
@@ -400,3 +578,25 @@ def test_a_case_without_an_answer_op_blames_nothing_when_no_repair_rescues_it() 
     found = ReplayJudge(OneTrace(Scripted(rescued=set()))).decide("linear", view, CANDIDATES[:2])
     assert (found.candidate, found.error_type) == (None, None)
     assert "no answer operation to blame" in found.reason
+
+
+def test_the_replay_judge_blames_where_the_evidence_was_lost_not_your_answerer() -> None:
+    # the extraction's repair puts the evidence into the answer's context; the answer stays
+    # wrong: the extraction is blamed, "with your answerer" kept in the outcomes
+    replayer = Scripted(
+        rescued=set(),
+        reached=sets(["extract", "rewrite", "search"]),
+        restores={"extract": "ExtractionError"},
+    )
+    found = decide(replayer, case_view(*REWRITTEN))
+    assert found.candidate is CANDIDATES[0]
+    assert (found.error_type, found.confidence) == ("ExtractionError", 1.0)
+    outcomes = json.loads(found.outcomes or "")
+    assert outcomes["with_your_answerer"]["error_type"] == "ResponseError"
+    assert outcomes["basis"] == "context"
+
+
+def test_the_replay_judge_blames_nothing_when_no_repair_restores_the_evidence() -> None:
+    found = decide(Scripted(rescued=set(), reached=set()), case_view(*REWRITTEN))
+    assert (found.candidate, found.error_type, found.confidence) == (None, None, 0.0)
+    assert "replay (unrestored)" in found.reason

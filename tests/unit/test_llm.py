@@ -237,6 +237,32 @@ def test_cache_makes_reruns_free(fake_openai: FakeOpenAI, tmp_path: Path) -> Non
     assert other.usage.calls == 1
 
 
+def test_a_second_server_is_never_served_the_first_ones_cached_replies(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    # one model name, one request, one cache directory, two endpoints (issue 38: a second
+    # scripted server got 4 of 24 judge calls, the rest came from the first one's cache)
+    fake_openai.script(Reply(content="from the first"))
+    first, _ = make_client(fake_openai, tmp_path)
+    assert first.complete("judge this").text == "from the first"
+    second_server = FakeOpenAI()
+    second_server.start()
+    try:
+        second_server.script(Reply(content="from the second"))
+        second, _ = make_client(second_server, tmp_path)
+        answer = second.complete("judge this")
+        assert (answer.text, answer.usage.calls, answer.usage.cache_hits) == (
+            "from the second",
+            1,
+            0,
+        )
+        assert len(second_server.chat_requests) == 1
+        again = first.complete("judge this")  # each endpoint keeps its own reply
+        assert (again.text, again.usage.cache_hits) == ("from the first", 1)
+    finally:
+        second_server.stop()
+
+
 def test_concurrency_is_bounded_and_ordered(fake_openai: FakeOpenAI) -> None:
     fake_openai.default = Reply(content="same", delay=0.1)
     client, _ = make_client(fake_openai)

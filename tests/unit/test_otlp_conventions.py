@@ -16,6 +16,7 @@ from otlp_spans import START, event, request, span
 
 from memtrace.cli.load import load_command
 from memtrace.errors import InputError
+from memtrace.loaders.checks import check_records
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.loaders.models import AnyRecord, CaseRecord, OperationRecord, VariableRecord
 from memtrace.loaders.otlp import read_otlp
@@ -685,3 +686,77 @@ def test_http_and_rpc_spans_are_known_transport(load: Callable[..., Any]) -> Non
     }
     (trace,) = [r for _, r in records if r.type == "trace"]
     assert trace.metadata["unknown_kind_spans"] == 0
+
+
+CHAT_WITHOUT_CONTENT = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"}
+
+
+@pytest.mark.parametrize(
+    ("attributes", "scope", "instrumentation", "switch"),
+    [
+        (CHAT_WITHOUT_CONTENT, "opentelemetry.instrumentation.openai_v2", "OpenTelemetry GenAI",
+         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY"),
+        ({"openinference.span.kind": "LLM", "llm.model_name": "m"},
+         "openinference.instrumentation.openai", "OpenInference", "OPENINFERENCE_HIDE_INPUTS"),
+        ({"llm.request.type": "chat", "gen_ai.request.model": "m"},
+         "opentelemetry.instrumentation.openai.v1", "OpenLLMetry", "TRACELOOP_TRACE_CONTENT=true"),
+        (CHAT_WITHOUT_CONTENT, "pydantic-ai", "pydantic-ai", "include_content=True"),
+        ({"ai.operationId": "ai.generateText.doGenerate"}, "ai", "Vercel AI SDK",
+         "recordInputs: true"),
+    ],
+)  # fmt: skip
+def test_a_model_call_without_content_names_its_instrumentations_switch(
+    tmp_path: Path, attributes: dict[str, Any], scope: str, instrumentation: str, switch: str
+) -> None:
+    document = request(
+        around(1, "ask", CASE),
+        span(2, "chat m", attributes, parent=1),
+    )
+    document["resourceSpans"][0]["scopeSpans"][0]["scope"]["name"] = scope
+    path = tmp_path / "capture.json"
+    path.write_text(json.dumps(document))
+    records = [record for _, record in read_otlp(path)]
+    [off] = records[0].metadata["content_off"]
+    assert off["instrumentation"].startswith(instrumentation) and off["spans"] == 1
+    findings = {f.code: f for f in check_records(records)}
+    # the case's answer op is there but reads nothing: the finding says which switch, and the
+    # answer finding's fix says it too instead of advice for memtrace's SDK
+    assert switch in findings["content-not-captured"].fix
+    assert switch in findings["no-answer-operation"].fix
+    assert "read(question)" not in findings["no-answer-operation"].fix
+
+
+def test_openlit_is_told_apart_by_its_resource(load: Callable[..., Any], tmp_path: Path) -> None:
+    document = request(around(1, "ask", CASE), span(2, "chat m", CHAT_WITHOUT_CONTENT, parent=1))
+    document["resourceSpans"][0]["resource"]["attributes"].append(
+        {"key": "telemetry.sdk.name", "value": {"stringValue": "openlit"}}
+    )
+    path = tmp_path / "capture.json"
+    path.write_text(json.dumps(document))
+    findings = {f.code: f for f in check_records(record for _, record in read_otlp(path))}
+    assert "capture_message_content=True" in findings["content-not-captured"].fix
+
+
+def test_spans_with_their_content_or_with_none_to_give_ask_for_no_switch(
+    load: Callable[..., Any],
+) -> None:
+    records = load(
+        around(1, "ask", CASE),
+        span(2, "GET /notes", {"http.request.method": "GET", "url.path": "/notes"}, parent=1),
+        span(
+            3,
+            "chat m",
+            {
+                **CHAT_WITHOUT_CONTENT,
+                "gen_ai.input.messages": json.dumps(
+                    [{"role": "user", "parts": [{"type": "text", "content": PROMPT}]}]
+                ),
+                "gen_ai.output.messages": json.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": ANSWER}]}]
+                ),
+            },
+            parent=1,
+        ),
+    )
+    assert records[0][1].metadata["content_off"] == []
+    assert "content-not-captured" not in {f.code for f in check_records(r for _, r in records)}

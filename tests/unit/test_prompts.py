@@ -35,10 +35,10 @@ def test_a_rewrite_is_the_next_version_and_keeps_the_inputs() -> None:
     revised = CHECK_PROMPT.revise(CHECK_PROMPT.text + "\nBe strict.")
     assert (revised.name, revised.version, revised.inputs) == (
         CHECK_PROMPT.name,
-        2,
+        CHECK_PROMPT.version + 1,
         CHECK_PROMPT.inputs,
     )
-    assert revised.key == f"{CHECK_PROMPT.name}@2"
+    assert revised.key == f"{CHECK_PROMPT.name}@{CHECK_PROMPT.version + 1}"
     assert CHECK_PROMPT.revise(CHECK_PROMPT.text) is CHECK_PROMPT
     with pytest.raises(ConfigError, match=r"missing \{view\}"):
         CHECK_PROMPT.revise("Question: {question} {gold} {prediction} {evidence} {role}")

@@ -215,13 +215,41 @@ def test_an_answer_that_stays_wrong_with_every_repair_is_a_response_error(tmp_pa
     assert (found.status, found.op_id, found.error_type) == ("response", answer, "ResponseError")
 
 
+def test_a_lost_fact_the_answerer_would_still_miss_is_the_extractions_fault(
+    tmp_path: Path,
+) -> None:
+    # the paper's label: with the extraction repaired and an ideal answer step the answer is
+    # right (the fact reaches the context); the real answerer still ignores it
+    faults = [
+        Fault("fault-1", "ExtractionError", CASE, "D1:1", frozenset({"D1:1#0"})),
+        Fault("fault-2", "ResponseError", CASE, CASE, frozenset({"D1:1#0"})),
+    ]
+    replayer, _ = traced(tmp_path, "mem0", LISBON, faults)
+    extract, search = op_of(replayer, "extract:D1:1"), op_of(replayer, f"search:{CASE}")
+    answer = op_of(replayer, f"answer:{CASE}")
+    suspects = [Suspect(extract, "extraction"), Suspect(search, "retrieval")]
+    found = executed_label(replayer, CASE, suspects, answer)
+    assert (found.status, found.op_id, found.error_type) == ("decisive", extract, "ExtractionError")
+    assert found.basis == "context"
+    assert (found.answerer.status, found.answerer.op_id) == ("response", answer)
+    by_op = {o.op_id: o for o in found.outcomes}
+    assert by_op[extract].context and by_op[extract].decisive
+    assert by_op[extract].downstream is False and not by_op[extract].rescued
+    assert found.as_dict()["with_your_answerer"] == {
+        "status": "response", "op_id": answer, "error_type": "ResponseError"
+    }  # fmt: skip
+
+
 @dataclass
 class Scripted:
-    """A replayer whose answers are given per repaired set (to test the label logic alone)."""
+    """A replayer whose answers are given per repaired set (to test the label logic alone);
+    ``reaching``: the sets whose replay puts the evidence into the context (None: it does not
+    say, and the label reads the answer)."""
 
     rescued: set[tuple[str, ...]]
     unchanged: set[str] = field(default_factory=set)  # ops whose repair restores nothing
     calls: list[tuple[str, ...]] = field(default_factory=list)
+    reaching: set[tuple[str, ...]] | None = None
 
     def replay(self, case_id: str, repaired: Sequence[str] = ()) -> CaseReplay:
         key = tuple(repaired)
@@ -229,7 +257,32 @@ class Scripted:
         done = tuple(
             Repaired("", op, "x", "RetrievalError") for op in key if op not in self.unchanged
         )
-        return CaseReplay(case_id, key in self.rescued, "", done)
+        context = None if self.reaching is None else key in self.reaching
+        return CaseReplay(case_id, key in self.rescued, "", done, context)
+
+
+def test_evidence_in_the_context_as_it_ran_is_a_response_error_whatever_a_repair_does() -> None:
+    # the real answer is rescued by repairing b, yet the evidence reached the context anyway
+    replayer = Scripted(rescued={("a", "b"), ("b",)}, reaching={(), ("a", "b"), ("b",)})
+    suspects = [Suspect("a", "extraction"), Suspect("b", "retrieval")]
+    found = executed_label(replayer, "case", suspects, "answer")
+    assert (found.status, found.op_id, found.error_type) == ("response", "answer", "ResponseError")
+    assert (found.answerer.status, found.answerer.op_id) == ("decisive", "b")
+    assert [o.rescued for o in found.outcomes] == [False, True]
+
+
+def test_no_repair_that_restores_the_evidence_leaves_the_case_unlabelled() -> None:
+    replayer = Scripted(rescued=set(), reaching=set())
+    found = executed_label(replayer, "case", [Suspect("a", "retrieval")], "answer")
+    assert (found.status, found.op_id, found.error_type) == ("unrestored", None, None)
+    assert () not in replayer.calls  # the original holds no more than every repair together
+    assert found.answerer.status == "response"
+
+
+def test_a_replayer_that_does_not_say_what_reached_the_context_is_read_by_its_answer() -> None:
+    replayer = Scripted(rescued=set())
+    found = executed_label(replayer, "case", [Suspect("a", "retrieval")], "answer")
+    assert (found.status, found.op_id, found.basis) == ("response", "answer", "answer")
 
 
 def test_interacting_repairs_leave_no_single_decisive_op_and_are_kept() -> None:

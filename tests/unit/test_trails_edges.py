@@ -24,6 +24,7 @@ from memtrace.attribution.model import (
 from memtrace.attribution.trails import (
     _reach,
     candidates,
+    off_path,
     question_cutoff,
     stale_memories,
     trace_all,
@@ -486,3 +487,78 @@ def test_a_context_holding_another_messages_copy_is_not_said_to_be_this_ones() -
     assert second.detail == "reached the answer's context"
     assert "reached the answer's context" not in followed([first])
     assert "but not from m1" in followed([first, second])
+
+
+# -- the answer's path: a parallel branch that never feeds the answer is no suspect --------------
+# cognee-like: the graph extraction (an extraction, first) and the summarization (a generation)
+# both read the message; only the summary is stored and searched; the graph's triplets lost the
+# sentence's words and go to the graph, which nothing the answer reads comes from.
+
+GRAPH = OpRef("graph", 2, "extraction", "extract_graph_from_data")
+SUMMARY = OpRef("summary", 3, "generation", "summarize_text")
+STORE = OpRef("store", 4, "embedding", "add_data_points")
+NODES = OpRef("nodes", 5, "other", "add_graph_nodes")
+ALLERGY = "I'm allergic to peanuts, so no satay for me."
+ANSWER_TENNIS = OpRef("answer", 9, "generation", "answer")
+PEANUTS = Anchor(
+    "t", "c", "What is Maya allergic to?", ("peanuts",), "tennis", True, "q",
+    ANSWER_TENNIS, (OpRef("search", 8, "retrieval", "search"),), ("m1",),
+)  # fmt: skip
+TRIPLETS = '[["Maya", "has_condition", "allergy"]]'
+BRANCHES = (
+    FlowStep("m1", 1, GRAPH, "m1", "triplets", TRIPLETS),
+    FlowStep("m1", 2, NODES, "triplets", "node:maya", "Maya has_condition allergy"),
+    FlowStep("m1", 1, SUMMARY, "m1", "summary", "Maya cooks a lot and plays tennis."),
+    FlowStep("m1", 2, STORE, "summary", "chunk@1", "Maya cooks a lot and plays tennis."),
+)
+
+
+def branches(*flow: FlowStep) -> CaseGraph:
+    chunk = Memory("chunk@1", 5, "Maya cooks a lot and plays tennis.", STORE, None, None, None,
+                   None)  # fmt: skip
+    return CaseGraph(
+        PEANUTS, (Evidence("m1", ALLERGY, seq=1),), flow, (chunk,),
+        (("ctx", "Maya cooks a lot and plays tennis."),),
+        ((GRAPH, "reads_evidence"), (SUMMARY, "reads_evidence"), (ANSWER_TENNIS, "answer")),
+    )  # fmt: skip
+
+
+def test_a_branch_that_never_feeds_the_answer_is_neither_the_stop_nor_a_suspect() -> None:
+    graph = branches(*BRANCHES)
+    assert off_path(graph) == {"graph"}  # its triplets flow on, to the graph only
+    (trail,) = trace_all(graph)
+    assert (trail.stage, trail.stop, trail.error_type) == ("lost", SUMMARY, "ExtractionError")
+    assert trail.detail == "summarize_text received it but wrote no output holding it"
+    assert [op for op, _, _ in suspects(graph, [trail])] == ["summary", "search", "answer"]
+
+
+def test_the_branch_read_by_the_answer_after_all_is_on_the_path() -> None:
+    read = FlowStep("m1", 3, OpRef("ground", 7, "retrieval", "graph_search"), "node:maya", "ctx",
+                    "Maya has an allergy")  # fmt: skip
+    assert off_path(branches(*BRANCHES, read)) == frozenset()
+
+
+def test_an_emptied_output_nothing_reads_is_no_branch_and_stays_the_stop() -> None:
+    # an extraction that dropped everything (its output flows nowhere) before a later one that
+    # reads the same message as its recent history and is stored (Mem0 2.x's last-k messages)
+    dropped = OpRef("extract-1", 2, "extraction", "extract_memories")
+    later = OpRef("extract-2", 3, "extraction", "extract_memories")
+    flow = (
+        FlowStep("m1", 1, dropped, "m1", "facts-1", "[]"),
+        FlowStep("m1", 1, later, "m1", "facts-2", '["Maya: I like tennis."]'),
+        FlowStep("m1", 2, STORE, "facts-2", "chunk@1", "Maya cooks a lot and plays tennis."),
+    )
+    graph = replace(branches(*flow), candidate_ops=((dropped, "reads_evidence"),))
+    assert off_path(graph) == frozenset()
+    (trail,) = trace_all(graph)
+    assert trail.stop == dropped
+
+
+def test_with_nothing_reaching_the_answer_or_a_memory_the_path_is_not_known() -> None:
+    # nothing stored or read: every reader stays a suspect and the first extraction that lacks
+    # the sentence is where it stopped
+    unknown = replace(branches(*BRANCHES), memories=(), context=(("ctx", "Maya: hi"),))
+    assert off_path(unknown) == frozenset()
+    (trail,) = trace_all(unknown)
+    assert trail.stop == GRAPH
+    assert [op for op, _, _ in suspects(unknown, [trail])] == ["graph", "search", "answer"]

@@ -4,7 +4,8 @@
 // Roles: `reads_evidence` (reads a starting evidence message), `trail` (moves evidence along
 // FLOWS_TO), `deletes` / `new_version` (deletes or re-versions a variable on a trail before the
 // answer), `retrieval` (reads the case's question), `answer`. Ops where a trail ends by content
-// (a memory that lost the sentence) are added by the caller from the lexical trails.
+// (a memory that lost the sentence) are added by the caller from the lexical trails; the caller
+// drops the readers on a branch that never feeds the answer (trails.off_path).
 // The trail steps are found as in evidence_flow.cypher (reach by breadth-first search, then one
 // last step), not by enumerating paths.
 MATCH (a:Operation {trace_id: $trace_id, id: $answer_op})

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from memtrace.errors import InputError
+from memtrace.loaders.checks import CONTENT_OFF
 from memtrace.loaders.models import (
     AnyRecord,
     CaseRecord,
@@ -43,6 +44,7 @@ from memtrace.loaders.otlp.attributes import (
 from memtrace.loaders.otlp.conventions import (
     content_free,
     content_keys,
+    content_switch,
     span_inputs,
     span_kind,
     span_outputs,
@@ -197,6 +199,8 @@ class _Converter:
         self.unknown_kind: list[str] = []  # names of spans no rule or convention recognised
         self.unread: list[list[str]] = []  # per span with content but no variable: its keys
         self.content_free: list[str] = []  # names of spans whose convention has no content
+        # (instrumentation, how to turn its content on) -> spans it wrote without content
+        self.content_off: dict[tuple[str, str], int] = {}
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -455,12 +459,26 @@ class _Converter:
             for name in names:
                 if self._document(name) is not None and name not in self.deleted:
                     self._write_document(op, name, None, "DELETE", inputs)
+        keys = content_keys(span) if not (op.reads and op.writes) else []
         if not op.reads and not op.writes:
-            keys = content_keys(span)
             if content_free(span):
                 self.content_free.append(span.name)
             elif keys:
                 self.unread.append(keys)
+        if not keys and self._without_content(kind, op):
+            switch = content_switch(span)
+            if switch is not None:
+                key = (switch.instrumentation, switch.how)
+                self.content_off[key] = self.content_off.get(key, 0) + 1
+
+    @staticmethod
+    def _without_content(kind: Kind, op: _Op) -> bool:
+        """A span whose instrumentation left its content out: a model call without its
+        messages or its reply, another known step with neither (a transport or unknown span,
+        ``other``, carries none to begin with)."""
+        if kind == "generation":
+            return not op.reads or not op.writes
+        return kind != "other" and not op.reads and not op.writes
 
     # -- framework data flow (frameworks.py) -----------------------------------------------
 
@@ -971,6 +989,10 @@ class _Converter:
                 UNREAD_CONTENT_SPANS: len(self.unread),
                 "unread_content_keys": sorted({key for keys in self.unread for key in keys})[:10],
                 CONTENT_FREE_SPANS: len(self.content_free),
+                CONTENT_OFF: [
+                    {"instrumentation": name, "spans": count, "how": how}
+                    for (name, how), count in sorted(self.content_off.items())
+                ],
                 "content_free_names": sorted(set(self.content_free))[:10],
                 UNKNOWN_KIND_SPANS: len(self.unknown_kind),
                 "unknown_kind_names": sorted(set(self.unknown_kind))[:10],

@@ -104,6 +104,7 @@ class Span:
     status: SpanStatus
     resource: dict[str, Any]
     status_message: str = ""
+    scope: str = ""  # the instrumentation scope's name: which package wrote the span
     depth: int = 0
     keys: dict[str, int] = field(default_factory=dict)  # attribute key -> index in the file
     _groups: dict[str, list[dict[str, Any]]] | None = field(default=None, repr=False)
@@ -153,9 +154,12 @@ def document_spans(document: Any, path: str, prefix: str = "") -> list[Span]:
         resource = validate(OtlpResourceSpans, raw_resource, path, where)
         resource_attributes = _attributes(resource.resource.attributes, path, where)
         for s, scope in enumerate(resource.scopeSpans):
+            scope_name = scope.scope.get("name")
             for i, raw_span in enumerate(scope.spans):
                 location = f"{where}.scopeSpans[{s}].spans[{i}]"
-                spans.append(_span(raw_span, path, location, resource_attributes))
+                span = _span(raw_span, path, location, resource_attributes)
+                span.scope = scope_name if isinstance(scope_name, str) else ""
+                spans.append(span)
     return spans
 
 

@@ -27,7 +27,13 @@ from memtrace.loaders.otlp.conventions import (
     transport,
     vercel,
 )
-from memtrace.loaders.otlp.conventions.shapes import Convention, Io, json_decoded, nothing
+from memtrace.loaders.otlp.conventions.shapes import (
+    ContentSwitch,
+    Convention,
+    Io,
+    json_decoded,
+    nothing,
+)
 from memtrace.loaders.otlp.spans import Span
 from memtrace.taxonomy import Kind
 
@@ -59,6 +65,19 @@ CONVENTIONS: Final[tuple[Convention, ...]] = (
     transport.CONVENTION,
     # last: memtrace.* attributes say nothing of the span's own kind, only that it is known
     Convention("memtrace", _memtrace_kind, nothing, nothing),
+)
+
+
+# What turns content capture on, per instrumentation family, the most specific first: a
+# pydantic-ai, OpenLit or OpenLLMetry span also carries gen_ai.* attributes, and the GenAI
+# conventions' own switch is for the instrumentations that write nothing else.
+CONTENT_SWITCHES: Final[tuple[ContentSwitch, ...]] = (
+    openinference.SWITCH,
+    openllmetry.SWITCH,
+    openlit.SWITCH,
+    logfire.SWITCH,
+    vercel.SWITCH,
+    gen_ai.SWITCH,
 )
 
 
@@ -172,3 +191,9 @@ def content_free(span: Span) -> bool:
     """A span of a known kind that by its convention carries no content (cognee's memory
     spans: counts only): not counted as unread content, named as content-free."""
     return cognee.content_free(span)
+
+
+def content_switch(span: Span) -> ContentSwitch | None:
+    """The switch of the instrumentation that wrote ``span``, when one of ``CONTENT_SWITCHES``
+    recognises it."""
+    return next((switch for switch in CONTENT_SWITCHES if switch.writes(span)), None)

@@ -8,6 +8,7 @@ from typing import Any, Final
 
 from memtrace.loaders.otlp.conventions.shapes import (
     TOOL_RESULT,
+    ContentSwitch,
     Convention,
     Io,
     arguments_text,
@@ -138,4 +139,14 @@ def _event_outputs(span: Span) -> Iterator[Io]:
 CONVENTIONS: Final = (
     Convention("gen_ai", _gen_ai_kind, _gen_ai_inputs, _gen_ai_outputs),
     Convention("gen_ai_events", says_nothing, _event_inputs, _event_outputs),
+)
+
+# the GenAI conventions' own instrumentations (opentelemetry-instrumentation-openai-v2 and the
+# others built on opentelemetry-util-genai) record no content unless asked; EVENT_ONLY sends it to
+# the logs signal, which memtrace does not receive
+SWITCH: Final = ContentSwitch(
+    "OpenTelemetry GenAI (opentelemetry-instrumentation-openai-v2, opentelemetry-util-genai)",
+    lambda span: any(key.startswith("gen_ai.") for key in span.attributes),
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY (or SPAN_AND_EVENT) with "
+    "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental",
 )

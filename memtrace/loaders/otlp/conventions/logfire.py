@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from memtrace.loaders.otlp.conventions.shapes import (
+    ContentSwitch,
     Convention,
     Io,
     arguments_text,
@@ -49,3 +50,11 @@ def _logfire_outputs(span: Span) -> Iterator[Io]:
 
 
 CONVENTION: Final = Convention("logfire", _logfire_kind, _logfire_inputs, _logfire_outputs)
+
+# pydantic-ai's own instrumentation keeps content out with include_content=False
+SWITCH: Final = ContentSwitch(
+    "pydantic-ai",
+    lambda span: span.scope.startswith("pydantic-ai") or span.scope.startswith("pydantic_ai"),
+    "InstrumentationSettings(include_content=True) (the default) in Agent(instrument=...) or "
+    "Agent.instrument_all(...)",
+)

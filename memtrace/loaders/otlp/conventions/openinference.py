@@ -8,6 +8,7 @@ from typing import Any, Final
 
 from memtrace.loaders.otlp.conventions.shapes import (
     TOOL_CALL,
+    ContentSwitch,
     Convention,
     Io,
     arguments_text,
@@ -108,4 +109,16 @@ def _openinference_outputs(span: Span) -> Iterator[Io]:
 
 CONVENTION: Final = Convention(
     "openinference", _openinference_kind, _openinference_inputs, _openinference_outputs
+)
+
+# Arize's OpenInference instrumentations hide content when told to (their trace configuration,
+# https://arize-ai.github.io/openinference/spec/configuration/trace-config.html)
+SWITCH: Final = ContentSwitch(
+    "OpenInference",
+    lambda span: (
+        "openinference.span.kind" in span.attributes or span.scope.startswith("openinference.")
+    ),
+    "leave OPENINFERENCE_HIDE_INPUTS, OPENINFERENCE_HIDE_OUTPUTS and their _MESSAGES / _TEXT "
+    "forms unset or false, or pass TraceConfig(hide_inputs=False, hide_outputs=False) to the "
+    "instrumentor",
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
-from memtrace.loaders.otlp.conventions.shapes import Convention, Io, says_nothing
+from memtrace.loaders.otlp.conventions.shapes import ContentSwitch, Convention, Io, says_nothing
 from memtrace.loaders.otlp.spans import Span
 
 
@@ -32,4 +32,12 @@ def _content_event_outputs(span: Span) -> Iterator[Io]:
 
 CONVENTION: Final = Convention(
     "openlit", says_nothing, _content_event_inputs, _content_event_outputs
+)
+
+# OpenLit says who it is in its resource (telemetry.sdk.name) and records content unless
+# openlit.init(capture_message_content=False)
+SWITCH: Final = ContentSwitch(
+    "OpenLit",
+    lambda span: span.resource.get("telemetry.sdk.name") == "openlit" or span.scope == "openlit",
+    "openlit.init(capture_message_content=True) (the default)",
 )

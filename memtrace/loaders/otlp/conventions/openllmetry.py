@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from memtrace.loaders.otlp.conventions.shapes import (
+    ContentSwitch,
     Convention,
     Io,
     as_text,
@@ -120,4 +121,13 @@ def _entity_outputs(span: Span) -> Iterator[Io]:
 CONVENTIONS: Final = (
     Convention("openllmetry", _openllmetry_kind, _indexed_inputs, _indexed_outputs),
     Convention("traceloop_entity", says_nothing, _entity_inputs, _entity_outputs),
+)
+
+# OpenLLMetry logs prompts and completions unless TRACELOOP_TRACE_CONTENT=false
+# (https://traceloop.com/docs/openllmetry/privacy/traces)
+SWITCH: Final = ContentSwitch(
+    "OpenLLMetry (Traceloop)",
+    lambda span: _openllmetry_kind(span) is not None,
+    "TRACELOOP_TRACE_CONTENT=true (the default; false keeps prompts and completions off the "
+    "spans), or Traceloop.init(trace_content=True)",
 )

@@ -32,6 +32,17 @@ class Convention:
     outputs: Callable[[Span], Iterator[Io]]
 
 
+@dataclass(frozen=True)
+class ContentSwitch:
+    """What turns on an instrumentation's content capture, for a span it wrote (``writes``)
+    that carries none: a model call without its messages can neither start nor continue a
+    trail, and the person loading it should be told what to set, not how to use our SDK."""
+
+    instrumentation: str
+    writes: Callable[[Span], bool]
+    how: str
+
+
 def as_text(value: Any) -> str | None:
     if value is None:
         return None

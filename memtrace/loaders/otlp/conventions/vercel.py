@@ -8,6 +8,7 @@ from typing import Final
 
 from memtrace.loaders.otlp.conventions.shapes import (
     TOOL_CALL,
+    ContentSwitch,
     Convention,
     Io,
     arguments_text,
@@ -76,3 +77,11 @@ def _vercel_outputs(span: Span) -> Iterator[Io]:
 
 
 CONVENTION: Final = Convention("vercel_ai", _vercel_kind, _vercel_inputs, _vercel_outputs)
+
+# the AI SDK's telemetry settings record inputs and outputs unless told not to
+SWITCH: Final = ContentSwitch(
+    "Vercel AI SDK",
+    lambda span: _vercel_kind(span) is not None,
+    "experimental_telemetry: { isEnabled: true, recordInputs: true, recordOutputs: true } on "
+    "each generateText / streamText call",
+)
