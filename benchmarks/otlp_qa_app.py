@@ -3,7 +3,9 @@ as a user's service would be: the spans the receiver's tests and benchmark send.
 
 Each question is one trace: a ``answer_question`` root span carrying the case
 (``memtrace.case.*``), a retriever span and an LLM span under it. Every other answer is wrong
-(judge score 0), so half the cases are failed cases to attribute.
+(judge score 0), so half the cases are failed cases to attribute. With ``users``, question n is
+asked by ``users[n % len(users)]`` (``user.id`` on its root span), as a web service's requests
+are: ``memtrace collect --timelines`` appends each user's questions to the user's timeline.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ class Collecting(SpanExporter):
         pass
 
 
-def answer_questions(provider: TracerProvider, count: int, tag: str = "") -> list[str]:
+def answer_questions(
+    provider: TracerProvider, count: int, tag: str = "", users: Sequence[str] = ()
+) -> list[str]:
     """Trace ``count`` questions through ``provider``; return their trace ids (hex)."""
     tracer = provider.get_tracer("qa-app")
     trace_ids = []
@@ -56,6 +60,8 @@ def answer_questions(provider: TracerProvider, count: int, tag: str = "") -> lis
             root.set_attribute("memtrace.case.question", question)
             root.set_attribute("memtrace.case.golden_answers", [gold])
             root.set_attribute("memtrace.case.judge_score", 1.0 if correct else 0.0)
+            if users:
+                root.set_attribute("user.id", users[number % len(users)])
             memory = f"Notes: the answer to '{question}' is {gold}."
             with tracer.start_as_current_span("retrieve") as retrieve:
                 retrieve.set_attribute("openinference.span.kind", "RETRIEVER")
@@ -72,12 +78,14 @@ def answer_questions(provider: TracerProvider, count: int, tag: str = "") -> lis
     return trace_ids
 
 
-def traced_spans(count: int, tag: str = "") -> tuple[list[ReadableSpan], list[str]]:
+def traced_spans(
+    count: int, tag: str = "", users: Sequence[str] = ()
+) -> tuple[list[ReadableSpan], list[str]]:
     """``count`` questions' finished spans (3 per question), and their trace ids."""
     collecting = Collecting()
     provider = TracerProvider(resource=Resource.create({"service.name": "qa-app"}))
     provider.add_span_processor(SimpleSpanProcessor(collecting))
-    trace_ids = answer_questions(provider, count, tag)
+    trace_ids = answer_questions(provider, count, tag, users)
     provider.shutdown()
     return collecting.spans, trace_ids
 

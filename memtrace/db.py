@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import neo4j
 from neo4j import GraphDatabase, ManagedTransaction
@@ -23,7 +23,8 @@ from memtrace.errors import (
 )
 from memtrace.settings import Neo4jSettings, Settings
 
-TOGETHER_ATTEMPTS = 5  # tries of a write_together transaction that fails transiently
+TOGETHER_ATTEMPTS = 5  # tries of a write_in_one transaction that fails transiently
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,9 @@ class BatchResult:
     nodes_created: int
     relationships_created: int
 
+
+# One query of a ``write_in_one`` transaction: its records and counters.
+StepRunner = Callable[[Query | str, dict[str, Any]], BatchResult]
 
 # Values the driver hands back as they are. Anything else (nodes, paths, temporals, points) makes
 # the whole column go through the driver's own Record.data() mapping.
@@ -142,10 +146,29 @@ class Database:
         """Run several write queries in ONE transaction: all of them commit, or none.
 
         ``check(step, records)`` runs after each step inside the transaction; an exception it
-        raises rolls everything back. A transient failure (a lock conflict, a deadlock) rolls
-        the whole transaction back and runs it again, up to ``TOGETHER_ATTEMPTS`` times; one over
-        the server's transaction memory raises ``TransactionTooLargeError`` at once (the
-        driver's own retry would run it out of memory again for 30 s).
+        raises rolls everything back. Retried as ``write_in_one`` retries.
+        """
+
+        def work(run: StepRunner) -> list[list[dict[str, Any]]]:
+            results = []
+            for number, (query, params) in enumerate(steps):
+                records = run(query, params).records
+                if check is not None:
+                    check(number, records)
+                results.append(records)
+            return results
+
+        return self.write_in_one(work)
+
+    def write_in_one(self, work: Callable[[StepRunner], T]) -> T:
+        """Run ``work(run)`` in ONE write transaction: every query it runs through ``run``
+        commits, or none (``run`` returns each query's records and counters, so a later query
+        can use what an earlier one returned).
+
+        A transient failure (a lock conflict, a deadlock) rolls the whole transaction back and
+        calls ``work`` again, up to ``TOGETHER_ATTEMPTS`` times, so ``work`` must be safe to
+        repeat; one over the server's transaction memory raises ``TransactionTooLargeError`` at
+        once (the driver's own retry would run it out of memory again for 30 s).
         """
         with translate_errors(self.settings.uri):
             for attempt in range(1, TOGETHER_ATTEMPTS + 1):
@@ -154,16 +177,18 @@ class Database:
                         self.driver.session(database=self.database) as session,
                         session.begin_transaction() as tx,
                     ):
-                        results = []
-                        for number, (query, params) in enumerate(steps):
-                            records = [
-                                record_dict(record) for record in tx.run(_text(query), params)
-                            ]
-                            if check is not None:
-                                check(number, records)
-                            results.append(records)
+
+                        def run(query: Query | str, params: dict[str, Any]) -> BatchResult:
+                            result = tx.run(_text(query), params)
+                            records = [record_dict(record) for record in result]
+                            counters = result.consume().counters
+                            return BatchResult(
+                                records, counters.nodes_created, counters.relationships_created
+                            )
+
+                        done = work(run)
                         tx.commit()
-                        return results
+                        return done
                 except neo4j_errors.Neo4jError as exc:
                     if _is_out_of_memory(exc) or not exc.is_retryable():
                         raise

@@ -7,13 +7,15 @@ and loaded together through ``load_paths``, the function ``memtrace load`` calls
 refuses is set aside in the spool's ``rejected/`` with the reason and logged; the others load. So is
 a trace whose load would drop spans the graph holds (a load replaces a trace): late spans that came
 after their trace's ``loaded/`` file was pruned, ``keep_loaded_seconds`` after its load. Optionally
-the failed cases of the traces just loaded are attributed at once (``after_load``)."""
+the failed cases of the traces just loaded are attributed at once (``after_load``), on a
+thread of their own (``Attributions``) so that loading never waits for attribution."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 
@@ -22,16 +24,20 @@ from memtrace.collect.spool import Assembled, Spool
 from memtrace.collect.store import CollectStore
 from memtrace.db import Database
 from memtrace.errors import InputError, MemtraceError
-from memtrace.loaders.append import append_requests, timelines
+from memtrace.loaders.append import AppendResult, Timeline, prepare_append, timelines
 from memtrace.loaders.load import LoadOptions, load_paths
 from memtrace.loaders.otlp import otlp_trace_id
 from memtrace.loaders.otlp.spans import Span, read_spans
 from memtrace.loaders.otlp.timelines import Grouping
+from memtrace.loaders.writer import AppendWrite, write_appends
 
 # the loaded traces' memtrace trace ids, and when only some of their cases are new (requests
 # appended to timelines) those cases (trace id, case id); None: every failed case of them
 AfterLoad = Callable[[Database, list[str], list[tuple[str, str]] | None], None]
 Log = Callable[[str], None]
+IDLE_ATTRIBUTION_LOOK = 0.2  # seconds: how soon the attributing thread sees the loader stopped
+RETRY_ATTRIBUTION_SECONDS = 5.0
+PREPARING_THREADS = 4  # timelines whose appends are prepared at once (lookups, conversion)
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,9 @@ class IngestOptions:
     # restarted on its spool, which takes its leases over at once) holds its traces this long
     lease_seconds: float = 15.0
     retry_seconds: float = 5.0  # after Neo4j failed, before trying again
-    idle_seconds: float = 0.2  # between looks at the spool when nothing is due
+    # the longest wait between looks at the spool (arriving spans and a trace falling due wake
+    # the loader at once; this bounds how soon a stop or a lease held elsewhere is noticed)
+    idle_seconds: float = 0.2
     # how long a loaded trace's file stays in the spool's loaded/ for late spans to join
     keep_loaded_seconds: float = 3600.0
     # requests appended to timelines by these group ids (loaders/append.py); None: each OTel
@@ -76,6 +84,7 @@ class Ingester:
         self.log = log
         self.after_load = after_load
         self.counters = Counters()
+        self.attributions = Attributions(log)
 
     def step(self, db: Database) -> int:
         """Load the traces due now (up to ``traces_per_load``); return how many were loaded."""
@@ -101,7 +110,7 @@ class Ingester:
         finally:
             store.release(held)
         if loaded and self.after_load is not None:
-            self.after_load(db, loaded, new_cases)
+            self.attributions.add(loaded, new_cases)
         return len(loaded)
 
     def _append(
@@ -110,7 +119,8 @@ class Ingester:
         """Append each assembled request to its timeline (only the spans the timeline lacks:
         a late span joins its request, a re-sent one is skipped), under a lease on the timeline
         so that no other receiver appends to it meanwhile; a timeline another receiver holds
-        keeps its requests pending for the next look. Returns the timelines appended to and
+        keeps its requests pending for the next look. Every timeline's append is prepared
+        first, then all are written in one transaction. Returns the timelines appended to and
         their new failed cases."""
         spans: list[tuple[str, Span]] = []
         by_request: dict[str, Assembled] = {}
@@ -125,24 +135,41 @@ class Ingester:
         held = set(store.acquire([t.trace_id for t in found], self.options.lease_seconds))
         appended: list[str] = []
         new_cases: list[tuple[str, str]] = []
+        writes: list[AppendWrite] = []
+        loaded: list[Assembled] = []
+        # another receiver appends to the others now; their requests stay pending
+        mine = [timeline for timeline in found if timeline.trace_id in held]
+
+        def prepare(timeline: Timeline) -> tuple[AppendResult, AppendWrite | None] | InputError:
+            source = str(by_request[timeline.requests[0].trace_id].path)
+            try:
+                return prepare_append(
+                    db, timeline.trace_id, timeline.props, timeline.requests, source
+                )
+            except InputError as exc:
+                return exc
+
         try:
-            for timeline in found:
-                if timeline.trace_id not in held:
-                    continue  # another receiver appends to it now; these stay pending
+            # each preparation waits on a few lookups of its own timeline: overlap them
+            with ThreadPoolExecutor(PREPARING_THREADS, "memtrace-collect-prepare") as pool:
+                prepared = list(pool.map(prepare, mine))
+            for timeline, done in zip(mine, prepared, strict=True):
                 items = [by_request[request.trace_id] for request in timeline.requests]
-                try:
-                    result = append_requests(
-                        db, timeline.trace_id, timeline.props, timeline.requests, str(items[0].path)
-                    )
-                except InputError as exc:
+                if isinstance(done, InputError):
                     for item in items:
-                        self._refuse(item, str(exc))
+                        self._refuse(item, str(done))
                     continue
-                self._loaded(items)
+                result, write = done
+                writes += [write] if write is not None else []
+                loaded += items
                 appended.append(timeline.trace_id)
                 new_cases += [(timeline.trace_id, case) for case in result.failed_case_ids]
+            if writes:
+                write_appends(db, writes)
         finally:
             store.release(sorted(held))
+        if loaded:
+            self._loaded(loaded)
         return appended, new_cases
 
     def _loaded(self, items: list[Assembled]) -> None:
@@ -186,7 +213,9 @@ class Ingester:
         while remaining:
             try:
                 summary = load_paths(
-                    db, [str(item.path) for item in remaining], LoadOptions(format="otlp")
+                    db,
+                    [str(item.path) for item in remaining],
+                    LoadOptions(format="otlp", ensure_schema=False),  # made in ``run``
                 )
             except InputError as exc:
                 refused = next((item for item in remaining if str(item.path) == exc.path), None)
@@ -215,7 +244,11 @@ class Ingester:
                     CollectStore(db, self.owner).clear()
                     while not stop.is_set():
                         if self.step(db) == 0:
-                            stop.wait(self.options.idle_seconds)
+                            self.spool.wait_until_due(
+                                self.options.quiet_seconds,
+                                self.options.max_wait_seconds,
+                                self.options.idle_seconds,
+                            )
             except (MemtraceError, OSError, ValueError) as exc:
                 # the loader thread must not die quietly: whatever stopped this step (Neo4j
                 # away, a spool file unreadable), say so and try again; the spans stay spooled
@@ -225,6 +258,58 @@ class Ingester:
                     f"{self.options.retry_seconds:g} s"
                 )
                 stop.wait(self.options.retry_seconds)
+
+
+class Attributions:
+    """The loaded traces waiting for ``after_load``, attributed on a thread of their own: while
+    one attribution runs the loader goes on, and everything it loads meanwhile is attributed
+    together next (one call for many traces, not one per trace)."""
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        self._lock = threading.Lock()
+        self._waiting = threading.Event()
+        self._trace_ids: list[str] = []
+        self._new_cases: list[tuple[str, str]] | None = None
+
+    def add(self, trace_ids: list[str], new_cases: list[tuple[str, str]] | None) -> None:
+        with self._lock:
+            self._trace_ids += [t for t in trace_ids if t not in self._trace_ids]
+            if new_cases is not None:
+                self._new_cases = (self._new_cases or []) + new_cases
+            self._waiting.set()
+
+    def _take(self) -> tuple[list[str], list[tuple[str, str]] | None]:
+        with self._lock:
+            taken = self._trace_ids, self._new_cases
+            self._trace_ids, self._new_cases = [], None
+            self._waiting.clear()
+        return taken
+
+    def run(
+        self,
+        after_load: AfterLoad,
+        connect: Callable[[], AbstractContextManager[Database]],
+        loading: threading.Thread,
+    ) -> None:
+        """Attribute what was loaded until ``loading`` (the loader's thread) has ended and
+        nothing is left, so what was loaded before a stop is attributed before this returns.
+        A failed connection is logged (the traces taken are left unattributed) and retried."""
+        while True:
+            try:
+                with connect() as db:
+                    while True:
+                        self._waiting.wait(IDLE_ATTRIBUTION_LOOK)
+                        trace_ids, new_cases = self._take()
+                        if trace_ids:
+                            after_load(db, trace_ids, new_cases)
+                        elif not loading.is_alive():
+                            return
+            except MemtraceError as exc:
+                self.log(f"attributing loaded traces paused: {exc}")
+                if not loading.is_alive():
+                    return
+                loading.join(RETRY_ATTRIBUTION_SECONDS)
 
 
 @contextmanager

@@ -20,6 +20,7 @@ from typing import Any
 import grpc
 
 from memtrace.attribution.judges import Judge
+from memtrace.attribution.model import Verdict
 from memtrace.attribution.pipeline import (
     Options,
     failure_summary,
@@ -31,6 +32,7 @@ from memtrace.collect.app import Limits, create_app
 from memtrace.collect.grpc_endpoint import bind_grpc
 from memtrace.collect.ingest import AfterLoad, Ingester, IngestOptions, Log
 from memtrace.collect.spool import Spool, claim_spool
+from memtrace.collect.store import failed_cases
 from memtrace.db import Database, connect
 from memtrace.errors import ConfigError, MemtraceError
 from memtrace.serving import Running, is_loopback, prepare, running_in_thread
@@ -101,20 +103,35 @@ class Receiver:
 
     @contextmanager
     def loading(self) -> Iterator[None]:
-        """Run the loader thread for the duration of the block."""
+        """Run the loader thread (and with ``after_load`` the attributing thread) for the
+        duration of the block; at its end what was loaded is attributed before it returns."""
         stop = threading.Event()
-        thread = threading.Thread(
-            target=self.ingester.run,
-            args=(lambda: connect(self.settings), stop),
-            name="memtrace-collect-loader",
-            daemon=True,
-        )
-        thread.start()
+        threads = [
+            threading.Thread(
+                target=self.ingester.run,
+                args=(lambda: connect(self.settings), stop),
+                name="memtrace-collect-loader",
+                daemon=True,
+            )
+        ]
+        after_load = self.ingester.after_load
+        if after_load is not None:
+            threads.append(
+                threading.Thread(
+                    target=self.ingester.attributions.run,
+                    args=(after_load, lambda: connect(self.settings), threads[0]),
+                    name="memtrace-collect-attribute",
+                    daemon=True,
+                )
+            )
+        for thread in threads:
+            thread.start()
         try:
             yield
         finally:
             stop.set()
-            thread.join(timeout=60)
+            for thread in threads:
+                thread.join(timeout=60)
 
     def bind(self) -> Bound:
         """Bind the HTTP and gRPC ports (a busy one is a ``ConfigError``), serving nothing yet."""
@@ -173,31 +190,34 @@ def _percentiles(values: list[float]) -> dict[str, float] | None:
 
 
 def attributing(judge: Judge, options: Options, run_id: str | None, log: Log) -> AfterLoad:
-    """Attribute the failed cases of each trace as it is loaded (``memtrace collect
-    --attribute``), so failure classes stay current; a failure is logged, the loading goes on."""
+    """Attribute the failed cases of loaded traces (``memtrace collect --attribute``), so
+    failure classes stay current: the cases of every trace loaded since the last call in one
+    run; a failure is logged, the loading goes on."""
 
     def after_load(
         db: Database, trace_ids: list[str], new_cases: list[tuple[str, str]] | None
     ) -> None:
         store = AttributionStore(db)
-        for trace_id in trace_ids:
+        try:
             # a timeline's earlier cases were attributed when their requests came
-            cases = None if new_cases is None else [c for c in new_cases if c[0] == trace_id]
-            if cases == []:
-                continue
-            try:
-                run, verdicts = run_attribution(
-                    store, judge, options, cases=cases, trace_id=trace_id, run_id=run_id, workers=1
-                )
-            except MemtraceError as exc:
-                log(f"attributing trace {trace_id} failed: {exc}")
-                continue
-            problems = failure_summary(verdicts)
-            if verdicts:
-                log(f"attributed {len(verdicts)} failed case(s) of {trace_id} as run {run}")
-            untrailed = untrailed_summary(verdicts)
+            cases = failed_cases(db, trace_ids) if new_cases is None else new_cases
+            if not cases:
+                return
+            run, verdicts = run_attribution(
+                store, judge, options, cases=cases, run_id=run_id, workers=1
+            )
+        except MemtraceError as exc:
+            log(f"attributing {len(trace_ids)} loaded trace(s) failed: {exc}")
+            return
+        by_trace: dict[str, list[Verdict]] = {}
+        for verdict in verdicts:
+            by_trace.setdefault(verdict.trace_id, []).append(verdict)
+        for trace_id, of_trace in by_trace.items():
+            log(f"attributed {len(of_trace)} failed case(s) of {trace_id} as run {run}")
+            untrailed = untrailed_summary(of_trace)
             if untrailed:
                 log(f"trace {trace_id}: {untrailed}")
+            problems = failure_summary(of_trace)
             if problems:
                 log(f"trace {trace_id}: {problems}")
 

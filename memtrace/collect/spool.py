@@ -7,7 +7,8 @@ Layout under the spool directory::
                            temporary name, fsync'd, renamed and the directory fsync'd before the
                            client gets its 200
     journal                one line per loaded (or refused) trace: the batches it consumed
-    ready/<trace>.json     a trace assembled for loading (every span once)
+    ready/<trace>.json     a trace assembled for loading (every span once), fsync'd with its
+                           group before its batches are journaled
     loaded/<trace>.json    what was loaded for a trace: late spans are loaded with it again;
                            deleted ``keep_loaded_seconds`` after its last load (``prune``)
     rejected/<trace>.json  a trace not loaded, with <trace>.txt saying why (<trace>-2.json and
@@ -34,6 +35,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Container, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,7 @@ from memtrace.collect.decode import TraceGroup
 from memtrace.errors import ConfigError
 
 Part = tuple[str, int, int, int]  # batch file name, offset and length of a line, its spans
+SYNC_THREADS = 16  # files of a loaded group fsync'd at once
 
 
 @dataclass
@@ -137,6 +140,7 @@ class Spool:
         # trace -> wall-clock time of its last load, oldest first (what ``prune`` looks at)
         self._loaded_at: dict[str, float] = {}
         self._serial = 0
+        self._arrived = threading.Event()  # set by each accepted batch: the loader looks again
         for folder in (self.batches, self.ready, self.loaded, self.rejected):
             folder.mkdir(parents=True, exist_ok=True)
         self._recover()
@@ -192,6 +196,7 @@ class Spool:
         with self._lock:
             self._batch_sizes[name] = len(data)
             self._index(name, ((g.trace_id, g.has_root, part) for g, part in parts))
+        self._arrived.set()
 
     def _index(self, name: str, entries: Iterable[tuple[str, bool, Part]]) -> None:
         now = self.clock()
@@ -224,6 +229,24 @@ class Spool:
         ready.sort(key=lambda trace: trace.first_seen)
         return [trace.trace_id for trace in ready[:limit]]
 
+    def wait_until_due(self, quiet_seconds: float, max_wait_seconds: float, longest: float) -> None:
+        """Sleep until the first pending trace falls due (``due``'s rules) or spans arrive,
+        at most ``longest``: a trace loads when it is due, not at the next look. Pending traces
+        that are due already were not loadable just now (another receiver holds them): wait
+        ``longest`` before asking again."""
+        self._arrived.clear()  # before the look: a batch accepted from here on wakes the wait
+        now = self.clock()
+        with self._lock:
+            falls_due = [
+                min(
+                    trace.last_seen + quiet_seconds if trace.has_root else float("inf"),
+                    trace.first_seen + max_wait_seconds,
+                )
+                for trace in self._pending.values()
+            ]
+        delay = min(falls_due, default=now + longest) - now
+        self._arrived.wait(min(delay, longest) if delay > 0 else longest)
+
     def assemble(self, trace_id: str) -> Assembled:
         """Write ``ready/<trace>.json``: the trace's earlier loaded spans and its pending ones,
         each span once (the first copy of a span id wins), as one OTLP JSON document."""
@@ -240,20 +263,18 @@ class Spool:
                 documents.append(json.loads(handle.read(length))["request"])
         merged, span_ids = _merge(documents)
         path = self.ready / f"{trace_id}.json"
-        # its content durable now (it becomes loaded/<trace>.json, the base of any late load);
-        # the directory entries are made durable once per group, in mark_loaded
-        with path.open("wb") as handle:
-            handle.write(json.dumps(merged, separators=(",", ":")).encode())
-            handle.flush()
-            os.fsync(handle.fileno())
+        # made durable (it becomes loaded/<trace>.json, the base of any late load) before its
+        # batches are journaled: in mark_loaded / mark_rejected, a group's files at once
+        path.write_bytes(json.dumps(merged, separators=(",", ":")).encode())
         return Assembled(trace_id, path, parts, frozenset(span_ids), last_seen)
 
     def mark_loaded(self, group: list[Assembled]) -> None:
         """These traces are in the graph: keep their files in ``loaded/``, journal their
         batches (one directory sync and one journal sync for the whole group)."""
+        _fsync_files([done.path for done in group])
         for done in group:
             os.replace(done.path, self.loaded / done.path.name)
-        _fsync_dir(self.loaded)
+        _fsync(self.loaded)
         now = time.time()
         with self._lock:
             for done in group:
@@ -284,8 +305,9 @@ class Spool:
             number += 1
             stem = f"{done.trace_id}-{number}"
         _write_durably(self.rejected / f"{stem}.txt", reason.encode() + b"\n")
+        _fsync_files([done.path])
         os.replace(done.path, self.rejected / f"{stem}.json")
-        _fsync_dir(self.rejected)
+        _fsync(self.rejected)
         self._consume([done])
 
     def _consume(self, group: list[Assembled]) -> None:
@@ -395,11 +417,23 @@ def _write_durably(path: Path, data: bytes) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, path)
-    _fsync_dir(path.parent)
+    _fsync(path.parent)
 
 
-def _fsync_dir(folder: Path) -> None:
-    descriptor = os.open(folder, os.O_RDONLY)
+def _fsync_files(paths: list[Path]) -> None:
+    """fsync these files, several at once: a filesystem commits concurrent syncs together
+    (50 files of 3 KB: 130 ms instead of 260 one after another on the reference machine)."""
+    if len(paths) <= 1:
+        for path in paths:
+            _fsync(path)
+        return
+    with ThreadPoolExecutor(max_workers=min(len(paths), SYNC_THREADS)) as pool:
+        list(pool.map(_fsync, paths))
+
+
+def _fsync(path: Path) -> None:
+    """fsync a file or a directory (its entries) by its path."""
+    descriptor = os.open(path, os.O_RDONLY)
     try:
         os.fsync(descriptor)
     finally:

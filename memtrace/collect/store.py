@@ -52,3 +52,9 @@ class CollectStore:
         (absent: none)."""
         rows = self.db.run(get_query("collect/graph_spans"), trace_ids=list(trace_ids))
         return {row["trace_id"]: set(row["span_ids"]) for row in rows}
+
+
+def failed_cases(db: Database, trace_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """(trace id, case id) of the failed cases of these complete traces, in one query."""
+    rows = db.run(get_query("collect/failed_cases"), trace_ids=list(trace_ids))
+    return [(row["trace_id"], row["case_id"]) for row in rows]

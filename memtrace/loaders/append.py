@@ -53,7 +53,13 @@ from memtrace.loaders.otlp.reader import (
 from memtrace.loaders.otlp.spans import Span, read_spans
 from memtrace.loaders.otlp.timelines import Grouping, by_request, request_group, request_ids
 from memtrace.loaders.rows import node_rows, system_name
-from memtrace.loaders.writer import GraphPrior, append_state, known_cases, write_append
+from memtrace.loaders.writer import (
+    AppendWrite,
+    GraphPrior,
+    append_state,
+    known_cases,
+    write_appends,
+)
 from memtrace.taxonomy import dataset_name
 
 
@@ -110,6 +116,22 @@ def append_requests(
 ) -> AppendResult:
     """Append ``requests`` (one timeline's, in order) to trace ``trace_id`` in one transaction;
     ``props`` are the trace's properties if this append creates it."""
+    result, write = prepare_append(db, trace_id, props, requests, source)
+    if write is not None:
+        write_appends(db, [write])
+    return result
+
+
+def prepare_append(
+    db: Database,
+    trace_id: str,
+    props: dict[str, Any],
+    requests: Sequence[Request],
+    source: str,
+) -> tuple[AppendResult, AppendWrite | None]:
+    """``append_requests`` up to its write: what the append will have written, and the write
+    (None when the timeline holds every span already). Appends to different timelines may be
+    written together (``write_appends``); two appends to one timeline may not."""
     result = AppendResult(trace_id)
     span_ids = [span.span_id for request in requests for span in request.spans]
     state = append_state(db, trace_id, span_ids)
@@ -129,7 +151,7 @@ def append_requests(
         else:
             result.already_there += 1
     if not new:
-        return result
+        return result, None
     prior = GraphPrior(db, trace_id)
     spans = [span for request in new for span in request.spans]
     prior.prefetch(list(_texts(spans)))
@@ -144,8 +166,7 @@ def append_requests(
             "memtrace.case.id must be unique within its timeline",
         )
     plan = _plan(records, new, state.next_seq or 0)
-    write_append(
-        db,
+    write = AppendWrite(
         trace_id,
         props,
         plan.counts,
@@ -169,7 +190,7 @@ def append_requests(
     result.unknown_kind_names = list(trace.metadata.get("unknown_kind_names", []))
     result.findings = timeline_findings(records, prior.seen.values())
     result.failed_case_ids = [case.id for case in cases if case.is_failed is True]
-    return result
+    return result, write
 
 
 @dataclass

@@ -374,9 +374,10 @@ class TraceIndex:
         return take
 
     def store_element_ids(self, pairs: list[list[Any]]) -> None:
-        """``[n, elementId]`` pairs returned by the node queries."""
+        """``[n, elementId]`` pairs returned by the node queries (a retried transaction's
+        replace those of its first try)."""
         with self._transaction():
-            self.db.executemany("INSERT INTO eid VALUES (?, ?)", pairs)
+            self.db.executemany("INSERT OR REPLACE INTO eid VALUES (?, ?)", pairs)
 
     def number_nodes(self, offset: int) -> int:
         """For a bulk import: node ids ``offset + recno`` (the trace node is ``offset``), kept

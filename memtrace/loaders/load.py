@@ -11,17 +11,18 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from memtrace.admin import delete_reload_copies, init_schema
 from memtrace.db import Database
-from memtrace.errors import InputError, MemtraceError, TransactionTooLargeError
+from memtrace.errors import InputError, MemtraceError, QueryError, TransactionTooLargeError
 from memtrace.loaders.checks import Finding, TraceChecker
 from memtrace.loaders.formats import Detection, Format, detect, explained, record_source
 from memtrace.loaders.index import TraceIndex, build_index
 from memtrace.loaders.otlp import UNKNOWN_KIND_SPANS, UNREAD_CONTENT_SPANS, Labels
 from memtrace.loaders.otlp.timelines import Grouping
 from memtrace.loaders.rows import (
+    QueryRow,
     count_properties,
     next_version_rows,
     node_rows,
@@ -30,12 +31,15 @@ from memtrace.loaders.rows import (
 )
 from memtrace.loaders.writer import (
     BatchWriter,
+    NewTrace,
+    TraceState,
     begin_staged_copy,
     begin_trace,
     complete_trace,
-    previous_state,
     replace_in_batches,
     swap_in_staged_copy,
+    trace_states,
+    write_new_traces,
 )
 from memtrace.taxonomy import (
     RESERVED_PREFIXES,
@@ -50,8 +54,9 @@ ATOMIC_SWAP_NODES = 40_000
 TRACE_SUFFIXES = (".jsonl", ".json")
 # How far the write of one trace got: a first load (or one after an interrupted load) is
 # "writing"; a re-load of a complete trace goes "staging" -> "swapping" (one transaction) or
-# "replacing" (in batches, too big for one) -> "cleaning".
-WritePhase = Literal["writing", "staging", "swapping", "replacing", "cleaning"]
+# "replacing" (in batches, too big for one) -> "cleaning"; new small traces are written
+# "together" in one transaction.
+WritePhase = Literal["writing", "staging", "swapping", "replacing", "cleaning", "together"]
 
 
 class Progress(Protocol):
@@ -93,6 +98,9 @@ class LoadOptions:
     # each file whole as today
     grouping: Grouping | None = None
     requests_per_append: int = DEFAULT_REQUESTS_PER_APPEND  # one transaction each
+    # False when the caller made the schema already (the receiver, at each connection): it
+    # costs two dozen statements, which would be most of a small trace's load
+    ensure_schema: bool = True
 
 
 @dataclass
@@ -240,7 +248,12 @@ class LoadInterrupted(MemtraceError):
         self.trace_id = trace_id
         before = f"{done} of {total} files were loaded completely before it"
         staged, retired = staged_trace_id(trace_id), retired_trace_id(trace_id)
-        if phase == "writing":
+        if phase == "together":
+            message = (
+                f"the new traces written together in one transaction, {trace_id!r} among them, "
+                f"were not written (the transaction was rolled back; {before}). Run the load again"
+            )
+        elif phase == "writing":
             message = (
                 f"trace {trace_id!r} was left 'loading' (half-written; {before}). The next "
                 f"`memtrace load` of that file replaces it, or `memtrace db delete --trace "
@@ -339,32 +352,98 @@ def load_paths(
     options: LoadOptions,
     progress: Progress | None = None,
 ) -> LoadSummary:
-    """Validate every file, then (unless ``dry_run``) write them one trace at a time.
+    """Validate every file, then (unless ``dry_run``) write them: new small traces together
+    in one transaction, the others one trace at a time.
 
     A file that fails validation raises InputError before anything at all is written.
     """
     started = time.perf_counter()
     with validated(patterns, options) as (plans, stages):
         summary = LoadSummary(dry_run=options.dry_run, stages=stages)
+        results = {id(plan): file_result(plan) for plan in plans}
         if not options.dry_run:
             if db is None:
                 raise ValueError("a database is needed unless dry_run is set")
-            init_schema(db)
-        for plan in plans:
-            file_started = time.perf_counter()
-            result = file_result(plan)
-            if db is not None and not options.dry_run:
-                phase: list[WritePhase] = ["writing"]
-                try:
-                    _write(db, plan, options, progress or _Silent(), result, phase)
-                except KeyboardInterrupt:
-                    raise LoadInterrupted(
-                        plan.trace_id, phase[0], len(summary.files), len(plans)
-                    ) from None
-            result.seconds = time.perf_counter() - file_started
-            summary.files.append(result)
+            _write_all(db, plans, results, options, progress or _Silent())
+        summary.files = [results[id(plan)] for plan in plans]
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _write_all(
+    db: Database,
+    plans: list[PlannedTrace],
+    results: dict[int, FileResult],
+    options: LoadOptions,
+    progress: Progress,
+) -> None:
+    """Write every plan: the new small ones together (``_write_together``), the others (and
+    a group the graph refused, e.g. for nodes an interrupted delete left) one by one."""
+    if options.ensure_schema:
+        init_schema(db)
+    states = trace_states(db, [plan.trace_id for plan in plans])
+    done = 0
+    together = [
+        plan
+        for plan in plans
+        if states[plan.trace_id].new and plan.index.counts.nodes <= options.batch_size
+    ]
+    one_by_one = {id(plan) for plan in plans} - {id(plan) for plan in together}
+    for group in _groups(together, options.batch_size):
+        try:
+            _write_together(db, group, options, progress, [results[id(plan)] for plan in group])
+        except KeyboardInterrupt:
+            raise LoadInterrupted(group[0].trace_id, "together", done, len(plans)) from None
+        except QueryError:
+            one_by_one |= {id(plan) for plan in group}  # which deletes what is in the way first
+            continue
+        done += len(group)
+    for plan in (plan for plan in plans if id(plan) in one_by_one):
+        started = time.perf_counter()
+        phase: list[WritePhase] = ["writing"]
+        try:
+            _write(db, plan, states[plan.trace_id], options, progress, results[id(plan)], phase)
+        except KeyboardInterrupt:
+            raise LoadInterrupted(plan.trace_id, phase[0], done, len(plans)) from None
+        results[id(plan)].seconds = time.perf_counter() - started
+        done += 1
+
+
+def _groups(plans: list[PlannedTrace], most_nodes: int) -> Iterator[list[PlannedTrace]]:
+    """The plans in runs of at most ``most_nodes`` nodes together (each plan fits alone)."""
+    group: list[PlannedTrace] = []
+    nodes = 0
+    for plan in plans:
+        if group and nodes + plan.index.counts.nodes > most_nodes:
+            yield group
+            group, nodes = [], 0
+        group.append(plan)
+        nodes += plan.index.counts.nodes
+    if group:
+        yield group
+
+
+def _write_together(
+    db: Database,
+    plans: list[PlannedTrace],
+    options: LoadOptions,
+    progress: Progress,
+    results: list[FileResult],
+) -> None:
+    """Write new traces (the graph holds nothing of them) in one transaction; each file's
+    result has its nodes, and the group's first file the relationships of them all (one
+    statement writes every trace's relationships of a kind: they are counted together)."""
+    started = time.perf_counter()
+    traces = [_new_trace(plan, options) for plan in plans]
+    progress.start(f"{len(plans)} new traces", sum(plan.index.counts.nodes for plan in plans))
+    nodes_written, relationships_written = write_new_traces(db, traces)
+    progress.advance(sum(nodes_written) - len(plans))
+    progress.finish()
+    seconds = time.perf_counter() - started
+    for result, nodes in zip(results, nodes_written, strict=True):
+        result.nodes_written = nodes
+        result.seconds = seconds  # the one transaction they were written in
+    results[0].relationships_written = relationships_written
 
 
 def _one_plan_per_trace(planned: list[PlannedTrace]) -> tuple[list[PlannedTrace], list[Stages]]:
@@ -472,9 +551,43 @@ def file_result(plan: PlannedTrace) -> FileResult:
     )
 
 
+def _new_trace(plan: PlannedTrace, options: LoadOptions) -> NewTrace:
+    """A validated file as a trace for ``write_new_traces`` (its rows read from the file)."""
+    source = record_source(plan.file, plan.format, options.labels)
+    index = plan.index
+
+    def nodes() -> Iterator[QueryRow]:
+        return (row for node in index.nodes(source()) for row in node_rows(node))
+
+    def relationships() -> Iterator[QueryRow]:
+        yield from (row for linked in index.linked(source()) for row in relationship_rows(linked))
+        yield from next_version_rows(index.next_versions())
+
+    return NewTrace(
+        plan.trace_id,
+        _trace_props(plan, options),
+        count_properties(index.counts),
+        nodes,
+        index.store_element_ids,
+        relationships,
+    )
+
+
+def _trace_props(plan: PlannedTrace, options: LoadOptions) -> dict[str, Any]:
+    overrides = {"system": options.system, "dataset": options.dataset}
+    return trace_properties(
+        plan.index.trace,
+        plan.format,
+        str(plan.file.resolve()),
+        overrides,
+        options.system_spellings,
+    )
+
+
 def _write(
     db: Database,
     plan: PlannedTrace,
+    state: TraceState,
     options: LoadOptions,
     progress: Progress,
     result: FileResult,
@@ -497,12 +610,8 @@ def _write(
         + counts.labels
     )
     progress.start(plan.file.name, expected)
-    overrides = {"system": options.system, "dataset": options.dataset}
-    props = trace_properties(
-        index.trace, plan.format, str(plan.file.resolve()), overrides, options.system_spellings
-    )
-    state, old_nodes = previous_state(db, plan.trace_id)
-    replacing = state == "complete"
+    props = _trace_props(plan, options)
+    replacing = state.load_state == "complete"
     if replacing:
         phase[0] = "staging"
         begin_staged_copy(db, plan.trace_id, props)
@@ -535,7 +644,7 @@ def _write(
     writer.close()
     if replacing:
         _swap(
-            db, plan.trace_id, count_properties(counts), (old_nodes, counts.nodes), options, phase
+            db, plan.trace_id, count_properties(counts), (state.nodes, counts.nodes), options, phase
         )
     else:
         complete_trace(db, plan.trace_id, count_properties(counts))

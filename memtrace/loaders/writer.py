@@ -2,7 +2,10 @@
 
 Crash safety: the Trace node is marked ``load_state = 'loading'`` before anything else is
 written and ``'complete'`` after the last batch; the remains of an interrupted load of the same
-trace id are deleted first, so a re-run always ends with exactly one complete copy.
+trace id are deleted first, so a re-run always ends with exactly one complete copy. Small traces
+the graph holds nothing of are instead written together in ONE transaction (``write_new_traces``),
+complete from the start: all of them commit or none, and their per-trace fixed cost (a dozen
+transactions each) becomes a handful of statements for the lot.
 
 A re-load of a *complete* trace keeps that copy readable until the new one is complete: the new
 copy is written under the reserved staged id (``load_state = 'staging'``), then ONE transaction
@@ -22,7 +25,7 @@ from typing import Any
 
 from memtrace.admin import DELETE_BATCH, delete_reload_copies, delete_trace_nodes
 from memtrace.cypher import Query, get_query
-from memtrace.db import Database
+from memtrace.db import Database, StepRunner
 from memtrace.errors import MemtraceError
 from memtrace.loaders.otlp.prior import PriorVariable, text_key
 from memtrace.loaders.rows import QueryRow, Row
@@ -121,12 +124,103 @@ class BatchWriter:
         return name, result.nodes_created, result.relationships_created, ids
 
 
-def previous_state(db: Database, trace_id: str) -> tuple[str | None, int]:
-    """The trace's load state before this load (None when it does not exist) and its nodes."""
-    rows = db.run(get_query("load/trace_state"), trace_id=trace_id)
-    if not rows:
-        return None, 0
-    return str(rows[0]["load_state"]), int(rows[0]["nodes"])
+@dataclass(frozen=True)
+class TraceState:
+    """What the graph holds of a trace before a load."""
+
+    load_state: str | None  # None: no such trace; 'loading' (interrupted) or 'complete'
+    nodes: int
+    copies: bool  # a re-load left a staged or retired copy of it
+
+    @property
+    def new(self) -> bool:
+        """Nothing of it in the graph: it may be written with other new traces at once."""
+        return self.load_state is None and not self.copies
+
+
+def trace_states(db: Database, trace_ids: Sequence[str]) -> dict[str, TraceState]:
+    """Per trace id: its state before this load (one query for all of them)."""
+    rows = db.run(
+        get_query("load/traces_state"),
+        rows=[
+            {
+                "id": trace_id,
+                "staged": staged_trace_id(trace_id),
+                "retired": retired_trace_id(trace_id),
+            }
+            for trace_id in trace_ids
+        ],
+    )
+    return {
+        row["trace_id"]: TraceState(row["load_state"], int(row["nodes"]), bool(row["copies"]))
+        for row in rows
+    }
+
+
+# each node query of a whole load (rows.py's node_rows) -> its form for several new traces,
+# whose rows name their trace
+NEW_TRACE_NODES = {
+    "load/create_sessions": "load/create_new_sessions",
+    "load/create_variables": "load/create_new_variables",
+    "load/create_operations": "load/create_new_operations",
+    "load/create_cases": "load/create_new_cases",
+}
+
+
+@dataclass(frozen=True)
+class NewTrace:
+    """A trace the graph holds nothing of, to be written with others in one transaction: its
+    node rows, where the element ids they get go, and its relationship rows (made from those
+    ids, so asked for once they are stored). Both row sources may be read twice (a retried
+    transaction)."""
+
+    trace_id: str
+    props: dict[str, Any]
+    counts: dict[str, int]
+    node_rows: Callable[[], Iterable[QueryRow]]
+    store_ids: Callable[[list[list[Any]]], None]
+    relationship_rows: Callable[[], Iterable[QueryRow]]
+
+
+def write_new_traces(db: Database, traces: Sequence[NewTrace]) -> tuple[list[int], int]:
+    """Write new traces in ONE transaction, complete from the start: a handful of statements
+    (one per query, every trace's rows together) however many traces there are, instead of a
+    dozen transactions per trace. Returns the nodes written per trace (its Trace node
+    included) and the relationships written in all."""
+
+    def work(run: StepRunner) -> tuple[list[int], int]:
+        run(
+            get_query("load/create_new_traces"),
+            {
+                "traces": [
+                    {"id": trace.trace_id, "props": trace.props, "counts": trace.counts}
+                    for trace in traces
+                ]
+            },
+        )
+        nodes: dict[str, list[Row]] = {}
+        for number, trace in enumerate(traces):
+            for name, row in trace.node_rows():
+                rows = nodes.setdefault(NEW_TRACE_NODES[name], [])
+                rows.append({"trace": number, "trace_id": trace.trace_id, **row})
+        ids: list[list[list[Any]]] = [[] for _ in traces]
+        relationships = 0  # HAS_SESSION, HAS_CASE first
+        for name, rows in nodes.items():
+            created = run(get_query(name), {"rows": rows})
+            relationships += created.relationships_created
+            for number, n, element_id in created.records[0]["ids"]:
+                ids[number].append([n, element_id])
+        for trace, pairs in zip(traces, ids, strict=True):
+            trace.store_ids(pairs)
+        by_query: dict[str, list[Row]] = {}
+        for trace in traces:
+            for name, row in trace.relationship_rows():
+                by_query.setdefault(name, []).append(row)
+        for name, query_rows in by_query.items():
+            relationships += run(get_query(name), {"rows": query_rows}).relationships_created
+        return [1 + len(pairs) for pairs in ids], relationships
+
+    return db.write_in_one(work)
 
 
 def begin_trace(db: Database, trace_id: str, props: dict[str, Any]) -> int:
@@ -334,25 +428,36 @@ def known_cases(db: Database, trace_id: str, ids: Sequence[str]) -> set[str]:
     return {str(row["id"]) for row in rows}
 
 
-def write_append(
-    db: Database,
-    trace_id: str,
-    props: dict[str, Any],
-    counts: dict[str, int],
-    next_seq: int,
-    steps: dict[str, list[dict[str, Any]]],
-) -> None:
-    """One append in ONE transaction: the trace node first (writing it locks it), then each
-    step's rows (query name -> rows)."""
-    db.write_together(
-        [
+@dataclass(frozen=True)
+class AppendWrite:
+    """What one append writes: the trace node's properties (if the append creates it), its
+    counts and next free seq, and each step's rows (query name -> rows)."""
+
+    trace_id: str
+    props: dict[str, Any]
+    counts: dict[str, int]
+    next_seq: int
+    steps: dict[str, list[dict[str, Any]]]
+
+
+def write_appends(db: Database, appends: Sequence[AppendWrite]) -> None:
+    """Appends to different traces in ONE transaction (one commit for the lot): per append
+    the trace node first (writing it locks it), then each step's rows."""
+    steps: list[tuple[Query | str, dict[str, Any]]] = []
+    for append in appends:
+        steps.append(
             (
                 get_query("load/append_trace"),
-                {"trace_id": trace_id, "props": props, "counts": counts, "next_seq": next_seq},
-            ),
-            *(
-                (get_query(name), {"trace_id": trace_id, "rows": rows})
-                for name, rows in steps.items()
-            ),
+                {
+                    "trace_id": append.trace_id,
+                    "props": append.props,
+                    "counts": append.counts,
+                    "next_seq": append.next_seq,
+                },
+            )
+        )
+        steps += [
+            (get_query(name), {"trace_id": append.trace_id, "rows": rows})
+            for name, rows in append.steps.items()
         ]
-    )
+    db.write_together(steps)

@@ -164,6 +164,53 @@ def test_native_round_trip(db: Database, run_id: str, cleanup: list[str]) -> Non
     assert sorted(upstream) == ["op-add", "op-extract", "op-search"]
 
 
+def test_a_new_trace_written_together_is_the_graph_the_per_trace_write_makes(
+    db: Database, run_id: str, cleanup: list[str]
+) -> None:
+    """A new small trace goes through ``write_new_traces`` (one transaction, the
+    ``create_new_*`` queries); one over the batch size through the per-trace batches: the
+    same nodes, relationships and trace properties, and the summary counts what was written."""
+    together, alone = f"{run_id}-together", f"{run_id}-alone"
+    cleanup += [together, alone]
+    load_paths(db, [str(SMALL)], LoadOptions(trace_id=alone, batch_size=3))
+    summary = load_paths(db, [str(SMALL)], LoadOptions(trace_id=together))
+    for query, key in ((COUNT_BY_LABEL, "label"), (COUNT_BY_TYPE, "type")):
+        assert _by(db, query, key, together) == _by(db, query, key, alone)
+    assert nodes_of(db, together, "Session", "HAS_SESSION") == 2
+    traces = {
+        row["id"]: row["t"]
+        for row in db.run(
+            "MATCH (t:Trace) WHERE t.id IN $ids WITH t.id AS id, properties(t) AS p "
+            "RETURN id, p { .*, id: null, loaded_at: null } AS t",
+            ids=[together, alone],
+        )
+    }
+    assert traces[together] == traces[alone]
+    assert traces[together]["load_state"] == "complete"
+    nodes, relationships = _totals(db, together)
+    labels = _by(db, COUNT_BY_LABEL, "label", together)
+    written = summary.total("nodes_written"), summary.total("relationships_written")
+    # the Trace node and its HAS_SESSION / HAS_CASE links, which _totals leaves out, too
+    assert written == (nodes + 1, relationships + labels["Session"] + labels["Case"])
+
+
+def test_new_traces_refused_together_are_written_one_by_one(
+    db: Database, run_id: str, cleanup: list[str]
+) -> None:
+    """A node left under a trace id with no Trace node (an interrupted delete) makes the
+    together transaction fail on the key constraint; the load writes the trace on its own,
+    which deletes the leftover first."""
+    cleanup.append(run_id)
+    db.run("CREATE (:Operation {trace_id: $t, id: 'op-extract', name: 'leftover'})", t=run_id)
+    load_paths(db, [str(SMALL)], LoadOptions(trace_id=run_id))
+    labels = _by(db, COUNT_BY_LABEL, "label", run_id)
+    assert labels == {"Session": 2, "Operation": 7, "Variable": 10, "Case": 1}
+    names = db.run(
+        "MATCH (o:Operation {trace_id: $t, id: 'op-extract'}) RETURN o.name AS name", t=run_id
+    )
+    assert [row["name"] for row in names] != ["leftover"]
+
+
 def nodes_of(db: Database, trace_id: str, label: str, rel: str) -> int:
     query = {
         ("Session", "HAS_SESSION"): "MATCH (:Trace {id: $t})-[:HAS_SESSION]->(s:Session) "
