@@ -18,6 +18,7 @@ from memtrace.systems.core import Fault
 from memtrace.systems.locomo import Conversation, Question, Session, Turn
 from memtrace.systems.mem0 import Mem0System
 from memtrace.systems.openai_backend import OpenAIBackend
+from memtrace.systems.registry import SYSTEMS
 from memtrace.systems.runner import run_conversation
 from memtrace.tracing import SimClock
 
@@ -86,3 +87,20 @@ def test_openai_backend_replay_reuses_the_cache(fake_openai: FakeOpenAI, tmp_pat
     assert fixed.passed
     new = fake_openai.chat_requests[sent:]
     assert new and all(not r.body["messages"][0]["content"].startswith("You extract") for r in new)
+
+    # the answer step's oracle: the gold answer judged for real, with the trace's judge prompt
+    inputs = read_native(path)
+    answer = next(
+        op for op, sig in inputs.operations.items() if sig[0] == SYSTEMS["mem0"].answer_op
+    )
+    judged = len(fake_openai.chat_requests)
+    assert replayer.replay_jointly({"locomo-qa-9-1": [answer]})["locomo-qa-9-1"].passed
+    (request,) = fake_openai.chat_requests[judged:]
+    system_prompt, user = (
+        request.body["messages"][0]["content"],
+        request.body["messages"][-1]["content"],
+    )
+    judge = next(r for r in fake_openai.chat_requests[:judged] if "Gold answer" in str(r.body))
+    assert system_prompt == judge.body["messages"][0]["content"]  # the run's judge prompt
+    assert "What is the name of Ana's puppy?" in user and "Gold answer: Mochi" in user
+    assert "Generated answer: Mochi" in user
