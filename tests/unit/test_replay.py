@@ -552,19 +552,17 @@ def test_a_mem0_lib_memory_holds_evidence_as_the_offline_judge_reads_it() -> Non
 
 
 def test_what_still_stands_between_a_wrong_answer_and_its_evidence() -> None:
-    def after(
-        passed: bool = False, keys: tuple[str, ...] = ("k",), **missing: Loss | None
-    ) -> str | None:
-        return still_lost_at(QuestionResult("c", "single-hop", passed, "", keys, dict(missing)))
+    def after(missing: dict[str, Loss | None], passed: bool = False, keys: str = "k") -> str | None:
+        return still_lost_at(QuestionResult("c", "single-hop", passed, "", tuple(keys), missing))
 
-    assert after(passed=True, a=Loss("RetrievalError", "op-1")) is None
-    assert after(keys=()) == UNSUPPORTED  # no evidence sentence to follow
-    assert after() == "ResponseError"  # all of it reached the context
-    assert after(a=None) is None  # the trail of the missing sentence is lost
-    most = {"a": Loss("RetrievalError", "op-2"), "b": Loss("RetrievalError", "op-3")}
-    assert after(**most, c=Loss("ExtractionError", "op-1"), d=None) == "RetrievalError"
-    tie = {"a": Loss("RetrievalError", "op-2"), "b": Loss("ExtractionError", "op-1")}
-    assert after(**tie) == "ExtractionError"  # a tie: the earliest stage
+    retrieval, extraction = Loss("RetrievalError", "op-2"), Loss("ExtractionError", "op-1")
+    assert after({"a": retrieval}, passed=True) is None
+    assert after({}, keys="") == UNSUPPORTED  # no evidence sentence to follow
+    assert after({}) == "ResponseError"  # all of it reached the context
+    assert after({"a": None}) is None  # the trail of the missing sentence is lost
+    most = {"a": retrieval, "b": Loss("RetrievalError", "op-3"), "c": extraction, "d": None}
+    assert after(most) == "RetrievalError"
+    assert after({"a": retrieval, "b": extraction}) == "ExtractionError"  # a tie: the earliest
 
 
 def test_a_joint_replay_answers_only_the_cases_asked_and_the_answer_step_by_its_oracle(
