@@ -15,7 +15,16 @@ from memtrace.attribution.evidence import (
     retrieved_evidence,
 )
 from memtrace.attribution.judges import CaseView, OfflineJudge
-from memtrace.attribution.model import Anchor, CaseGraph, Check, Evidence, FlowStep, Memory, OpRef
+from memtrace.attribution.model import (
+    Anchor,
+    CaseGraph,
+    Check,
+    Evidence,
+    FlowStep,
+    Memory,
+    OpRef,
+    Trail,
+)
 from memtrace.attribution.store import FLOW_DEPTH
 from memtrace.attribution.text import message_text
 from memtrace.attribution.trails import candidates, trace_all
@@ -539,3 +548,66 @@ def test_a_verdict_resting_on_no_trail_says_so_at_a_low_confidence() -> None:
         "ResponseError", NO_TRAIL, CONFIDENCE_NO_TRAIL
     )  # fmt: skip
     assert min(v for k, v in CONFIDENCE.items() if k != "lost at retrieval") > CONFIDENCE_NO_TRAIL
+
+
+def test_the_offline_judges_check_of_each_candidate_and_its_confidence() -> None:
+    """What the offline judge says of each candidate: the op a trail stopped at is faulty and
+    decisive, at the confidence of its basis; the others, and the answer when evidence was
+    lost, are passed through (not a verdict); the answer with all evidence in its context, or
+    with no trail at all, is the ResponseError."""
+    from memtrace.attribution.judges import CONFIDENCE, CONFIDENCE_NO_TRAIL, CONFIDENCE_PASSED
+
+    def checks(case: CaseGraph, trails: tuple[Trail, ...] | None = None) -> dict[str, Check]:
+        view = CaseView(case, tuple(trace_all(case)) if trails is None else trails)
+        return {c.op.id: OfflineJudge().check(view, c)[0] for c in candidates(case, view.trails)}
+
+    def said(check: Check) -> tuple[bool, bool, str | None, float]:
+        return (check.faulty, check.decisive, check.error_type, check.confidence)
+
+    passed = (False, False, None, CONFIDENCE_PASSED)
+    retrieval = checks(graph((memory("mem@1", 4, FACT),), ("Memory: unrelated",)))
+    assert said(retrieval["search"]) == (
+        True,
+        True,
+        "RetrievalError",
+        CONFIDENCE["lost at retrieval"],
+    )
+    assert retrieval["search"].reason.startswith(
+        f"key sentence {SENTENCE!r} of m1 stopped at search search: "
+    )
+    assert "also followed" not in retrieval["search"].reason  # one trail, nothing else
+    assert said(retrieval["answer"]) == passed
+    assert retrieval["answer"].reason.startswith(
+        "the context lacked evidence, so the answer could not be right: key sentence "
+    )
+    lost = checks(graph((), ("Memory: unrelated",), extracted="[]"))
+    assert said(lost["extract"]) == (True, True, "ExtractionError", CONFIDENCE["lost in store"])
+    assert said(lost["search"]) == passed  # the sentence never reached it
+    assert lost["search"].reason == "the evidence passed through"
+    reached = checks(graph((memory("mem@1", 4, FACT),), (f"Memory: {FACT}",)))
+    basis = CONFIDENCE["evidence reached the answer"]
+    assert said(reached["answer"]) == (True, True, "ResponseError", basis)
+    assert said(checks(graph((), ()), ())["answer"]) == (
+        True, True, "ResponseError", CONFIDENCE_NO_TRAIL
+    )  # fmt: skip
+    case = graph((memory("mem@1", 4, FACT),), ("Memory: unrelated",))
+    view = CaseView(case, tuple(trace_all(case)))
+    answer = next(c for c in candidates(case, view.trails) if view.is_answer(c))
+    assert OfflineJudge().intact_after(view, answer)[0] is False  # the wrong answer's own op
+
+
+def test_a_stale_memory_check_says_what_was_lost_and_what_misled_at_a_prior_confidence() -> None:
+    from memtrace.attribution.judges import CONFIDENCE
+
+    case = job_case(stored=False)
+    view = CaseView(case, tuple(trace_all(case)))
+    extract = next(c for c in candidates(case, view.trails) if c.op.id == "extract-2")
+    check = OfflineJudge().check(view, extract)[0]
+    (stale,) = view.stale
+    assert (check.faulty, check.decisive, check.error_type, check.failure_mode) == (
+        True, True, "ExtractionError", "stale-memory"
+    )  # fmt: skip
+    assert check.confidence == CONFIDENCE["stale memory"]
+    assert check.reason == (
+        f"key sentence {stale.trail.key_sentence!r} of m2: {stale.trail.detail}; {stale.reason}"
+    )
