@@ -313,6 +313,7 @@ def test_trace_files_build_each_replayer_once_and_keep_each_refusal(
     refusals naming where the trace came from, kept for the run."""
     (tmp_path / "toy_factory_i40.py").write_text(FACTORY_MODULE, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "toy_factory_i40", raising=False)  # a run of its own
     toy, broken, empty = tmp_path / "toy.jsonl", tmp_path / "broken.jsonl", tmp_path / "e.jsonl"
     for path, trace_id in ((toy, "toy-1"), (broken, "broken")):
         with trace(path, trace_id, system="toy", clock=SimClock()):
@@ -420,6 +421,7 @@ def test_an_installed_package_registers_a_replayer_for_its_system(
         "const-i40 = toy_plugin_mod_i40:NOT_CALLABLE\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "toy_plugin_mod_i40", raising=False)
     assert registered_factory("toy-i40") is importlib.import_module("toy_plugin_mod_i40").make
     assert registered_factory("mine-i40") is None
     assert replay_refusal("toy-i40") is None and can_replay("toy-i40")
