@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
@@ -11,7 +12,9 @@ import pytest
 from memtrace.attribution.evidence import (
     asked_about,
     bm25_ranking,
+    dense_ranking,
     reciprocal_rank_fusion,
+    retrieve,
     retrieved_evidence,
 )
 from memtrace.attribution.judges import CaseView, OfflineJudge
@@ -270,6 +273,33 @@ def test_bm25_and_rrf() -> None:
     corpus = [("a", "we went hiking"), ("b", "my kitten Pixel"), ("c", "kitten food")]
     assert bm25_ranking(corpus, "name of the kitten Pixel")[0] == "b"
     assert reciprocal_rank_fusion([["a", "b"], ["b", "c"]], k=60)[0] == "b"
+    # 1 / (k + rank), ranks from 1: twice second beats once first; once first ties twice third
+    assert reciprocal_rank_fusion([["a", "b"], ["c", "b"]], k=1) == ["b", "a", "c"]
+    assert reciprocal_rank_fusion([["a", "x", "b"], ["y", "z", "b"]], k=1)[:2] == ["a", "b"]
+
+
+def test_dense_ranking_is_by_cosine_and_retrieve_picks_the_retriever() -> None:
+    vocabulary = ("kitten", "pixel", "tea")
+
+    def embed(texts: Sequence[str]) -> list[list[float]]:
+        return [[float(text.split().count(word)) for word in vocabulary] for text in texts]
+
+    corpus = [
+        ("long", "tea tea tea kitten"),  # the largest vector, pointing elsewhere
+        ("empty", ""),  # no words: a zero vector scores 0, not NaN
+        ("match", "kitten pixel"),
+        ("same", "kitten pixel"),  # a tie keeps the corpus order
+    ]
+    query = "kitten pixel"
+    assert dense_ranking(corpus, query, embed) == ["match", "same", "long", "empty"]
+    assert retrieve(corpus, query) == bm25_ranking(corpus, query)  # bm25 unless told
+    assert retrieve(corpus, query, "dense", embed) == ["match", "same", "long", "empty"]
+    fused = reciprocal_rank_fusion(
+        [bm25_ranking(corpus, query), dense_ranking(corpus, query, embed)]
+    )
+    assert retrieve(corpus, query, "hybrid", embed) == fused
+    with pytest.raises(ValueError, match="the dense retriever needs an embedding function"):
+        retrieve(corpus, query, "dense")
 
 
 def test_retrieved_evidence_queries_question_and_gold_answer_by_default() -> None:
