@@ -29,7 +29,7 @@ from memtrace.attribution.model import (
     Trail,
 )
 from memtrace.attribution.store import FLOW_DEPTH
-from memtrace.attribution.text import message_text
+from memtrace.attribution.text import memory_text, message_speaker, message_text
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import binary, linear
 from memtrace.cypher import get_query
@@ -90,6 +90,16 @@ def test_message_text_strips_memory_framework_suffix() -> None:
     assert message_text(value) == "Hi there."
 
 
+def test_what_a_memory_and_a_message_say_in_their_json_values() -> None:
+    assert memory_text('{"text": "Ann likes tea"}') == "Ann likes tea"
+    assert memory_text('{"content": "Ann likes tea", "id": 1}') == "Ann likes tea"
+    assert memory_text('{"memory": "first", "text": "second"}') == "first"
+    assert memory_text('{"id": 3}') == '{"id": 3}'  # no text field: the value as it is
+    # a blank or non-text speaker field names no one; the next field may
+    assert message_speaker('{"speaker": "  ", "name": "Ann", "content": "hi"}') == "Ann"
+    assert message_speaker('{"speaker": 7, "content": "hi"}') is None
+
+
 def test_containment_is_per_line() -> None:
     words = content_words(SENTENCE)
     assert containment(words, f"other\n{FACT}") == 1.0
@@ -136,6 +146,7 @@ def test_lost_evidence_your_extractive_answer_would_not_have_quoted_is_still_the
     assert verdict(case) == ("search", "RetrievalError", "search", "RetrievalError")
     check = search_check(case)
     assert check.faulty and check.decisive and check.error_type == "RetrievalError"
+    assert check.reason.startswith(f"key sentence {SENTENCE!r} of m1 stopped at search")
     assert check.reason.endswith(
         "; with your answerer: the answer quotes the 2 context item(s) that best match the "
         "question; with what the lost evidence would restore, those would still not hold the "
