@@ -160,3 +160,12 @@ def test_a_list_answer_adds_a_message_per_item_the_first_lacks() -> None:
     # Nothing is added when the first message holds every item.
     corpus[0] = ("run", "Running and pottery help me de-stress.")
     assert [e.id for e in retrieved_evidence(anchor, corpus + FILLER)] == ["run"]
+
+
+def test_relative_dates_counted_in_digits_this_month_and_the_same_weekday_a_week_back() -> None:
+    monday = date(2023, 5, 8)
+    assert relative_phrases("I moved 3 days ago", monday) == ["5 May 2023"]
+    assert relative_phrases("busy this month", monday) == ["May 2023"]
+    # "last Monday" said on a Monday is a week back, not the same day
+    assert relative_phrases("last Monday", monday) == ["the Monday before 8 May 2023, 1 May 2023"]
+    assert parse_date("sometime soon") is None  # no day, month and year in it
