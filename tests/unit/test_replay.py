@@ -579,3 +579,13 @@ def test_a_joint_replay_answers_only_the_cases_asked_and_the_answer_step_by_its_
     assert dict(replayer.replay_jointly(asked)) == {CASE: ReplayedAnswer(True)}
     assert dict(replayer.replay_jointly(asked, cases=[other])) == {}
     assert replayer.replays == 0
+
+
+def test_a_joint_replay_builds_the_memory_with_every_repaired_construction_step(
+    tmp_path: Path,
+) -> None:
+    fault = Fault("fault-1", "ExtractionError", CASE, "D1:1", frozenset({"D1:1#0"}))
+    replayer, _ = traced(tmp_path, "mem0", LISBON, [fault])
+    extract = op_of(replayer, "extract:D1:1")
+    assert dict(replayer.replay_jointly({CASE: [extract]})) == {CASE: ReplayedAnswer(True)}
+    assert not replayer.replay(CASE).passed  # unrepaired, the fault still drops the fact

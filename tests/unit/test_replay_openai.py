@@ -88,8 +88,19 @@ def test_openai_backend_replay_reuses_the_cache(fake_openai: FakeOpenAI, tmp_pat
     new = fake_openai.chat_requests[sent:]
     assert new and all(not r.body["messages"][0]["content"].startswith("You extract") for r in new)
 
-    # the answer step's oracle: the gold answer judged for real, with the trace's judge prompt
+
+def test_the_answer_steps_oracle_is_judged_with_the_runs_judge_prompt(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """A what-if that blames the answer op gives it the gold answer, judged for real: by the
+    judge prompt the run used (the trace records only prompts it changed) and the question."""
+    fake_openai.responder = responder
+    settings = LLMSettings(base_url=fake_openai.base_url, api_key=SecretStr("k"), model="m")
+    backend = OpenAIBackend(LLMClient(settings, tmp_path / "cache", sleep=lambda _: None))
+    _, path = run_conversation(Mem0System(backend), CONV, tmp_path, clock=SimClock())
+    assert path is not None
     inputs = read_native(path)
+    replayer = TraceReplayer(inputs, backend)
     answer = next(
         op for op, sig in inputs.operations.items() if sig[0] == SYSTEMS["mem0"].answer_op
     )
