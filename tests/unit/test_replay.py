@@ -588,4 +588,5 @@ def test_a_joint_replay_builds_the_memory_with_every_repaired_construction_step(
     replayer, _ = traced(tmp_path, "mem0", LISBON, [fault])
     extract = op_of(replayer, "extract:D1:1")
     assert dict(replayer.replay_jointly({CASE: [extract]})) == {CASE: ReplayedAnswer(True)}
-    assert not replayer.replay(CASE).passed  # unrepaired, the fault still drops the fact
+    unrepaired = replayer.replay(CASE)
+    assert (unrepaired.case_id, unrepaired.passed) == (CASE, False)  # the fault drops the fact
