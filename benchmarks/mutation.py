@@ -176,16 +176,16 @@ def main() -> int:
     log = workdir / "mutmut.log"
     with log.open("w", encoding="utf-8") as out:
         # a session of its own: on --timeout the run and every worker it forked stop together
-        again = Summary(results(copy, mutmut)).undetected if args.retest else []
-        if args.only:  # a part of the run first (the module whose score matters most)
+        again: list[str] = []  # none named: mutmut runs every mutant not checked yet
+        if args.retest or args.only:  # the undetected, or a part first (--only: one module)
             wanted = UNDETECTED if args.retest else ("not checked",)
-            again = [
+            again = sorted(
                 name
                 for name, status in results(copy, mutmut).items()
-                if status in wanted and any(fnmatch(name, glob) for glob in args.only)
-            ]
+                if status in wanted and any(fnmatch(name, glob) for glob in args.only or ["*"])
+            )
             if not again:
-                print("no mutant of --only left to run", file=sys.stderr)
+                print("no mutant left to run", file=sys.stderr)
                 return 1
         run = subprocess.Popen(
             [mutmut, "run", "--max-children", str(args.max_children), *again],
