@@ -10,7 +10,9 @@ Runs in a copy of the working tree (mutmut writes a ``mutants/`` directory besid
 low priority (``os.nice``). The whole run takes hours on two shared cores; ``--sample`` is CI's:
 two modules against the unit tests that pin their decisions, a couple of minutes, failing under
 ``--min-score``. A run stopped half-way (``--timeout``) resumes where it was with the same
-``--workdir``; ``--retest`` runs that workdir's surviving mutants again (after new tests).
+``--workdir``; ``--retest`` runs that workdir's surviving mutants again (after new tests);
+``--only`` limits either to the mutants whose names match (``'memtrace.replay.engine.*'``):
+those not checked yet, or with ``--retest`` those undetected.
 
     .venv/bin/python benchmarks/mutation.py --workdir /tmp/mutation        # the whole thing
     .venv/bin/python benchmarks/mutation.py --sample --min-score 0.85      # CI's sample
@@ -32,6 +34,7 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -148,6 +151,12 @@ def main() -> int:
     parser.add_argument(
         "--retest", action="store_true", help="run the undetected mutants of --workdir again"
     )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        default=[],
+        help="mutant names (globs), e.g. 'memtrace.replay.engine.*'",
+    )
     parser.add_argument("--timeout", type=float, help="stop after this many seconds")
     parser.add_argument("--nice", type=int, default=10, help="priority increment (os.nice)")
     parser.add_argument("--json", type=Path, help="write the summary here")
@@ -167,7 +176,17 @@ def main() -> int:
     log = workdir / "mutmut.log"
     with log.open("w", encoding="utf-8") as out:
         # a session of its own: on --timeout the run and every worker it forked stop together
-        again = Summary(results(copy, mutmut)).undetected if args.retest else []
+        again: list[str] = []  # none named: mutmut runs every mutant not checked yet
+        if args.retest or args.only:  # the undetected, or a part first (--only: one module)
+            wanted = UNDETECTED if args.retest else ("not checked",)
+            again = sorted(
+                name
+                for name, status in results(copy, mutmut).items()
+                if status in wanted and any(fnmatch(name, glob) for glob in args.only or ["*"])
+            )
+            if not again:
+                print("no mutant left to run", file=sys.stderr)
+                return 1
         run = subprocess.Popen(
             [mutmut, "run", "--max-children", str(args.max_children), *again],
             cwd=copy,

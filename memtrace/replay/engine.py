@@ -33,7 +33,7 @@ from memtrace.systems.base import System, session_date
 from memtrace.systems.core import Backend, QuestionResult, Repaired, RepairPlan
 from memtrace.systems.evidence import evidence
 from memtrace.systems.judge import parse_label
-from memtrace.systems.prompts import JUDGE
+from memtrace.systems.prompts import DEFAULTS, JUDGE
 from memtrace.systems.rankers import Ranker
 from memtrace.systems.registry import SYSTEMS, make_backend, make_ranker, make_system
 from memtrace.taxonomy import ERROR_TYPES
@@ -263,7 +263,8 @@ class TraceReplayer:
         """The answer step's oracle: the gold answer, judged for real."""
         inputs = self.inputs
         question = self._questions[case_id]
-        prompt = inputs.prompts[JUDGE].text if JUDGE in inputs.prompts else ""
+        # the trace records only the prompts it changed: the rest ran with the defaults
+        prompt = (inputs.prompts.get(JUDGE) or DEFAULTS[JUDGE]).text
         gold = question.answer
         response = self.backend.judge(prompt, question.text, gold, gold, inputs.params)
         return ReplayedAnswer(parse_label(response))

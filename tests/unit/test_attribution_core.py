@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
@@ -11,13 +12,24 @@ import pytest
 from memtrace.attribution.evidence import (
     asked_about,
     bm25_ranking,
+    dense_ranking,
     reciprocal_rank_fusion,
+    retrieve,
     retrieved_evidence,
 )
 from memtrace.attribution.judges import CaseView, OfflineJudge
-from memtrace.attribution.model import Anchor, CaseGraph, Check, Evidence, FlowStep, Memory, OpRef
+from memtrace.attribution.model import (
+    Anchor,
+    CaseGraph,
+    Check,
+    Evidence,
+    FlowStep,
+    Memory,
+    OpRef,
+    Trail,
+)
 from memtrace.attribution.store import FLOW_DEPTH
-from memtrace.attribution.text import message_text
+from memtrace.attribution.text import memory_text, message_speaker, message_text
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import binary, linear
 from memtrace.cypher import get_query
@@ -78,6 +90,16 @@ def test_message_text_strips_memory_framework_suffix() -> None:
     assert message_text(value) == "Hi there."
 
 
+def test_what_a_memory_and_a_message_say_in_their_json_values() -> None:
+    assert memory_text('{"text": "Ann likes tea"}') == "Ann likes tea"
+    assert memory_text('{"content": "Ann likes tea", "id": 1}') == "Ann likes tea"
+    assert memory_text('{"memory": "first", "text": "second"}') == "first"
+    assert memory_text('{"id": 3}') == '{"id": 3}'  # no text field: the value as it is
+    # a blank or non-text speaker field names no one; the next field may
+    assert message_speaker('{"speaker": "  ", "name": "Ann", "content": "hi"}') == "Ann"
+    assert message_speaker('{"speaker": 7, "content": "hi"}') is None
+
+
 def test_containment_is_per_line() -> None:
     words = content_words(SENTENCE)
     assert containment(words, f"other\n{FACT}") == 1.0
@@ -124,6 +146,7 @@ def test_lost_evidence_your_extractive_answer_would_not_have_quoted_is_still_the
     assert verdict(case) == ("search", "RetrievalError", "search", "RetrievalError")
     check = search_check(case)
     assert check.faulty and check.decisive and check.error_type == "RetrievalError"
+    assert check.reason.startswith(f"key sentence {SENTENCE!r} of m1 stopped at search")
     assert check.reason.endswith(
         "; with your answerer: the answer quotes the 2 context item(s) that best match the "
         "question; with what the lost evidence would restore, those would still not hold the "
@@ -261,6 +284,33 @@ def test_bm25_and_rrf() -> None:
     corpus = [("a", "we went hiking"), ("b", "my kitten Pixel"), ("c", "kitten food")]
     assert bm25_ranking(corpus, "name of the kitten Pixel")[0] == "b"
     assert reciprocal_rank_fusion([["a", "b"], ["b", "c"]], k=60)[0] == "b"
+    # 1 / (k + rank), ranks from 1: twice second beats once first; once first ties twice third
+    assert reciprocal_rank_fusion([["a", "b"], ["c", "b"]], k=1) == ["b", "a", "c"]
+    assert reciprocal_rank_fusion([["a", "x", "b"], ["y", "z", "b"]], k=1)[:2] == ["a", "b"]
+
+
+def test_dense_ranking_is_by_cosine_and_retrieve_picks_the_retriever() -> None:
+    vocabulary = ("kitten", "pixel", "tea")
+
+    def embed(texts: Sequence[str]) -> list[list[float]]:
+        return [[float(text.split().count(word)) for word in vocabulary] for text in texts]
+
+    corpus = [
+        ("long", "tea tea tea kitten"),  # the largest vector, pointing elsewhere
+        ("empty", ""),  # no words: a zero vector scores 0, not NaN
+        ("match", "kitten pixel"),
+        ("same", "kitten pixel"),  # a tie keeps the corpus order
+    ]
+    query = "kitten pixel"
+    assert dense_ranking(corpus, query, embed) == ["match", "same", "long", "empty"]
+    assert retrieve(corpus, query) == bm25_ranking(corpus, query)  # bm25 unless told
+    assert retrieve(corpus, query, "dense", embed) == ["match", "same", "long", "empty"]
+    fused = reciprocal_rank_fusion(
+        [bm25_ranking(corpus, query), dense_ranking(corpus, query, embed)]
+    )
+    assert retrieve(corpus, query, "hybrid", embed) == fused
+    with pytest.raises(ValueError, match="the dense retriever needs an embedding function"):
+        retrieve(corpus, query, "dense")
 
 
 def test_retrieved_evidence_queries_question_and_gold_answer_by_default() -> None:
@@ -539,3 +589,66 @@ def test_a_verdict_resting_on_no_trail_says_so_at_a_low_confidence() -> None:
         "ResponseError", NO_TRAIL, CONFIDENCE_NO_TRAIL
     )  # fmt: skip
     assert min(v for k, v in CONFIDENCE.items() if k != "lost at retrieval") > CONFIDENCE_NO_TRAIL
+
+
+def test_the_offline_judges_check_of_each_candidate_and_its_confidence() -> None:
+    """What the offline judge says of each candidate: the op a trail stopped at is faulty and
+    decisive, at the confidence of its basis; the others, and the answer when evidence was
+    lost, are passed through (not a verdict); the answer with all evidence in its context, or
+    with no trail at all, is the ResponseError."""
+    from memtrace.attribution.judges import CONFIDENCE, CONFIDENCE_NO_TRAIL, CONFIDENCE_PASSED
+
+    def checks(case: CaseGraph, trails: tuple[Trail, ...] | None = None) -> dict[str, Check]:
+        view = CaseView(case, tuple(trace_all(case)) if trails is None else trails)
+        return {c.op.id: OfflineJudge().check(view, c)[0] for c in candidates(case, view.trails)}
+
+    def said(check: Check) -> tuple[bool, bool, str | None, float]:
+        return (check.faulty, check.decisive, check.error_type, check.confidence)
+
+    passed = (False, False, None, CONFIDENCE_PASSED)
+    retrieval = checks(graph((memory("mem@1", 4, FACT),), ("Memory: unrelated",)))
+    assert said(retrieval["search"]) == (
+        True,
+        True,
+        "RetrievalError",
+        CONFIDENCE["lost at retrieval"],
+    )
+    assert retrieval["search"].reason.startswith(
+        f"key sentence {SENTENCE!r} of m1 stopped at search search: "
+    )
+    assert "also followed" not in retrieval["search"].reason  # one trail, nothing else
+    assert said(retrieval["answer"]) == passed
+    assert retrieval["answer"].reason.startswith(
+        "the context lacked evidence, so the answer could not be right: key sentence "
+    )
+    lost = checks(graph((), ("Memory: unrelated",), extracted="[]"))
+    assert said(lost["extract"]) == (True, True, "ExtractionError", CONFIDENCE["lost in store"])
+    assert said(lost["search"]) == passed  # the sentence never reached it
+    assert lost["search"].reason == "the evidence passed through"
+    reached = checks(graph((memory("mem@1", 4, FACT),), (f"Memory: {FACT}",)))
+    basis = CONFIDENCE["evidence reached the answer"]
+    assert said(reached["answer"]) == (True, True, "ResponseError", basis)
+    assert said(checks(graph((), ()), ())["answer"]) == (
+        True, True, "ResponseError", CONFIDENCE_NO_TRAIL
+    )  # fmt: skip
+    case = graph((memory("mem@1", 4, FACT),), ("Memory: unrelated",))
+    view = CaseView(case, tuple(trace_all(case)))
+    answer = next(c for c in candidates(case, view.trails) if view.is_answer(c))
+    assert OfflineJudge().intact_after(view, answer)[0] is False  # the wrong answer's own op
+
+
+def test_a_stale_memory_check_says_what_was_lost_and_what_misled_at_a_prior_confidence() -> None:
+    from memtrace.attribution.judges import CONFIDENCE
+
+    case = job_case(stored=False)
+    view = CaseView(case, tuple(trace_all(case)))
+    extract = next(c for c in candidates(case, view.trails) if c.op.id == "extract-2")
+    check = OfflineJudge().check(view, extract)[0]
+    (stale,) = view.stale
+    assert (check.faulty, check.decisive, check.error_type, check.failure_mode) == (
+        True, True, "ExtractionError", "stale-memory"
+    )  # fmt: skip
+    assert check.confidence == CONFIDENCE["stale memory"]
+    assert check.reason == (
+        f"key sentence {stale.trail.key_sentence!r} of m2: {stale.trail.detail}; {stale.reason}"
+    )

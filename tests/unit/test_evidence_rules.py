@@ -160,3 +160,41 @@ def test_a_list_answer_adds_a_message_per_item_the_first_lacks() -> None:
     # Nothing is added when the first message holds every item.
     corpus[0] = ("run", "Running and pottery help me de-stress.")
     assert [e.id for e in retrieved_evidence(anchor, corpus + FILLER)] == ["run"]
+
+
+def test_relative_dates_counted_in_digits_this_month_and_the_same_weekday_a_week_back() -> None:
+    monday = date(2023, 5, 8)
+    assert relative_phrases("I moved 3 days ago", monday) == ["5 May 2023"]
+    assert relative_phrases("busy this month", monday) == ["May 2023"]
+    # "last Monday" said on a Monday is a week back, not the same day
+    assert relative_phrases("last Monday", monday) == ["the Monday before 8 May 2023, 1 May 2023"]
+    assert parse_date("sometime soon") is None  # no day, month and year in it
+
+
+def test_retrieved_evidence_ranks_half_an_answer_and_every_item_a_message_lacks() -> None:
+    """A message holding half the gold answer's words covers it; an evidence's rank is its
+    place in the retrieval (from 1); each list item the chosen message lacks adds the message
+    holding it, after an item the chosen one holds."""
+    corpus = [
+        ("walk", "We went for a long walk by the lake yesterday."),
+        ("kite", "My daughter flies her red kite every weekend."),
+    ]
+    (found,) = retrieved_evidence(
+        _anchor("What does her daughter fly?", "red balloon"), corpus + FILLER
+    )
+    assert (found.id, found.covers, found.rank) == ("kite", True, 1)  # "red" is half of it
+    corpus = [
+        ("both", "Beaches and mountains are where we went camping last summer."),
+        ("forest", "Forest."),  # all its words are the item's
+        ("noise", "The weather was fine today."),
+    ]
+    anchor = _anchor("Where did they go camping?", "beaches, mountains, forest")
+    found_all = retrieved_evidence(anchor, corpus + FILLER)
+    # the added message's rank is its place in the retrieval for the question and its item
+    assert [(e.id, e.rank) for e in found_all] == [("both", 1), ("forest", 2)]
+
+
+def test_retrieved_evidence_without_a_covering_statement_keeps_one_message() -> None:
+    corpus = [("q1", "Did you see the game?"), ("q2", "Was the game fun?")]
+    found = retrieved_evidence(_anchor("Who won the game?", "the Tigers"), corpus + FILLER)
+    assert len(found) == 1 and not found[0].covers

@@ -11,12 +11,14 @@ import pytest
 
 from memtrace.attribution.counterfactual import Suspect, executed_label
 from memtrace.errors import NotReplayableError
+from memtrace.patterns.headroom import UNSUPPORTED, ReplayedAnswer
 from memtrace.replay import CaseReplay, TraceReplayer, make_replayer, read_native
+from memtrace.replay.engine import still_lost_at
 from memtrace.replay.inputs import REPLAYABLE_SYSTEMS
-from memtrace.systems.core import Fault, Repaired
+from memtrace.systems.core import Fault, Loss, QuestionResult, Repaired
 from memtrace.systems.locomo import Conversation, Question, Session, Turn
 from memtrace.systems.params import Params
-from memtrace.systems.registry import make_backend, make_system
+from memtrace.systems.registry import SYSTEMS, make_backend, make_system
 from memtrace.systems.runner import run_conversation
 from memtrace.tracing import SimClock
 
@@ -547,3 +549,44 @@ def test_a_mem0_lib_memory_holds_evidence_as_the_offline_judge_reads_it() -> Non
     assert holds(LEXICAL, "I ran a 5k race.", ["Farid ran a 5k race for the children's hospital"])
     assert not holds(LEXICAL, "I ran a 5k race.", ["Farid ran"])  # a word is missing
     assert not holds(LEXICAL, "Oh wow!", ["Chloe: oh wow, I know"])  # no content words
+
+
+def test_what_still_stands_between_a_wrong_answer_and_its_evidence() -> None:
+    def after(missing: dict[str, Loss | None], passed: bool = False, keys: str = "k") -> str | None:
+        return still_lost_at(QuestionResult("c", "single-hop", passed, "", tuple(keys), missing))
+
+    retrieval, extraction = Loss("RetrievalError", "op-2"), Loss("ExtractionError", "op-1")
+    assert after({"a": retrieval}, passed=True) is None
+    assert after({}, keys="") == UNSUPPORTED  # no evidence sentence to follow
+    assert after({}) == "ResponseError"  # all of it reached the context
+    assert after({"a": None}) is None  # the trail of the missing sentence is lost
+    most = {"a": retrieval, "b": Loss("RetrievalError", "op-3"), "c": extraction, "d": None}
+    assert after(most) == "RetrievalError"
+    assert after({"a": retrieval, "b": extraction}) == "ExtractionError"  # a tie: the earliest
+
+
+def test_a_joint_replay_answers_only_the_cases_asked_and_the_answer_step_by_its_oracle(
+    tmp_path: Path,
+) -> None:
+    second = Question(2, "Where does Ana walk every evening?", "the river", ("D1:3",), "single-hop")
+    turns = [(turn.speaker, turn.text) for turn in LISBON.sessions[0].turns]
+    two = conversation(turns, [*LISBON.questions, second])
+    replayer, names = traced(tmp_path, "mem0", two)
+    answer_op = next(op for op, name in names.items() if name == SYSTEMS["mem0"].answer_op)
+    other = "locomo-qa-9-2"
+    asked = {CASE: [answer_op]}
+    assert replayer.joint_cost(asked) == 0
+    assert dict(replayer.replay_jointly(asked)) == {CASE: ReplayedAnswer(True)}
+    assert dict(replayer.replay_jointly(asked, cases=[other])) == {}
+    assert replayer.replays == 0
+
+
+def test_a_joint_replay_builds_the_memory_with_every_repaired_construction_step(
+    tmp_path: Path,
+) -> None:
+    fault = Fault("fault-1", "ExtractionError", CASE, "D1:1", frozenset({"D1:1#0"}))
+    replayer, _ = traced(tmp_path, "mem0", LISBON, [fault])
+    extract = op_of(replayer, "extract:D1:1")
+    assert dict(replayer.replay_jointly({CASE: [extract]})) == {CASE: ReplayedAnswer(True)}
+    unrepaired = replayer.replay(CASE)
+    assert (unrepaired.case_id, unrepaired.passed) == (CASE, False)  # the fault drops the fact

@@ -3,6 +3,8 @@ the plugin point's specs and refusals."""
 
 from __future__ import annotations
 
+import importlib
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,8 +15,10 @@ from memtrace.attribution.counterfactual import Suspect, executed_label
 from memtrace.errors import ConfigError, NotReplayableError
 from memtrace.patterns.headroom import ReplayedAnswer
 from memtrace.replay import can_replay, replay_refusal
+from memtrace.replay.graph import TraceFiles
 from memtrace.replay.hook import STEP, Replayed, ReplayTrace, SystemReplayer, read_records
-from memtrace.replay.plugins import load_factory
+from memtrace.replay.plugins import load_factory, registered_factory
+from memtrace.settings import LLMSettings, Neo4jSettings, Settings
 from memtrace.tracing import SimClock, case, operation, read, trace, variable
 
 MESSAGES = {
@@ -88,7 +92,7 @@ def test_a_trace_without_steps_is_not_replayable(tmp_path: Path) -> None:
     path = tmp_path / "plain.jsonl"
     with trace(path, "plain", clock=SimClock()), operation("x"):
         variable("v", 1)
-    with pytest.raises(NotReplayableError, match="replay step"):
+    with pytest.raises(NotReplayableError, match=f"^{re.escape(str(path))}: no operation names"):
         SystemReplayer(path, ToySystem())
 
 
@@ -127,8 +131,14 @@ def test_a_failing_user_replay_is_one_error_line(tmp_path: Path) -> None:
 
 
 def test_replayer_specs_and_refusals_are_one_line_each() -> None:
-    with pytest.raises(ConfigError, match="expected module:attr"):
+    example = r"--replayer 'no_colon_here': expected module:attr \(e\.g\. mysystem\.replay:make\)"
+    with pytest.raises(ConfigError, match=example):
         load_factory("no_colon_here")
+    for half in (":make", "pkg:"):
+        with pytest.raises(ConfigError, match="expected module:attr"):
+            load_factory(half)
+    dotted: object = load_factory("memtrace.replay.hook:SystemReplayer.replay")
+    assert dotted is SystemReplayer.replay
     with pytest.raises(ConfigError, match="no module 'no_such_module_xyz' in the current folder"):
         load_factory("no_such_module_xyz:make")
     with pytest.raises(ConfigError, match="has no 'nothing'"):
@@ -174,17 +184,31 @@ def test_a_replayer_module_is_found_in_the_current_folder(
 ) -> None:
     (tmp_path / "my_replay_i40.py").write_text("def make(trace):\n    return trace\n")
     (tmp_path / "broken_replay_i40.py").write_text("import no_such_dependency_i40\n")
+    (tmp_path / "bad_name_i40.py").write_text("from os import no_such_name_i40\n")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    here = tmp_path.resolve()  # "" and "." are the current folder too: not on the path
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if Path(p or ".").resolve() != here])
+    before = list(sys.path)
+    assert callable(load_factory("memtrace.replay.hook:read_records"))
+    assert sys.path == before  # found where Python looks: the folder is not added
     trace = ReplayTrace("t", "mine", [])
     made: object = load_factory("my_replay_i40:make")(trace)
     assert made is trace
     # a module that is found but imports something missing: that is what the error names
     with pytest.raises(ConfigError, match=r"importing 'broken_replay_i40' failed.*no_such_dep"):
         load_factory("broken_replay_i40:make")
+    with pytest.raises(ConfigError, match=r"importing 'bad_name_i40' failed.*no_such_name_i40"):
+        load_factory("bad_name_i40:make")
     monkeypatch.chdir(tmp_path.parent)
     with pytest.raises(ConfigError, match=r"no module 'elsewhere_i40'.*PYTHONPATH"):
         load_factory("elsewhere_i40:make")
+    # a package that is not there: where to put it, by its top-level name
+    missing = (
+        r"^--replayer 'elsewhere_i40\.replay:make': no module 'elsewhere_i40\.replay' in the "
+        r"current folder .* the folder holding elsewhere_i40\.py \(or the package elsewhere_i40/\)"
+    )
+    with pytest.raises(ConfigError, match=missing):
+        load_factory("elsewhere_i40.replay:make")
 
 
 def test_what_a_replayer_reads_of_the_trace_and_says_back(tmp_path: Path) -> None:
@@ -233,6 +257,8 @@ def test_what_a_replayer_reads_of_the_trace_and_says_back(tmp_path: Path) -> Non
     # replay_together: one run for every case asked, the answer op's case by its oracle
     repaired = {"a": ["op-2"], "c": ["op-1"]}
     assert replayer.joint_cost(repaired) == 1
+    assert replayer.joint_cost({"b": ["op-1"], "c": ["op-1"]}) == 1  # one run for both
+    before = replayer.replays
     assert replayer.joint_cost({"a": ["op-2"]}) == 0
     answers = replayer.replay_jointly(repaired, cases={"a", "b", "c"})
     assert dict(answers) == {
@@ -241,6 +267,7 @@ def test_what_a_replayer_reads_of_the_trace_and_says_back(tmp_path: Path) -> Non
         "c": ReplayedAnswer(False),
     }
     assert system.asked == [({"c": frozenset({"note:m1"})}, {"b", "c"})]
+    assert replayer.replays == before + 1
     before = replayer.replays
     assert dict(replayer.replay_jointly({"a": ["op-2"]})) == {"a": ReplayedAnswer(True)}
     assert replayer.replays == before  # nothing re-ran
@@ -258,3 +285,154 @@ def test_what_a_replayer_reads_of_the_trace_and_says_back(tmp_path: Path) -> Non
     assert read_records(good) == [{"a": 1}, {"b": 2}]
     with pytest.raises(NotReplayableError, match=r"trace 'mine-1': no operation names a replay"):
         SystemReplayer([records[0], records[4]], system)
+
+
+FACTORY_MODULE = """
+made = []
+
+
+class Echo:
+    def replay(self, case_id, steps):
+        return True, "echo"
+
+
+def make(trace):
+    made.append(trace)
+    if trace.trace_id == "broken":
+        raise ValueError("no model for " + trace.system)
+    return Echo()
+"""
+
+
+def test_trace_files_build_each_replayer_once_and_keep_each_refusal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``TraceFiles`` decides (``LoadedTraces`` is the same class over the graph's
+    records): a user's factory gets the trace's id, system, records and the settings; each
+    trace's replayer is built once; a factory that fails and a system nobody replays are
+    refusals naming where the trace came from, kept for the run."""
+    (tmp_path / "toy_factory_i40.py").write_text(FACTORY_MODULE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "toy_factory_i40", raising=False)  # a run of its own
+    toy, broken, empty = tmp_path / "toy.jsonl", tmp_path / "broken.jsonl", tmp_path / "e.jsonl"
+    for path, trace_id in ((toy, "toy-1"), (broken, "broken")):
+        with trace(path, trace_id, system="toy", clock=SimClock()):
+            ToySystem().run()
+    empty.write_text("", encoding="utf-8")
+    settings = Settings(home=tmp_path, neo4j=Neo4jSettings(), llm=LLMSettings())
+    paths = {"toy-1": toy, "broken": broken, "empty": empty}
+    files = TraceFiles(paths, settings, "toy_factory_i40:make")
+    made = importlib.import_module("toy_factory_i40").made
+
+    replayer = files.for_trace("toy-1")
+    assert isinstance(replayer, SystemReplayer) and files.for_trace("toy-1") is replayer
+    (given,) = made  # built once
+    assert (given.trace_id, given.system, given.settings) == ("toy-1", "toy", settings)
+    assert given.records == read_records(toy)
+    assert set(replayer.steps.values()) >= {"extract:m2", "retrieve:q1", "answer:q1"}
+    assert replayer.replay("q1").passed  # the factory's system answers the replay
+
+    failed = f"{broken}: replayer make failed: ValueError('no model for toy')"
+    assert files.refusal("broken") == failed
+    with pytest.raises(NotReplayableError) as again:
+        files.for_trace("broken")
+    assert str(again.value) == failed and len(made) == 2  # the refusal is kept, not retried
+    assert files.refusal("toy-1") is None
+    assert files.refusal("elsewhere") == "no trace file of trace 'elsewhere'"
+    # a file with no trace head is the engine's to refuse, naming the file
+    assert (files.refusal("empty") or "").startswith(f"{empty}: not a native memtrace trace")
+    assert TraceFiles({"toy-1": toy}).refusal("toy-1") == f"{toy}: {replay_refusal('toy')}"
+
+
+def test_a_replayer_without_replay_together_replays_each_case_with_its_own_repairs() -> None:
+    """Case by case: one run per case re-run (none for an answer op's oracle), each case asked
+    with its own id and steps; a replay gives back the case, the answer and whether the
+    evidence reached the context, as the system said."""
+    records: list[dict[str, Any]] = [
+        {"type": "trace", "id": "mine-2", "system": "mine"},
+        {"type": "operation", "id": "op-1", "name": "mine.note", "kind": "retrieval",
+         "category": "extraction", "metadata": {STEP: "note:D1:3"}},
+        {"type": "operation", "id": "op-2", "name": "mine.reply", "kind": "generation",
+         "reads": ["q-a@1"], "writes": [], "metadata": {STEP: "reply:a"}},
+        {"type": "operation", "id": "op-3", "name": "mine.answer", "category": "generation",
+         "reads": ["q-b@1"], "writes": []},
+        {"type": "case", "id": "a", "query": "q-a@1", "judge_score": 0.0},
+        {"type": "case", "id": "b", "query": "q-b@1", "judge_score": 0.0},
+        {"type": "case", "id": "c", "query": "q-c@1", "judge_score": 0.0},
+    ]  # fmt: skip
+
+    class OneByOne:
+        def __init__(self) -> None:
+            self.asked: list[tuple[str, frozenset[str]]] = []
+
+        def replay(self, case_id: str, steps: frozenset[str]) -> Replayed:
+            self.asked.append((case_id, steps))
+            kept = {step: "kept" for step in steps}
+            return Replayed(case_id == "a", f"answer {case_id}", kept, context=case_id == "a")
+
+    system = OneByOne()
+    replayer = SystemReplayer(records, system, {"note": "UpdateError"})
+    assert replayer.answer_ops == {"op-3"}  # op-2 reads a question but has a step: replayed
+    replayed = replayer.replay("a", ["op-1"])
+    assert (replayed.case_id, replayed.passed, replayed.prediction) == ("a", True, "answer a")
+    assert replayed.context is True and system.asked == [("a", frozenset({"note:D1:3"}))]
+    (kept,) = replayed.repaired  # the step's prefix (before its first colon) names the type
+    assert (kept.step, kept.op_id, kept.detail, kept.error_type) == (
+        "note:D1:3",
+        "op-1",
+        "kept",
+        "UpdateError",
+    )
+    by_tuple = SystemReplayer(records, type("Pair", (), {"replay": lambda *_: (0, 42)})())
+    (change,) = by_tuple.replay("c", ["op-1"]).repaired
+    assert by_tuple.replay("c").prediction == "42"
+    assert change.error_type == "RetrievalError"  # unmapped: the op's kind, not its category
+
+    repaired = {"a": ["op-1"], "b": ["op-3"], "c": ["op-2"]}
+    assert replayer.joint_cost(repaired) == 2  # a and c; b's answer op is its oracle
+    system.asked.clear()
+    before = replayer.replays
+    answers = replayer.replay_jointly(repaired)
+    assert dict(answers) == {
+        "a": ReplayedAnswer(True),
+        "b": ReplayedAnswer(True),
+        "c": ReplayedAnswer(False),
+    }
+    assert sorted(system.asked) == [("a", frozenset({"note:D1:3"})), ("c", frozenset({"reply:a"}))]
+    assert replayer.replays == before + 2
+    with pytest.raises(NotReplayableError, match="no operation names a replay step"):
+        SystemReplayer([], system)
+
+
+def test_an_installed_package_registers_a_replayer_for_its_system(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The entry point group, read from a package installed on the path (its dist-info): the
+    trace's system names the factory when no --replayer is given; a registered factory that
+    cannot be loaded or is not callable is one error line."""
+    (tmp_path / "toy_plugin_mod_i40.py").write_text(FACTORY_MODULE + "NOT_CALLABLE = 1\n")
+    dist = tmp_path / "toy_plugin_i40-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-plugin-i40\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        "[memtrace.replayers]\n"
+        "toy-i40 = toy_plugin_mod_i40:make\n"
+        "gone-i40 = no_such_module_i40:make\n"
+        "const-i40 = toy_plugin_mod_i40:NOT_CALLABLE\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "toy_plugin_mod_i40", raising=False)
+    assert registered_factory("toy-i40") is importlib.import_module("toy_plugin_mod_i40").make
+    assert registered_factory("mine-i40") is None
+    assert replay_refusal("toy-i40") is None and can_replay("toy-i40")
+    assert replay_refusal("mine-i40") is not None
+    with pytest.raises(ConfigError, match=r"'gone-i40' \(no_such_module_i40:make, entry point"):
+        registered_factory("gone-i40")
+    with pytest.raises(ConfigError, match="registered for system 'const-i40' is not callable"):
+        registered_factory("const-i40")
+
+    path = tmp_path / "toy.jsonl"
+    with trace(path, "toy-1", system="toy-i40", clock=SimClock()):
+        ToySystem().run()
+    replayer = TraceFiles({"toy-1": path}).for_trace("toy-1")
+    assert isinstance(replayer, SystemReplayer) and replayer.replay("q1").passed

@@ -18,6 +18,7 @@ from memtrace.systems.core import Fault
 from memtrace.systems.locomo import Conversation, Question, Session, Turn
 from memtrace.systems.mem0 import Mem0System
 from memtrace.systems.openai_backend import OpenAIBackend
+from memtrace.systems.registry import SYSTEMS
 from memtrace.systems.runner import run_conversation
 from memtrace.tracing import SimClock
 
@@ -86,3 +87,31 @@ def test_openai_backend_replay_reuses_the_cache(fake_openai: FakeOpenAI, tmp_pat
     assert fixed.passed
     new = fake_openai.chat_requests[sent:]
     assert new and all(not r.body["messages"][0]["content"].startswith("You extract") for r in new)
+
+
+def test_the_answer_steps_oracle_is_judged_with_the_runs_judge_prompt(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """A what-if that blames the answer op gives it the gold answer, judged for real: by the
+    judge prompt the run used (the trace records only prompts it changed) and the question."""
+    fake_openai.responder = responder
+    settings = LLMSettings(base_url=fake_openai.base_url, api_key=SecretStr("k"), model="m")
+    backend = OpenAIBackend(LLMClient(settings, tmp_path / "cache", sleep=lambda _: None))
+    _, path = run_conversation(Mem0System(backend), CONV, tmp_path, clock=SimClock())
+    assert path is not None
+    inputs = read_native(path)
+    replayer = TraceReplayer(inputs, backend)
+    answer = next(
+        op for op, sig in inputs.operations.items() if sig[0] == SYSTEMS["mem0"].answer_op
+    )
+    judged = len(fake_openai.chat_requests)
+    assert replayer.replay_jointly({"locomo-qa-9-1": [answer]})["locomo-qa-9-1"].passed
+    (request,) = fake_openai.chat_requests[judged:]
+    system_prompt, user = (
+        request.body["messages"][0]["content"],
+        request.body["messages"][-1]["content"],
+    )
+    judge = next(r for r in fake_openai.chat_requests[:judged] if "Gold answer" in str(r.body))
+    assert system_prompt == judge.body["messages"][0]["content"]  # the run's judge prompt
+    assert "What is the name of Ana's puppy?" in user and "Gold answer: Mochi" in user
+    assert "Generated answer: Mochi" in user

@@ -15,6 +15,7 @@ from memtrace.patterns.headroom import BlamedOp, what_if
 from memtrace.replay import TraceInputs, TraceReplayer, make_replayer, read_native
 from memtrace.replay.graph import TraceFiles
 from memtrace.replay.what_if import WhatIfReplayer
+from memtrace.settings import LLMSettings, Neo4jSettings, Settings
 from memtrace.systems.core import ConversationRun
 from memtrace.systems.locomo import Subset, load_locomo
 from memtrace.systems.offline import OfflineBackend
@@ -156,3 +157,23 @@ def test_an_imported_trace_is_not_replayable(tmp_path: Path) -> None:
     assert why is not None and "cannot be replayed" in why
     with pytest.raises(NotReplayableError):
         read_native(path)
+
+
+def test_trace_files_give_a_reference_systems_trace_to_the_engine_with_the_settings(
+    traced: tuple[ConversationRun, Path], tmp_path: Path
+) -> None:
+    """A trace of a system memtrace runs is the engine's, whatever ``--replayer`` names (the
+    factory is for other systems), and the engine gets the settings (mem0-lib's endpoint)."""
+    _, path = traced
+    inputs = read_native(path)
+    settings = Settings(home=tmp_path, neo4j=Neo4jSettings(), llm=LLMSettings())
+    files = TraceFiles({inputs.trace_id: path}, settings, "memtrace.replay.hook:read_records")
+    replayer = files.for_trace(inputs.trace_id)
+    assert isinstance(replayer, TraceReplayer) and replayer.settings is settings
+    assert replayer.inputs == inputs
+    what_if_ = WhatIfReplayer(files.for_trace)  # asks the trace's own replayer, by its id
+    assert what_if_.baseline(inputs.trace_id) == replayer.recorded()
+    extract = next(op for op, (name, _) in inputs.operations.items() if "extract" in name)
+    case_id = next(iter(inputs.cases))
+    repairs = [BlamedOp(inputs.trace_id, case_id, extract)]
+    assert what_if_.cost(inputs.trace_id, repairs) == replayer.joint_cost({case_id: {extract}})
