@@ -10,14 +10,14 @@ the reader's own reading standing. The client is passed in; this module never op
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from memtrace.errors import LLMError
 from memtrace.prompts import PROMPTS, Prompt
-from memtrace.reading import Reader, Reading
+from memtrace.reading import Reader, Reading, read_one_by_one
 from memtrace.reading.copying import Copying
 from memtrace.reading.lexical import lines
 from memtrace.usage import Usage
@@ -98,6 +98,11 @@ class AskingReader:
         answer = reply.value
         sure = answer.confidence >= SURE_ANSWER
         return Reading(answer.holds, answer.confidence, sure, f"llm:{self.client.model}")
+
+    def read_each(
+        self, sentence: str, texts: Sequence[str], needs: frozenset[str] = frozenset()
+    ) -> list[Reading]:
+        return read_one_by_one(self, sentence, texts, needs)  # asks in the order of texts
 
     def for_trace(self, copying: Copying | None) -> Reader:
         return self  # asks beyond the reader already chosen for the case's trace

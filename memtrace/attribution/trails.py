@@ -88,6 +88,9 @@ class Sense:
     def read(self, texts: Sequence[str | None]) -> Reading:
         return self.reader.read(self.sentence, texts, self.needs)
 
+    def read_each(self, texts: Sequence[str]) -> list[Reading]:
+        return self.reader.read_each(self.sentence, texts, self.needs)
+
     def holds(self, texts: Sequence[str | None]) -> bool:
         return self.read(texts).held
 
@@ -262,7 +265,9 @@ def _trace_sentence(graph: CaseGraph, evidence: Evidence, sense: Sense) -> Trail
         detail = _reached(graph, evidence, sense)
         return Trail(evidence.id, sentence, "context", None, None, detail, sure=seen.sure)
     cutoff = question_cutoff(graph)
-    readings = {m.id: sense.read([m.value]) for m in graph.memories if m.seq < cutoff}
+    earlier = [m for m in graph.memories if m.seq < cutoff]
+    read = sense.read_each([m.value for m in earlier])
+    readings = {m.id: reading for m, reading in zip(earlier, read, strict=True)}
     holders = [m for m in graph.memories if m.id in readings and readings[m.id].held]
     live = [m for m in holders if _live(m, cutoff)]
     held = tuple(m.id for m in holders)

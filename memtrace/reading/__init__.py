@@ -22,13 +22,18 @@ verdict resting on one says so in its confidence.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
 from memtrace.errors import ConfigError
 from memtrace.reading.copying import Copying
-from memtrace.reading.lexical import containment, content_words, hold_threshold
+from memtrace.reading.lexical import (
+    containment,
+    containment_each,
+    content_words,
+    hold_threshold,
+)
 
 if TYPE_CHECKING:  # meaning.py imports numpy and this module: imported when chosen
     from memtrace.reading.meaning import MeaningReader
@@ -55,6 +60,13 @@ class Reader(Protocol):
         reworded statement must keep them to count where its similarity alone cannot tell."""
         ...
 
+    def read_each(
+        self, sentence: str, texts: Sequence[str], needs: frozenset[str] = frozenset()
+    ) -> list[Reading]:
+        """``read`` of each text on its own (which of a trace's memories holds the sentence),
+        the same readings, in the order of ``texts``."""
+        ...
+
     def for_trace(self, copying: Copying | None) -> Reader:
         """The reader for a trace whose messages' sentences ``copying`` files (None: it has no
         message): itself, but for ``auto``."""
@@ -72,6 +84,16 @@ class LexicalReader:
         words = content_words(sentence)
         best = max((containment(words, t) for t in texts if t is not None), default=0.0)
         return Reading(best >= hold_threshold(words) and bool(words), best, True, self.name)
+
+    def read_each(
+        self, sentence: str, texts: Sequence[str], needs: frozenset[str] = frozenset()
+    ) -> list[Reading]:
+        words = content_words(sentence)
+        needed = hold_threshold(words)
+        return [
+            Reading(score >= needed and bool(words), score, True, self.name)
+            for score in containment_each(words, tuple(texts))
+        ]
 
     def for_trace(self, copying: Copying | None) -> Reader:
         return self
@@ -93,8 +115,21 @@ class AutoReader:
     ) -> Reading:
         return self.meaning.read(sentence, texts, needs)
 
+    def read_each(
+        self, sentence: str, texts: Sequence[str], needs: frozenset[str] = frozenset()
+    ) -> list[Reading]:
+        return self.meaning.read_each(sentence, texts, needs)
+
     def for_trace(self, copying: Copying | None) -> Reader:
         return self.meaning.rewrites_only(copying, self.name) if copying else self.meaning
+
+
+def read_one_by_one(
+    reader: Reader, sentence: str, texts: Sequence[str], needs: frozenset[str] = frozenset()
+) -> list[Reading]:
+    """``Reader.read_each`` for a reader with nothing to share between texts (each is a model's
+    reading of its own)."""
+    return [reader.read(sentence, [text], needs) for text in texts]
 
 
 def holds(

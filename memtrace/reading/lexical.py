@@ -166,6 +166,37 @@ def containment(sentence_words: frozenset[str], text: str) -> float:
     return best
 
 
+Postings = dict[str, list[tuple[int, int]]]
+
+
+@lru_cache(maxsize=64)  # the memories of one trace before one question, read for its sentences
+def _postings(texts: tuple[str, ...]) -> Postings:
+    """Content word -> the (text, statement) positions that hold it."""
+    postings: Postings = {}
+    for position, text in enumerate(texts):
+        for statement, words in enumerate(units(text)):
+            for word in words:
+                postings.setdefault(word, []).append((position, statement))
+    return postings
+
+
+def containment_each(sentence_words: frozenset[str], texts: tuple[str, ...]) -> list[float]:
+    """``containment`` of the sentence in each of ``texts``, the same numbers: counted from the
+    sentence's words' postings, so reading a trace's hundreds of memories costs what the
+    sentence's words occur in, not a look at every statement."""
+    best = [0.0] * len(texts)
+    if not sentence_words:
+        return best
+    postings = _postings(texts)
+    shared: dict[tuple[int, int], int] = {}
+    for word in sentence_words:
+        for place in postings.get(word, ()):
+            shared[place] = shared.get(place, 0) + 1
+    for (position, _), count in shared.items():
+        best[position] = max(best[position], count / len(sentence_words))
+    return best
+
+
 def hold_threshold(sentence_words: frozenset[str]) -> float:
     return 1.0 if len(sentence_words) <= SHORT_SENTENCE_WORDS else HOLD_THRESHOLD
 

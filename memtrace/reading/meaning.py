@@ -46,7 +46,7 @@ from typing import Any, Final
 import numpy as np
 
 from memtrace.errors import ConfigError
-from memtrace.reading import LEXICAL, Reader, Reading
+from memtrace.reading import LEXICAL, Reader, Reading, read_one_by_one
 from memtrace.reading.copying import Copying
 from memtrace.reading.keys import DIGIT, specifics, telling_words
 from memtrace.reading.lexical import content_words, lines, sentences
@@ -180,6 +180,11 @@ class MeaningReader:
             or (bool(needs) and len(needs & stated) > BAND_SHARE * len(needs))
         )
         return Reading(kept, best, False, self.name)
+
+    def read_each(
+        self, sentence: str, texts: Sequence[str], needs: frozenset[str] = frozenset()
+    ) -> list[Reading]:
+        return read_one_by_one(self, sentence, texts, needs)
 
     def _may_reword(self, unit: str, told: frozenset[str]) -> bool:
         """Whether a statement (or a line of them) is embedded: it shares a word with what the

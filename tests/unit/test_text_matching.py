@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memtrace.attribution.text import message_speaker, message_text, message_timestamp, said
+from memtrace.reading import LEXICAL
 from memtrace.reading.keys import key_sentences
 from memtrace.reading.lexical import containment, content_words, holds, ranking_words, stem
 
@@ -108,3 +111,19 @@ def test_the_answer_model_ranks_with_a_plain_rankers_words() -> None:
     # a plain ranker keeps "Melanie's" one word and strips only plain suffixes
     assert ranking_words("Melanie's favorite books") == {"melani", "favorite", "book"}
     assert ranking_words("moved") != ranking_words("move")
+
+
+WORDS = ("Ana", "moved", "Lisbon", "teaches", "piano", "Sopot", "dog", "Rex", "May", "2023")
+statement = st.lists(st.sampled_from(WORDS), min_size=0, max_size=6).map(" ".join)
+memory = st.lists(statement, min_size=1, max_size=3).map(lambda parts: ". ".join(parts) + ".")
+
+
+@given(sentence=statement, memories=st.lists(memory, max_size=8))
+def test_reading_many_memories_together_reads_each_as_reading_it_alone(
+    sentence: str, memories: list[str]
+) -> None:
+    # the trail reads a trace's memories together (postings); each must read as on its own
+    together = LEXICAL.read_each(sentence, memories)
+    assert together == [LEXICAL.read(sentence, [text]) for text in memories]
+    words = content_words(sentence)
+    assert [r.score for r in together] == [containment(words, text) for text in memories]
