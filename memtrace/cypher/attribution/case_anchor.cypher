@@ -1,8 +1,10 @@
 // One case's anchors: question, gold answers, answer op, its retrieval ops and gold evidence.
 // params: $trace_id, $case_id
 // returns: case_id, question, golden_answers, prediction, failed, query_id, answer_op, answer_seq, retrieval_ops, evidence_ids
-MATCH (t:Trace {id: $trace_id})-[:HAS_CASE]->(c:Case {id: $case_id})
-WHERE t.load_state = 'complete'
+// The case by its key, not by expanding the trace's cases: a timeline holds thousands of them.
+MATCH (c:Case {trace_id: $trace_id, id: $case_id})
+MATCH (t:Trace {id: $trace_id})
+WHERE t.load_state = 'complete' AND (t)-[:HAS_CASE]->(c)
 OPTIONAL MATCH (c)-[:QUERY]->(q:Variable)
 OPTIONAL MATCH (c)-[:PREDICTION]->(p:Variable)
 // The answer op reads the question; the prediction variable alone is ambiguous because equal
