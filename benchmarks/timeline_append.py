@@ -3,11 +3,13 @@
 One synthetic user's requests (as tests/timeline_app.py's service makes them: a message request
 is an extraction chat span and a ``create_memory`` span; every fifth request is a question: a
 ``search_memory`` span over memories written in earlier requests and an answering chat span under
-a case root) are appended one request per transaction (``loaders/append.py``) until the timeline
-holds each size of ``--sizes``. At each size it times the appends of the next ``--window``
-requests (per-request milliseconds, p50 / p95: flat if an append costs what the request holds),
-then appends one failed question and times the attribution queries of that case (``case_anchor``,
-``candidates``, ``evidence_flow``, ``context``; p50 / p95 over ``--repeats`` runs after a warm-up).
+a case root) fill the timeline up to each size of ``--sizes``, ``--fill-batch`` requests per
+append transaction as ``memtrace load --timelines`` writes a file (``loaders/append.py``; the fill
+is not timed per request). At each size it times the appends of the next ``--window`` requests,
+one request per transaction as the live receiver appends a trickle (per-request milliseconds,
+p50 / p95: flat if an append costs what the request holds), then appends one failed question
+and times the attribution queries of that case (``case_anchor``, ``candidates``,
+``evidence_flow``, ``context``; p50 / p95 over ``--repeats`` runs after a warm-up).
 
     python benchmarks/timeline_append.py --sizes 1000 --window 100            # a smoke run
     python benchmarks/timeline_append.py --sizes 1000 10000 100000 --window 500 --out r.json
@@ -129,11 +131,18 @@ class Requests:
 
 
 def append(db: Database, trace_id: str, requests: Requests, n: int, failed: bool = False) -> float:
-    spans = requests.spans(n, failed)
+    """Append request ``n`` in a transaction of its own; its milliseconds."""
     started = time.perf_counter()
-    props = {"source": "otlp", "user_id": requests.user, "timeline_kind": "user"}
-    append_requests(db, trace_id, props, [Request(spans[0].trace_id, spans)], "bench")
+    append_many(db, trace_id, requests, range(n, n + 1), failed)
     return (time.perf_counter() - started) * 1000
+
+
+def append_many(
+    db: Database, trace_id: str, requests: Requests, ns: range, failed: bool = False
+) -> None:
+    batch = [Request(spans[0].trace_id, spans) for spans in (requests.spans(n, failed) for n in ns)]
+    props = {"source": "otlp", "user_id": requests.user, "timeline_kind": "user"}
+    append_requests(db, trace_id, props, batch, "bench")
 
 
 def candidate_times(db: Database, trace_id: str, case_id: str, repeats: int) -> dict[str, Any]:
@@ -172,6 +181,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000])
     parser.add_argument("--window", type=int, default=100, help="appends timed at each size")
+    parser.add_argument(
+        "--fill-batch", type=int, default=50, help="requests per append while filling (untimed)"
+    )
     parser.add_argument("--repeats", type=int, default=50, help="runs of each query timed")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--keep", action="store_true", help="keep the timeline afterwards")
@@ -187,8 +199,9 @@ def main() -> None:
             for size in sorted(args.sizes):
                 filled = time.perf_counter()
                 while n < size:
-                    append(db, trace_id, requests, n)
-                    n += 1
+                    batch = range(n, min(size, n + args.fill_batch))
+                    append_many(db, trace_id, requests, batch)
+                    n = batch.stop
                 fill_seconds = time.perf_counter() - filled
                 window = [append(db, trace_id, requests, n + i) for i in range(args.window)]
                 n += args.window
