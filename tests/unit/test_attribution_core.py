@@ -41,7 +41,7 @@ from memtrace.attribution.model import (
     Verdict,
 )
 from memtrace.attribution.records import attribution_rows, memtrace_record
-from memtrace.attribution.store import FLOW_DEPTH
+from memtrace.attribution.store import FLOW_DEPTH, explain_cypher
 from memtrace.attribution.text import memory_text, message_speaker, message_text
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import binary, linear
@@ -785,3 +785,25 @@ def test_the_memtrace_record_carries_only_what_the_verdict_has() -> None:
     )  # fmt: skip
     assert (record["replays"], record["counterfactuals"]) == (3, {"search": {"decisive": True}})
     assert record["overridden_from"] == {"op_id": "update", "error_type": "UpdateError"}
+
+
+def test_a_step_that_quoted_its_whole_context_quotes_even_the_worst_restored_item() -> None:
+    found = Selection((frozenset({"kitten", "grey"}), frozenset({"tea"})), 2)
+    # the restored item matches the question worst: quoted only because every item is
+    assert rescues(found, "Which kitten drinks tea?", [Restored("Pixel", ())], "Pixel")
+    # what it quotes says exactly the gold answer's words, no more: that is enough
+    alone = Selection((frozenset({"tea"}), frozenset({"rain"})), 1)
+    assert rescues(alone, "Which kitten?", [Restored("kitten Pixel", ())], "Pixel kitten")
+
+
+def test_the_browser_query_of_a_case_starts_from_the_messages_the_judge_started_from() -> None:
+    assert explain_cypher("t", "c1", 9, ["m1", "m2"]) == "\n".join(
+        [
+            ':param trace_id => "t";',
+            ':param case_id => "c1";',
+            ':param message_ids => ["m1", "m2"];',
+            ":param max_seq => 9;",
+            get_query("attribution/explain_view").text,
+        ]
+    )
+    assert ":param message_ids => [];" in explain_cypher("t", "c1", 9)
