@@ -5,6 +5,7 @@ OpenAI-compatible server (real HTTP, the real ``openai`` client)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
@@ -27,7 +28,7 @@ from memtrace.attribution.model import Candidate, CaseGraph, Check, Evidence, Op
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import Found, linear
 from memtrace.llm import LLMClient
-from memtrace.reading import LEXICAL, Reading
+from memtrace.reading import LEXICAL, Reading, read_one_by_one
 from memtrace.settings import LLMSettings
 
 
@@ -334,6 +335,11 @@ class Unsure:
         self.given.append((sentence, list(texts), needs))  # type: ignore[call-overload]
         return Reading(False, 0.55, False, "meaning:test")
 
+    def read_each(
+        self, sentence: str, texts: Sequence[str], needs: frozenset[str] = frozenset()
+    ) -> list[Reading]:
+        return read_one_by_one(self, sentence, texts, needs)
+
     def for_trace(self, copying: object) -> Unsure:
         return self
 
@@ -390,3 +396,22 @@ def test_the_asking_reader_asks_nothing_of_a_sure_reading_or_of_no_text(
     unsure = AskingReader(client_of(fake_openai), Unsure())
     assert unsure.read("I adopted Pixel.", [None]) == Reading(False, 0.55, False, "meaning:test")
     assert fake_openai.chat_requests == [] and asking.asked == unsure.asked == 0
+
+
+def test_the_asking_reader_reads_each_memory_in_order_asking_within_its_budget(
+    fake_openai: FakeOpenAI,
+) -> None:
+    unsure = Unsure()
+    asking = AskingReader(client_of(fake_openai), unsure)
+    fake_openai.script(HOLDS)
+    needs = frozenset({"pixel"})
+    assert asking.read_each("I adopted Pixel.", ["Ann has Pixel", "Ann has tea"], needs) == [
+        Reading(True, 0.7, True, "llm:m"),  # asked: the first memory
+        Reading(False, 0.55, False, "meaning:test"),  # the budget spent: the reader's own
+    ]
+    assert unsure.given == [
+        ("I adopted Pixel.", ["Ann has Pixel"], needs),
+        ("I adopted Pixel.", ["Ann has tea"], needs),
+    ]
+    assert "needs from it: pixel\n" in prompt_of(fake_openai)[1]
+    assert "\nAnn has Pixel\n" in prompt_of(fake_openai)[1]
