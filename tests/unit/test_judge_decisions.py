@@ -103,7 +103,8 @@ def test_the_rivals_are_the_nearest_candidate_on_each_side_earlier_first() -> No
 def test_a_rival_the_model_finds_decisive_takes_the_verdict_with_the_offline_one_recorded(
     fake_openai: FakeOpenAI,
 ) -> None:
-    # the search named with the proposal's type: the rival's type is the model's, not its kind's
+    # a rival takes the type the model names, not its op kind's (what the search left out is
+    # what an update lost: the type is what was lost, as in the executed label)
     fake_openai.script(FINE, reply(True, True, "UpdateError", 0.8))
     found, offline = decide(hybrid(fake_openai), OVERWRITTEN)
     assert (op_id(offline), offline.error_type) == ("update", "UpdateError")
