@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import date
 
 import pytest
 
+from memtrace.attribution.answer_model import (
+    Restored,
+    Selection,
+    _ranked,
+    _scores,
+    rescues,
+    restored,
+    selection,
+)
 from memtrace.attribution.evidence import (
     asked_about,
     bm25_ranking,
@@ -27,14 +38,16 @@ from memtrace.attribution.model import (
     Memory,
     OpRef,
     Trail,
+    Verdict,
 )
-from memtrace.attribution.store import FLOW_DEPTH
+from memtrace.attribution.records import attribution_rows, memtrace_record
+from memtrace.attribution.store import FLOW_DEPTH, explain_cypher
 from memtrace.attribution.text import memory_text, message_speaker, message_text
 from memtrace.attribution.trails import candidates, trace_all
 from memtrace.attribution.walk import binary, linear
 from memtrace.cypher import get_query
 from memtrace.reading.keys import key_sentences
-from memtrace.reading.lexical import containment, content_words, holds
+from memtrace.reading.lexical import containment, content_words, holds, ranking_words
 
 SENTENCE = "I adopted a grey kitten named Pixel from the shelter."
 MESSAGE = Evidence("m1", f"Guess what! {SENTENCE} She sleeps all day.")
@@ -652,3 +665,145 @@ def test_a_stale_memory_check_says_what_was_lost_and_what_misled_at_a_prior_conf
     assert check.reason == (
         f"key sentence {stale.trail.key_sentence!r} of m2: {stale.trail.detail}; {stale.reason}"
     )
+
+
+# -- the answer model: an extractive answer step, as observed on one case ------------------------
+
+
+def context_case(prediction: str | None, *values: str) -> CaseGraph:
+    anchor = replace(ANCHOR, prediction=prediction)
+    ctx = tuple((f"ctx{i}", value) for i, value in enumerate(values))
+    return CaseGraph(anchor, (MESSAGE,), flow(FACT), (memory("mem@1", 4, FACT),), ctx)
+
+
+def test_the_answer_steps_items_are_every_json_list_it_read() -> None:
+    first = json.dumps(["[8 May 2023] Ann: my cat is grey"])
+    second = "  " + json.dumps(["Ann: I like tea.", "Ann: the kitten name is Tom"])
+    found = selection(context_case("Ann: the kitten name is Tom", first, "kitten", second))
+    assert found is not None and found.quoted == 1
+    assert found.items == tuple(
+        ranking_words(item)
+        for item in ("Ann: my cat is grey", "Ann: I like tea.", "Ann: the kitten name is Tom")
+    )
+    assert selection(context_case(None, second)) is None  # no prediction quotes nothing
+
+
+def test_an_item_counts_as_quoted_from_nine_tenths_of_its_words() -> None:
+    ten = "alpha bravo charlie delta echo foxtrot golf hotel india juliet"
+    nine = " ".join(ten.split()[:9])
+    found = selection(context_case(f"{nine} kitten name", json.dumps([ten, "kitten name"])))
+    assert found is not None and found.quoted == 2
+
+
+def test_items_rank_by_idf_weighted_question_words_ties_by_position() -> None:
+    items = [frozenset({"tea"}), frozenset({"kitten", "tea"}), frozenset({"kitten", "name"})]
+    question = frozenset({"kitten", "name"})
+    assert _scores(items, question) == [
+        0.0, math.log(1 + 3 / 2), math.log(1 + 3 / 2) + math.log(1 + 3 / 1)
+    ]  # fmt: skip
+    assert _ranked(items, question) == [2, 1, 0]
+    assert _ranked([frozenset({"a"}), frozenset({"b"})], frozenset()) == [0, 1]
+
+
+def lost_trail(message_id: str, holders: tuple[str, ...] = ()) -> Trail:
+    sentence = "I adopted a grey kitten yesterday."
+    return Trail(message_id, sentence, "lost", SEARCH, "RetrievalError", "", holders)
+
+
+def test_what_a_repair_restores_is_the_best_holding_line_else_the_sentence_as_said() -> None:
+    said = (
+        Evidence("m0", "other", speaker="Bob", said_on=date(2023, 1, 2)),
+        Evidence("m1", "I adopted a grey kitten yesterday.", speaker="Ann",
+                 said_on=date(2023, 5, 8)),
+    )  # fmt: skip
+    lines = json.dumps(["[8 May 2023] Ann likes tea", "[8 May 2023] Ann adopted a grey kitten"])
+    case = replace(context_case(None), evidence=said, memories=(memory("mem@9", 4, lines),))
+    assert restored(case, lost_trail("m1", ("mem@9",))) == Restored(
+        "Ann adopted a grey kitten", ("8 May 2023", "7 May 2023")
+    )
+    gone = restored(case, lost_trail("m1", ("mem@404",)))  # a holder the case does not have
+    assert gone.text == "Ann: I adopted a grey kitten yesterday."
+    unknown = restored(case, lost_trail("m7"))  # no such message: no speaker, no day
+    assert unknown == Restored("I adopted a grey kitten yesterday.", ())
+
+
+def test_a_restored_item_is_quoted_where_it_ties_and_brings_the_dates_it_refers_to() -> None:
+    kitten = frozenset({"kitten", "grey"})
+    found = Selection((kitten, frozenset({"tea"})), 1)
+    back = [Restored("kitten Pixel", ("7 May 2023", "8 May 2023"))]
+    # the restored item ties with the quoted one: it is quoted, the gold answer is all it says
+    assert rescues(found, "Which kitten?", back, "Pixel")
+    assert not rescues(found, "Which kitten?", back, "Pixel grey")  # one quota: not both
+    assert rescues(found, "Which kitten?", back, "8 May 2023")  # the dates it refers to
+    every = Selection((kitten, frozenset({"tea"})), 2)  # quoted its whole context: quotes all
+    assert rescues(every, "Which tea?", [Restored("Pixel", ())], "Pixel")
+    assert not rescues(Selection((kitten,), 0), "Which kitten?", back, "Pixel")
+
+
+# -- the verdict's records: what the store writes and the CLI prints ------------------------------
+
+
+def test_a_verdict_is_written_with_its_set_fields_and_the_ops_it_checked() -> None:
+    plain = Verdict("t", "c1", None, None, "nothing to blame", "offline", checked=["search"])
+    moved = Verdict(
+        "t", "c2", "search", "RetrievalError", "LLM: dropped", "hybrid", model="m",
+        confidence=0.8, llm_calls=2, tokens_in=10, tokens_out=3, seconds=1.23456,
+        overridden_from="update", overridden_type="UpdateError", checked=["update", "search"],
+    )  # fmt: skip
+    rows = attribution_rows([plain, moved])
+    assert [(r["trace_id"], r["case_id"], r["op_id"]) for r in rows] == [
+        ("t", "c1", None), ("t", "c2", "search"),
+    ]  # fmt: skip
+    assert rows[0]["props"] == {
+        "trace_id": "t", "case_id": "c1", "reason": "nothing to blame", "judge": "offline",
+        "confidence": 0.0, "llm_calls": 0, "tokens_in": 0, "tokens_out": 0, "seconds": 0.0,
+        "strategy": "linear", "evidence": "gold", "replays": 0, "checked_ops": ["search"],
+    }  # fmt: skip
+    assert rows[1]["props"]["overridden_from"] == "update" and "checked" not in rows[1]["props"]
+    assert rows[1]["props"]["checked_ops"] == ["update", "search"]
+
+
+def test_the_memtrace_record_carries_only_what_the_verdict_has() -> None:
+    plain = Verdict("t", "c1", None, None, "nothing to blame", "offline", seconds=0.123456)
+    assert memtrace_record(plain) == {
+        "trace_id": "t", "case_id": "c1",
+        "error_attribution_result": {"error_type": None, "op_id": None,
+                                     "reason": "nothing to blame"},
+        "judge": "offline", "confidence": 0.0, "llm_calls": 0, "tokens_in": 0, "tokens_out": 0,
+        "seconds": 0.1235,
+    }  # fmt: skip
+    full = replace(
+        plain, op_id="search", error_type="RetrievalError", error="timed out",
+        failure_mode="stale-memory", reading="lexical", replays=3,
+        replay_outcomes='{"search": {"decisive": true}}', overridden_from="update",
+        overridden_type="UpdateError",
+    )  # fmt: skip
+    record = memtrace_record(full)
+    assert record["error_attribution_result"]["op_id"] == "search"
+    assert (record["error"], record["failure_mode"], record["reading"]) == (
+        "timed out", "stale-memory", "lexical",
+    )  # fmt: skip
+    assert (record["replays"], record["counterfactuals"]) == (3, {"search": {"decisive": True}})
+    assert record["overridden_from"] == {"op_id": "update", "error_type": "UpdateError"}
+
+
+def test_a_step_that_quoted_its_whole_context_quotes_even_the_worst_restored_item() -> None:
+    found = Selection((frozenset({"kitten", "grey"}), frozenset({"tea"})), 2)
+    # the restored item matches the question worst: quoted only because every item is
+    assert rescues(found, "Which kitten drinks tea?", [Restored("Pixel", ())], "Pixel")
+    # what it quotes says exactly the gold answer's words, no more: that is enough
+    alone = Selection((frozenset({"tea"}), frozenset({"rain"})), 1)
+    assert rescues(alone, "Which kitten?", [Restored("kitten Pixel", ())], "Pixel kitten")
+
+
+def test_the_browser_query_of_a_case_starts_from_the_messages_the_judge_started_from() -> None:
+    assert explain_cypher("t", "c1", 9, ["m1", "m2"]) == "\n".join(
+        [
+            ':param trace_id => "t";',
+            ':param case_id => "c1";',
+            ':param message_ids => ["m1", "m2"];',
+            ":param max_seq => 9;",
+            get_query("attribution/explain_view").text,
+        ]
+    )
+    assert ":param message_ids => [];" in explain_cypher("t", "c1", 9)

@@ -8,8 +8,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from memtrace.attribution.evaluate import CHARS_PER_TOKEN, score
+from memtrace.attribution.evaluate import CHARS_PER_TOKEN, _run_note, score
 from memtrace.cypher import get_query
+from memtrace.taxonomy import ERROR_TYPES
 
 COLUMNS = [*get_query("attribution/eval_rows").columns, "flat_tokens"]
 
@@ -125,3 +126,69 @@ def test_errored_cases_are_their_own_column_and_their_cost_counts() -> None:
     assert (ours["cases"], ours["attributed"], ours["errored"]) == (4, 3, 1)
     assert ours["op_accuracy"] == pytest.approx(2 / 4)  # an errored case is a wrong one
     assert ours["tokens_per_case"] == pytest.approx((110 + 330 + 55 + 900) / 4)
+
+
+ANSWER_OP_NOTE = "always blames the answer op as ResponseError"
+WHOLE_TRACE_NOTE = "cost of one whole-trace prompt; accuracy not measured (no call made)"
+NAN = float("nan")
+
+
+def summary_frame(*rows: tuple[Any, ...]) -> pd.DataFrame:
+    names = ["method", "cases", "attributed", "errored", "op_accuracy", "type_accuracy"]
+    names += ["stage_accuracy", "llm_calls_median", "tokens_per_case", "seconds_per_case", "note"]
+    return pd.DataFrame([dict(zip(names, values, strict=True)) for values in rows])
+
+
+def test_the_whole_summary_names_every_column_and_value() -> None:
+    expected = summary_frame(
+        ("offline", 4, 3, 0, 0.5, 0.5, 0.75, 1.5, 123.75, 0.5625,
+         "1 not attributed in this run or blamed no operation"),
+        ("baseline:answer-op", 4, 4, 0, 0.25, 0.25, 0.25, 0.0, 0.0, 0.0, ANSWER_OP_NOTE),
+        ("baseline:whole-trace", 4, 0, 0, NAN, NAN, NAN, 1.0, 1000.0, NAN, WHOLE_TRACE_NOTE),
+    )  # fmt: skip
+    pd.testing.assert_frame_equal(score(ROWS).summary, expected)
+
+
+def test_no_rows_is_zero_everywhere_a_mean_would_divide_by_zero() -> None:
+    expected = summary_frame(
+        ("none", 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, ""),
+        ("baseline:answer-op", 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, ANSWER_OP_NOTE),
+        ("baseline:whole-trace", 0, 0, 0, NAN, NAN, NAN, 1.0, 0.0, NAN, WHOLE_TRACE_NOTE),
+    )  # fmt: skip
+    pd.testing.assert_frame_equal(score(ROWS.iloc[0:0]).summary, expected, check_dtype=False)
+
+
+def test_a_case_without_a_run_costs_no_call() -> None:
+    """One case attributed (3 calls), two not reached: the median case made no call."""
+    rows = ROWS.iloc[[3, 3, 0]].reset_index(drop=True)
+    rows.loc[2, "llm_calls"] = 3
+    ours = score(rows).summary.iloc[0]
+    assert (ours["method"], ours["llm_calls_median"]) == ("offline", 0.0)
+
+
+def test_the_run_note_says_how_many_failed_and_how_many_were_not_attributed() -> None:
+    errored = row("c5", ("search", "retrieval", "RetrievalError"),
+                  (None, None, None, 3, 900, 0, 60.0))  # fmt: skip
+    errored.update(error="timed out")
+    rows = pd.DataFrame([*ROWS.to_dict(orient="records"), errored], columns=COLUMNS)
+    assert score(rows).summary.iloc[0]["note"] == (
+        "1 failed (see `memtrace attribute` output); "
+        "1 not attributed in this run or blamed no operation"
+    )
+    only_failed = rows.drop(index=3)
+    assert score(only_failed).summary.iloc[0]["note"] == (
+        "1 failed (see `memtrace attribute` output)"
+    )
+    assert score(only_failed.drop(index=4)).summary.iloc[0]["note"] == ""
+    # rows read before runs recorded failures have no error column: none failed
+    assert _run_note(ROWS.drop(columns="error")) == (
+        "1 not attributed in this run or blamed no operation"
+    )
+
+
+def test_the_confusion_has_every_type_as_a_column_and_none_only_when_some_case_has_none() -> None:
+    attributed = score(ROWS.iloc[0:3])
+    assert list(attributed.confusion.columns) == list(ERROR_TYPES)
+    assert list(score(ROWS).confusion.columns) == [*ERROR_TYPES, "(none)"]
+    cases = attributed.by_type.set_index("label_type")["cases"]
+    assert cases.to_dict() == {"ExtractionError": 1, "ResponseError": 1, "UpdateError": 1}

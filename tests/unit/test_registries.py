@@ -8,11 +8,20 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from fake_openai import FakeOpenAI, fake_openai_fixture  # noqa: F401
 
+from memtrace.attribution.counterfactual import CaseReplayer
 from memtrace.attribution.hybrid import HybridJudge
 from memtrace.attribution.judges import OfflineJudge
 from memtrace.attribution.llm_judge import LLMJudge
-from memtrace.attribution.registry import JUDGES, choose_judge, default_judge, make_judge
+from memtrace.attribution.registry import (
+    JUDGES,
+    choose_judge,
+    default_judge,
+    embedder,
+    make_judge,
+)
+from memtrace.attribution.replay_judge import ReplayJudge
 from memtrace.cli import cli
 from memtrace.cli.options import choice
 from memtrace.errors import ConfigError
@@ -165,3 +174,56 @@ def test_run_load_uses_the_connection_options(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert "bolt://127.0.0.1:1" in result.output and "Traceback" not in result.output
     assert [p.name for p in tmp_path.glob("*.jsonl")] == ["rag-locomo-1.jsonl"]
+
+
+def test_the_replay_judge_gets_the_replayers_it_is_handed_and_needs_them() -> None:
+    class NoReplayers:
+        def for_trace(self, trace_id: str) -> CaseReplayer:
+            raise AssertionError("a factory replays nothing")
+
+    replayers = NoReplayers()
+    judge = make_judge("replay", settings(), replayers)
+    assert isinstance(judge, ReplayJudge) and judge.replayers is replayers
+    with pytest.raises(ConfigError) as raised:
+        make_judge("replay", settings())
+    assert str(raised.value) == "the replay judge needs the traces' replayers (none were passed)"
+    with pytest.raises(ConfigError) as unknown:
+        make_judge("no-such", settings())
+    assert (
+        str(unknown.value)
+        == "unknown judge 'no-such' (expected one of offline, llm, hybrid, replay)"
+    )
+
+
+def test_the_hybrid_judge_asks_the_reading_questions_through_its_own_client() -> None:
+    judge = make_judge("hybrid", settings("http://127.0.0.1:9/v1"))
+    assert isinstance(judge, HybridJudge) and isinstance(judge.llm, LLMJudge)
+    assert judge.client is judge.llm.client
+
+
+def test_auto_says_which_trace_it_replays_and_why_it_does_not() -> None:
+    def refusal(trace_id: str) -> str | None:
+        return None
+
+    one = choose_judge("auto", settings(), ["mem0-1"], refusal)
+    assert one.why == "trace 'mem0-1' can be replayed: executed counterfactuals"
+    nothing = choose_judge("auto", settings("http://127.0.0.1:9/v1"), [], refusal)
+    assert nothing.why == "no trace to replay; an LLM endpoint is configured"
+
+
+def test_dense_evidence_retrieval_embeds_with_the_configured_model(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    configured = Settings(
+        home=tmp_path,
+        neo4j=Neo4jSettings(),
+        llm=LLMSettings(base_url=fake_openai.base_url, embedding_model="my-embedder"),
+    )
+    assert embedder(configured, "bm25") is None
+    embed = embedder(configured, "dense")
+    assert embed is not None
+    vectors = embed(["alpha beta", "gamma"])
+    assert len(vectors) == 2 and vectors[0] != vectors[1]
+    [request] = [r for r in fake_openai.requests if r.path.endswith("/embeddings")]
+    assert request.body["model"] == "my-embedder"
+    assert request.body["input"] == ["alpha beta", "gamma"]

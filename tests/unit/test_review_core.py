@@ -120,6 +120,15 @@ def test_a_confidence_says_what_it_is_calibrated_on() -> None:
     assert "reference systems' natural failures" in calibration.describe("offline", "rag")
 
 
+def test_a_confidence_of_an_unknown_system_names_the_doc_and_a_models_figure_is_its_own() -> None:
+    assert calibration.describe("offline", None) == (
+        "not calibrated on this system: a prior from memtrace's reference systems (measured on "
+        "their memories and flow, not yours); measure it on yours with `memtrace bench natural "
+        "--replayer` and `memtrace eval --labels replay` (docs/attribution.md, Reading confidence)"
+    )
+    assert calibration.describe("llm", "rag") == "the LLM judge's own figure, not calibrated"
+
+
 MANUAL = (
     '{"saved_at": "2025-01-02 03:04:05", "graph_id": "g", "query_id": "q", '
     '"manual_error_attribution": {"op_id": "op", "error_type": "RetrievalError", '
