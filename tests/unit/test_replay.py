@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -590,3 +591,127 @@ def test_a_joint_replay_builds_the_memory_with_every_repaired_construction_step(
     assert dict(replayer.replay_jointly({CASE: [extract]})) == {CASE: ReplayedAnswer(True)}
     unrepaired = replayer.replay(CASE)
     assert (unrepaired.case_id, unrepaired.passed) == (CASE, False)  # the fault drops the fact
+
+
+# -- the engine's shared work: each memory built once, resumed where its repair starts ---------
+SISTER = "I moved to Lisbon last spring. My sister Clara lives in Porto now."
+TWO_SESSIONS = Conversation(
+    9,
+    "hand-9",
+    ("Ana", "Ben"),
+    (
+        Session(1, DATE, (Turn("D1:1", "Ana", SISTER), Turn("D1:2", "Ben", LATER_TEXT))),
+        Session(
+            2,
+            "1:00 pm on 9 May, 2023",
+            (
+                Turn("D2:1", "Ana", THIRD_TEXT),
+                Turn("D2:2", "Ben", "The harbour office closes early on Fridays in summer."),
+                Turn("D2:3", "Ana", "Clara promised to bring her two dogs along next month."),
+            ),
+        ),
+    ),
+    (
+        Question(1, "Where did Ana move to?", "Lisbon", ("D1:1",), "single-hop"),
+        Question(2, "Where does Clara live?", "Porto", ("D1:1",), "single-hop"),
+    ),
+)
+PORTO = "locomo-qa-9-2"
+
+
+def sister_trace(tmp_path: Path) -> TraceReplayer:
+    """TWO_SESSIONS with both sentences of D1:1 dropped at extraction: each case's repair of
+    that one step restores its own sentence (Lisbon for CASE, Porto for PORTO)."""
+    dropped = Fault("fault-1", "ExtractionError", CASE, "D1:1", frozenset({"D1:1#0", "D1:1#1"}))
+    replayer, _ = traced(tmp_path, "mem0", TWO_SESSIONS, [dropped])
+    return replayer
+
+
+def constructions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The session every memory construction of a mem0 system starts at (``resume``), from now
+    on: what a replay builds, and from where."""
+    from memtrace.systems.mem0 import Mem0System
+
+    started: list[int] = []
+    construct = Mem0System.construct
+
+    def counted(system: Mem0System, conv: Conversation, **options: Any) -> None:
+        started.append(options.get("resume", 0))
+        construct(system, conv, **options)
+
+    monkeypatch.setattr(Mem0System, "construct", counted)
+    return started
+
+
+def test_two_cases_repairing_the_same_construction_step_each_restore_their_own_evidence(
+    tmp_path: Path,
+) -> None:
+    replayer = sister_trace(tmp_path)
+    extract = op_of(replayer, "extract:D1:1")
+    assert replayer.evidence_sources(CASE) != replayer.evidence_sources(PORTO)
+    lisbon = replayer.replay(CASE, [extract])
+    porto = replayer.replay(PORTO, [extract])  # the same step, another case's evidence
+    assert (lisbon.passed, porto.passed) == (True, True)
+    assert "Porto" in porto.prediction and "Porto" not in lisbon.prediction
+
+
+def test_each_memory_is_built_once_and_a_repair_resumes_at_its_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    replayer = sister_trace(tmp_path)
+    built = constructions(monkeypatch)
+    first, later = op_of(replayer, "extract:D1:1"), op_of(replayer, "extract:D2:1")
+    for _ in range(2):  # asked again, every memory is the cached one
+        for case_id in (CASE, PORTO):
+            replayer.replay(case_id)
+        replayer.replay(CASE, [later])
+        replayer.replay(CASE, [first, later])
+    # the step map's run, the unrepaired memory (with its snapshots), then each repaired memory
+    # resumed before the session of its first repaired step
+    assert built == [0, 0, 1, 0]
+    assert replayer.replays == 8
+
+
+def test_the_memories_kept_are_bounded_and_the_unrepaired_one_is_never_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from itertools import combinations
+
+    from memtrace.replay.engine import MAX_BUILT
+
+    replayer = sister_trace(tmp_path)
+    extracts = sorted(op for op, step in replayer.steps().items() if step.startswith("extract:"))
+    repairs = [ops for n in range(1, len(extracts) + 1) for ops in combinations(extracts, n)]
+    assert len(repairs) > MAX_BUILT
+    replayer.replay(CASE)  # the unrepaired memory
+    built = constructions(monkeypatch)
+    for ops in repairs[: MAX_BUILT - 1]:
+        replayer.replay(CASE, ops)
+    replayer.replay(CASE, repairs[0])
+    replayer.replay(CASE)
+    assert len(built) == MAX_BUILT - 1  # MAX_BUILT memories kept: none built again
+    replayer.replay(CASE, repairs[MAX_BUILT - 1])  # one more: the oldest repaired one goes
+    replayer.replay(CASE)
+    assert len(built) == MAX_BUILT
+    replayer.replay(CASE, repairs[0])
+    assert len(built) == MAX_BUILT + 1
+
+
+def test_a_system_without_snapshots_replays_from_the_first_session_what_snapshots_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mem0-lib's path (its memory is in Mem0's store: no snapshot), run on the offline mem0:
+    the step map's run is the unrepaired memory, and each repaired memory is built from the
+    first session; the answers are those of a replayer that resumes from snapshots."""
+    from memtrace.systems.mem0 import Mem0System
+
+    replayer = sister_trace(tmp_path)
+    first, later = op_of(replayer, "extract:D1:1"), op_of(replayer, "extract:D2:1")
+    jobs = [(CASE, ()), (PORTO, ()), (CASE, (later,)), (CASE, (first,)), (PORTO, (first,))]
+    expected = [replayer.replay(case_id, ops) for case_id, ops in jobs]
+    assert [r.passed for r in expected] == [False, False, False, True, True]
+    monkeypatch.setattr(Mem0System, "replay_snapshots", False)
+    rebuilt = make_replayer(replayer.inputs)
+    built = constructions(monkeypatch)
+    assert [rebuilt.replay(case_id, ops) for case_id, ops in jobs] == expected
+    assert built == [0, 0, 0, 0]  # the step map's run, then the three repaired memories
