@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -715,3 +716,110 @@ def test_a_system_without_snapshots_replays_from_the_first_session_what_snapshot
     built = constructions(monkeypatch)
     assert [rebuilt.replay(case_id, ops) for case_id, ops in jobs] == expected
     assert built == [0, 0, 0, 0]  # the step map's run, then the three repaired memories
+
+
+# -- what a replay reads back of a trace ---------------------------------------------------------
+def rewritten(path: Path, edit: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
+    """The trace's records, each passed through ``edit`` (which changes it in place)."""
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for record in records:
+        edit(record)
+    return records
+
+
+def test_a_trace_gives_back_the_conversation_faults_and_settings_that_ran(tmp_path: Path) -> None:
+    from memtrace.prompts import Prompt
+    from memtrace.replay.inputs import inputs_from_records
+    from memtrace.systems.prompts import DEFAULTS, QUESTION_ANSWERING
+    from memtrace.systems.rankers import TrigramRanker
+
+    unseen = Question(3, "What did Ana cook?", "sardines", ("D2:1", "D7:4"), "multi-hop")
+    conv = dataclasses.replace(TWO_SESSIONS, questions=(*TWO_SESSIONS.questions, unseen))
+    faults = (
+        Fault("fault-1", "ExtractionError", CASE, "D1:1", frozenset({"D1:1#0", "D1:1#1"})),
+        Fault("fault-2", "RetrievalError", PORTO, PORTO, frozenset({"D1:1#1"})),
+    )
+    default = DEFAULTS[QUESTION_ANSWERING]
+    answering = Prompt(
+        default.name, default.version + 1, default.text + " Be brief.", default.inputs
+    )
+    params = Params(top_k=3, answer_items=1)
+    built = make_system(
+        "mem0",
+        make_backend("offline"),
+        params=params,
+        faults=faults,
+        prompts={QUESTION_ANSWERING: answering},
+        ranker=TrigramRanker(),
+    )
+    planted = {"planted": [{**dataclasses.asdict(f), "sources": sorted(f.sources)} for f in faults]}
+    _, path = run_conversation(built, conv, tmp_path, clock=SimClock(), metadata={"bench": planted})
+    assert path is not None
+    inputs = read_native(path)
+    assert inputs.conversation == conv  # D7:4 is no turn: the trace keeps it as missing evidence
+    assert inputs.faults == faults
+    assert (inputs.params, inputs.retriever, inputs.backend) == (params, "trigrams", "offline")
+    assert inputs.prompts == {QUESTION_ANSWERING: answering}  # only what the run changed
+
+    def without_dia_id(record: dict[str, Any]) -> None:
+        if record.get("category") == "message":  # an older trace: the turn is in the name
+            del record["metadata"]["dia_id"]
+
+    def renamed(record: dict[str, Any]) -> None:
+        if record.get("category") == "message":  # the recorded dia id comes before the name
+            record["name"] = f"turn:{record['name']}"
+
+    for edit in (without_dia_id, renamed):
+        again = inputs_from_records(rewritten(path, edit), "edited")
+        assert again.conversation == conv
+
+
+def test_recorded_model_calls_are_served_in_the_order_the_operations_ran(tmp_path: Path) -> None:
+    from memtrace.replay.inputs import inputs_from_records
+
+    traced(tmp_path, "mem0", LISBON)
+    path = next(tmp_path.glob("*.jsonl"))
+    calls = {  # op id -> (request digest, reply); op-000003 recorded a request and no reply
+        "op-000001": ("digest-a", "first"),
+        "op-000002": ("digest-b", "other"),
+        "op-000003": ("digest-a", None),
+        "op-000004": ("digest-a", "second"),
+    }
+
+    def recorded(record: dict[str, Any]) -> None:
+        if record["type"] == "operation" and record["id"] in calls:
+            request, reply = calls[record["id"]]
+            record["metadata"] = {"llm_request": request, "llm_reply": reply}
+
+    records = rewritten(path, recorded)
+    head, rest = records[0], records[1:]
+    shuffled = [head, *reversed(rest)]  # the graph returns operations in no order
+    inputs = inputs_from_records(shuffled, "from the graph")
+    assert inputs.recorded == {"digest-a": ("first", "second"), "digest-b": ("other",)}
+
+
+def test_what_a_trace_cannot_rebuild_is_refused_by_name(tmp_path: Path) -> None:
+    from memtrace.replay.inputs import inputs_from_records
+
+    traced(tmp_path, "mem0", LISBON)
+    path = next(tmp_path.glob("*.jsonl"))
+
+    def own_case(record: dict[str, Any]) -> None:
+        if record["type"] == "case":
+            record["id"] = "my-question-7"
+
+    def no_sessions(record: dict[str, Any]) -> None:
+        if record["type"] == "session":
+            record["name"] = "chat"
+
+    def wrote_other(record: dict[str, Any]) -> None:
+        if record.get("id") == "op-000001":  # the same op name, other variables written
+            record["writes"] = ["facts:D9:9@1"]
+
+    with pytest.raises(NotReplayableError, match="case 'my-question-7' is not a LoCoMo question"):
+        inputs_from_records(rewritten(path, own_case), "t")
+    with pytest.raises(NotReplayableError, match=r"^t: no LoCoMo sessions \(locomo-N-session-K\)"):
+        inputs_from_records(rewritten(path, no_sessions), "t")
+    edited = inputs_from_records(rewritten(path, wrote_other), "t")
+    with pytest.raises(NotReplayableError, match="does not reproduce"):
+        make_replayer(edited).replay(CASE)
