@@ -823,3 +823,25 @@ def test_what_a_trace_cannot_rebuild_is_refused_by_name(tmp_path: Path) -> None:
     edited = inputs_from_records(rewritten(path, wrote_other), "t")
     with pytest.raises(NotReplayableError, match="does not reproduce"):
         make_replayer(edited).replay(CASE)
+
+
+def test_a_replay_searches_with_the_ranker_the_trace_recorded(tmp_path: Path) -> None:
+    from memtrace.systems.rankers import BM25Ranker, TrigramRanker
+
+    conv = conversation(  # "relocate" reaches "relocated" by trigrams only; BM25 finds "city"
+        [
+            ("Ana", "I relocated to Lisbon last spring for the harbour job."),
+            ("Ben", "Ana, the city with the best food in the whole country is Porto."),
+        ],
+        [Question(1, "Which city did Ana relocate to?", "Lisbon", ("D1:1",), "single-hop")],
+    )
+    answered = {}
+    for ranker in (TrigramRanker(), BM25Ranker()):
+        built = make_system("mem0", make_backend("offline"), params=Params(top_k=1), ranker=ranker)
+        folder = tmp_path / ranker.name
+        original, path = run_conversation(built, conv, folder, clock=SimClock())
+        assert path is not None
+        answered[ranker.name] = (original.results[0].passed, make_replayer(read_native(path)))
+    assert [passed for passed, _ in answered.values()] == [True, False]
+    for passed, replayer in answered.values():
+        assert replayer.replay(CASE).passed == passed
