@@ -845,3 +845,19 @@ def test_a_replay_searches_with_the_ranker_the_trace_recorded(tmp_path: Path) ->
     assert [passed for passed, _ in answered.values()] == [True, False]
     for passed, replayer in answered.values():
         assert replayer.replay(CASE).passed == passed
+
+
+def test_a_setting_that_changed_during_the_run_is_refused_and_one_read_again_is_not(
+    tmp_path: Path,
+) -> None:
+    from memtrace.replay.inputs import inputs_from_records
+
+    traced(tmp_path, "mem0", LISBON)
+    path = next(tmp_path.glob("*.jsonl"))
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    top_k = next(r for r in records if r.get("category") == "parameter" and r["name"] == "top_k")
+    again = {**top_k, "id": "parameter:top_k@2", "version": 2}  # the same value, recorded twice
+    assert inputs_from_records([*records, again], "t").params == read_native(path).params
+    changed = {**again, "value": json.dumps(json.loads(top_k["value"]) + 1)}
+    with pytest.raises(NotReplayableError, match=r"^t: parameter 'top_k' changed during the run"):
+        inputs_from_records([*records, changed], "t")
