@@ -861,3 +861,26 @@ def test_a_setting_that_changed_during_the_run_is_refused_and_one_read_again_is_
     changed = {**again, "value": json.dumps(json.loads(top_k["value"]) + 1)}
     with pytest.raises(NotReplayableError, match=r"^t: parameter 'top_k' changed during the run"):
         inputs_from_records([*records, changed], "t")
+
+
+def test_records_in_any_order_and_a_trace_without_cases_read_back_the_same_run(
+    tmp_path: Path,
+) -> None:
+    from memtrace.replay.inputs import RecordedCase, inputs_from_records
+
+    traced(tmp_path, "mem0", LISBON)
+    path = next(tmp_path.glob("*.jsonl"))
+    head, *rest = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    shuffled = inputs_from_records([head, *reversed(rest)], "from the graph")  # no order there
+    inputs = read_native(path)
+    assert shuffled == inputs
+    assert inputs.trace_id == head["id"] == "mem0-locomo-9"
+    prediction = inputs.cases[CASE].prediction
+    assert inputs.cases == {CASE: RecordedCase(CASE, True, prediction)} and "Lisbon" in prediction
+    # the conversation alone (no question asked, no operation): nothing to replay, nothing lost
+    kept = [r for r in rest if r["type"] == "session" or r.get("category") == "message"]
+    alone = inputs_from_records([head, *kept], "t")
+    assert alone.conversation.sessions == LISBON.sessions and alone.conversation.questions == ()
+    assert (alone.cases, alone.operations, alone.recorded) == ({}, {}, {})
+    with pytest.raises(NotReplayableError, match=r"^t: no LoCoMo sessions"):
+        inputs_from_records([head], "t")
