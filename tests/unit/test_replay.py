@@ -719,9 +719,13 @@ def test_a_system_without_snapshots_replays_from_the_first_session_what_snapshot
 
 
 # -- what a replay reads back of a trace ---------------------------------------------------------
+def records_of(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
 def rewritten(path: Path, edit: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
     """The trace's records, each passed through ``edit`` (which changes it in place)."""
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    records = records_of(path)
     for record in records:
         edit(record)
     return records
@@ -854,7 +858,7 @@ def test_a_setting_that_changed_during_the_run_is_refused_and_one_read_again_is_
 
     traced(tmp_path, "mem0", LISBON)
     path = next(tmp_path.glob("*.jsonl"))
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    records = records_of(path)
     top_k = next(r for r in records if r.get("category") == "parameter" and r["name"] == "top_k")
     again = {**top_k, "id": "parameter:top_k@2", "version": 2}  # the same value, recorded twice
     assert inputs_from_records([*records, again], "t").params == read_native(path).params
@@ -870,7 +874,7 @@ def test_records_in_any_order_and_a_trace_without_cases_read_back_the_same_run(
 
     traced(tmp_path, "mem0", LISBON)
     path = next(tmp_path.glob("*.jsonl"))
-    head, *rest = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    head, *rest = records_of(path)
     shuffled = inputs_from_records([head, *reversed(rest)], "from the graph")  # no order there
     inputs = read_native(path)
     assert shuffled == inputs
