@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -590,3 +592,299 @@ def test_a_joint_replay_builds_the_memory_with_every_repaired_construction_step(
     assert dict(replayer.replay_jointly({CASE: [extract]})) == {CASE: ReplayedAnswer(True)}
     unrepaired = replayer.replay(CASE)
     assert (unrepaired.case_id, unrepaired.passed) == (CASE, False)  # the fault drops the fact
+
+
+# -- the engine's shared work: each memory built once, resumed where its repair starts ---------
+SISTER = "I moved to Lisbon last spring. My sister Clara lives in Porto now."
+TWO_SESSIONS = Conversation(
+    9,
+    "hand-9",
+    ("Ana", "Ben"),
+    (
+        Session(1, DATE, (Turn("D1:1", "Ana", SISTER), Turn("D1:2", "Ben", LATER_TEXT))),
+        Session(
+            2,
+            "1:00 pm on 9 May, 2023",
+            (
+                Turn("D2:1", "Ana", THIRD_TEXT),
+                Turn("D2:2", "Ben", "The harbour office closes early on Fridays in summer."),
+                Turn("D2:3", "Ana", "Clara promised to bring her two dogs along next month."),
+            ),
+        ),
+    ),
+    (
+        Question(1, "Where did Ana move to?", "Lisbon", ("D1:1",), "single-hop"),
+        Question(2, "Where does Clara live?", "Porto", ("D1:1",), "single-hop"),
+    ),
+)
+PORTO = "locomo-qa-9-2"
+
+
+def sister_trace(tmp_path: Path) -> TraceReplayer:
+    """TWO_SESSIONS with both sentences of D1:1 dropped at extraction: each case's repair of
+    that one step restores its own sentence (Lisbon for CASE, Porto for PORTO)."""
+    dropped = Fault("fault-1", "ExtractionError", CASE, "D1:1", frozenset({"D1:1#0", "D1:1#1"}))
+    replayer, _ = traced(tmp_path, "mem0", TWO_SESSIONS, [dropped])
+    return replayer
+
+
+def constructions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The session every memory construction of a mem0 system starts at (``resume``), from now
+    on: what a replay builds, and from where."""
+    from memtrace.systems.mem0 import Mem0System
+
+    started: list[int] = []
+    construct = Mem0System.construct
+
+    def counted(system: Mem0System, conv: Conversation, **options: Any) -> None:
+        started.append(options.get("resume", 0))
+        construct(system, conv, **options)
+
+    monkeypatch.setattr(Mem0System, "construct", counted)
+    return started
+
+
+def test_two_cases_repairing_the_same_construction_step_each_restore_their_own_evidence(
+    tmp_path: Path,
+) -> None:
+    replayer = sister_trace(tmp_path)
+    extract = op_of(replayer, "extract:D1:1")
+    assert replayer.evidence_sources(CASE) != replayer.evidence_sources(PORTO)
+    lisbon = replayer.replay(CASE, [extract])
+    porto = replayer.replay(PORTO, [extract])  # the same step, another case's evidence
+    assert (lisbon.passed, porto.passed) == (True, True)
+    assert "Porto" in porto.prediction and "Porto" not in lisbon.prediction
+
+
+def test_each_memory_is_built_once_and_a_repair_resumes_at_its_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    replayer = sister_trace(tmp_path)
+    built = constructions(monkeypatch)
+    first, later = op_of(replayer, "extract:D1:1"), op_of(replayer, "extract:D2:1")
+    for _ in range(2):  # asked again, every memory is the cached one
+        for case_id in (CASE, PORTO):
+            replayer.replay(case_id)
+        replayer.replay(CASE, [later])
+        replayer.replay(CASE, [first, later])
+    # the step map's run, the unrepaired memory (with its snapshots), then each repaired memory
+    # resumed before the session of its first repaired step
+    assert built == [0, 0, 1, 0]
+    assert replayer.replays == 8
+
+
+def test_the_memories_kept_are_bounded_and_the_unrepaired_one_is_never_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from itertools import combinations
+
+    from memtrace.replay.engine import MAX_BUILT
+
+    replayer = sister_trace(tmp_path)
+    extracts = sorted(op for op, step in replayer.steps().items() if step.startswith("extract:"))
+    repairs = [ops for n in range(1, len(extracts) + 1) for ops in combinations(extracts, n)]
+    assert len(repairs) > MAX_BUILT
+    replayer.replay(CASE)  # the unrepaired memory
+    built = constructions(monkeypatch)
+    for ops in repairs[: MAX_BUILT - 1]:
+        replayer.replay(CASE, ops)
+    replayer.replay(CASE, repairs[0])
+    replayer.replay(CASE)
+    assert len(built) == MAX_BUILT - 1  # MAX_BUILT memories kept: none built again
+    replayer.replay(CASE, repairs[MAX_BUILT - 1])  # one more: the oldest repaired one goes
+    replayer.replay(CASE)
+    assert len(built) == MAX_BUILT
+    replayer.replay(CASE, repairs[0])
+    assert len(built) == MAX_BUILT + 1
+
+
+def test_a_system_without_snapshots_replays_from_the_first_session_what_snapshots_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mem0-lib's path (its memory is in Mem0's store: no snapshot), run on the offline mem0:
+    the step map's run is the unrepaired memory, and each repaired memory is built from the
+    first session; the answers are those of a replayer that resumes from snapshots."""
+    from memtrace.systems.mem0 import Mem0System
+
+    replayer = sister_trace(tmp_path)
+    first, later = op_of(replayer, "extract:D1:1"), op_of(replayer, "extract:D2:1")
+    jobs = [(CASE, ()), (PORTO, ()), (CASE, (later,)), (CASE, (first,)), (PORTO, (first,))]
+    expected = [replayer.replay(case_id, ops) for case_id, ops in jobs]
+    assert [r.passed for r in expected] == [False, False, False, True, True]
+    monkeypatch.setattr(Mem0System, "replay_snapshots", False)
+    rebuilt = make_replayer(replayer.inputs)
+    built = constructions(monkeypatch)
+    assert [rebuilt.replay(case_id, ops) for case_id, ops in jobs] == expected
+    assert built == [0, 0, 0, 0]  # the step map's run, then the three repaired memories
+
+
+# -- what a replay reads back of a trace ---------------------------------------------------------
+def records_of(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def rewritten(path: Path, edit: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
+    """The trace's records, each passed through ``edit`` (which changes it in place)."""
+    records = records_of(path)
+    for record in records:
+        edit(record)
+    return records
+
+
+def test_a_trace_gives_back_the_conversation_faults_and_settings_that_ran(tmp_path: Path) -> None:
+    from memtrace.prompts import Prompt
+    from memtrace.replay.inputs import inputs_from_records
+    from memtrace.systems.prompts import DEFAULTS, QUESTION_ANSWERING
+    from memtrace.systems.rankers import TrigramRanker
+
+    unseen = Question(3, "What did Ana cook?", "sardines", ("D2:1", "D7:4"), "multi-hop")
+    conv = dataclasses.replace(TWO_SESSIONS, questions=(*TWO_SESSIONS.questions, unseen))
+    faults = (
+        Fault("fault-1", "ExtractionError", CASE, "D1:1", frozenset({"D1:1#0", "D1:1#1"})),
+        Fault("fault-2", "RetrievalError", PORTO, PORTO, frozenset({"D1:1#1"})),
+    )
+    default = DEFAULTS[QUESTION_ANSWERING]
+    answering = Prompt(
+        default.name, default.version + 1, default.text + " Be brief.", default.inputs
+    )
+    params = Params(top_k=3, answer_items=1)
+    built = make_system(
+        "mem0",
+        make_backend("offline"),
+        params=params,
+        faults=faults,
+        prompts={QUESTION_ANSWERING: answering},
+        ranker=TrigramRanker(),
+    )
+    planted = {"planted": [{**dataclasses.asdict(f), "sources": sorted(f.sources)} for f in faults]}
+    _, path = run_conversation(built, conv, tmp_path, clock=SimClock(), metadata={"bench": planted})
+    assert path is not None
+    inputs = read_native(path)
+    assert inputs.conversation == conv  # D7:4 is no turn: the trace keeps it as missing evidence
+    assert inputs.faults == faults
+    assert (inputs.params, inputs.retriever, inputs.backend) == (params, "trigrams", "offline")
+    assert inputs.prompts == {QUESTION_ANSWERING: answering}  # only what the run changed
+
+    def without_dia_id(record: dict[str, Any]) -> None:
+        if record.get("category") == "message":  # an older trace: the turn is in the name
+            del record["metadata"]["dia_id"]
+
+    def renamed(record: dict[str, Any]) -> None:
+        if record.get("category") == "message":  # the recorded dia id comes before the name
+            record["name"] = f"turn:{record['name']}"
+
+    for edit in (without_dia_id, renamed):
+        again = inputs_from_records(rewritten(path, edit), "edited")
+        assert again.conversation == conv
+
+
+def test_recorded_model_calls_are_served_in_the_order_the_operations_ran(tmp_path: Path) -> None:
+    from memtrace.replay.inputs import inputs_from_records
+
+    traced(tmp_path, "mem0", LISBON)
+    path = next(tmp_path.glob("*.jsonl"))
+    calls = {  # op id -> (request digest, reply); op-000003 recorded a request and no reply
+        "op-000001": ("digest-a", "first"),
+        "op-000002": ("digest-b", "other"),
+        "op-000003": ("digest-a", None),
+        "op-000004": ("digest-a", "second"),
+    }
+
+    def recorded(record: dict[str, Any]) -> None:
+        if record["type"] == "operation" and record["id"] in calls:
+            request, reply = calls[record["id"]]
+            record["metadata"] = {"llm_request": request, "llm_reply": reply}
+
+    records = rewritten(path, recorded)
+    head, rest = records[0], records[1:]
+    shuffled = [head, *reversed(rest)]  # the graph returns operations in no order
+    inputs = inputs_from_records(shuffled, "from the graph")
+    assert inputs.recorded == {"digest-a": ("first", "second"), "digest-b": ("other",)}
+
+
+def test_what_a_trace_cannot_rebuild_is_refused_by_name(tmp_path: Path) -> None:
+    from memtrace.replay.inputs import inputs_from_records
+
+    traced(tmp_path, "mem0", LISBON)
+    path = next(tmp_path.glob("*.jsonl"))
+
+    def own_case(record: dict[str, Any]) -> None:
+        if record["type"] == "case":
+            record["id"] = "my-question-7"
+
+    def no_sessions(record: dict[str, Any]) -> None:
+        if record["type"] == "session":
+            record["name"] = "chat"
+
+    def wrote_other(record: dict[str, Any]) -> None:
+        if record.get("id") == "op-000001":  # the same op name, other variables written
+            record["writes"] = ["facts:D9:9@1"]
+
+    with pytest.raises(NotReplayableError, match="case 'my-question-7' is not a LoCoMo question"):
+        inputs_from_records(rewritten(path, own_case), "t")
+    with pytest.raises(NotReplayableError, match=r"^t: no LoCoMo sessions \(locomo-N-session-K\)"):
+        inputs_from_records(rewritten(path, no_sessions), "t")
+    edited = inputs_from_records(rewritten(path, wrote_other), "t")
+    with pytest.raises(NotReplayableError, match="does not reproduce"):
+        make_replayer(edited).replay(CASE)
+
+
+def test_a_replay_searches_with_the_ranker_the_trace_recorded(tmp_path: Path) -> None:
+    from memtrace.systems.rankers import BM25Ranker, TrigramRanker
+
+    conv = conversation(  # "relocate" reaches "relocated" by trigrams only; BM25 finds "city"
+        [
+            ("Ana", "I relocated to Lisbon last spring for the harbour job."),
+            ("Ben", "Ana, the city with the best food in the whole country is Porto."),
+        ],
+        [Question(1, "Which city did Ana relocate to?", "Lisbon", ("D1:1",), "single-hop")],
+    )
+    answered = {}
+    for ranker in (TrigramRanker(), BM25Ranker()):
+        built = make_system("mem0", make_backend("offline"), params=Params(top_k=1), ranker=ranker)
+        folder = tmp_path / ranker.name
+        original, path = run_conversation(built, conv, folder, clock=SimClock())
+        assert path is not None
+        answered[ranker.name] = (original.results[0].passed, make_replayer(read_native(path)))
+    assert [passed for passed, _ in answered.values()] == [True, False]
+    for passed, replayer in answered.values():
+        assert replayer.replay(CASE).passed == passed
+
+
+def test_a_setting_that_changed_during_the_run_is_refused_and_one_read_again_is_not(
+    tmp_path: Path,
+) -> None:
+    from memtrace.replay.inputs import inputs_from_records
+
+    traced(tmp_path, "mem0", LISBON)
+    path = next(tmp_path.glob("*.jsonl"))
+    records = records_of(path)
+    top_k = next(r for r in records if r.get("category") == "parameter" and r["name"] == "top_k")
+    again = {**top_k, "id": "parameter:top_k@2", "version": 2}  # the same value, recorded twice
+    assert inputs_from_records([*records, again], "t").params == read_native(path).params
+    changed = {**again, "value": json.dumps(json.loads(top_k["value"]) + 1)}
+    with pytest.raises(NotReplayableError, match=r"^t: parameter 'top_k' changed during the run"):
+        inputs_from_records([*records, changed], "t")
+
+
+def test_records_in_any_order_and_a_trace_without_cases_read_back_the_same_run(
+    tmp_path: Path,
+) -> None:
+    from memtrace.replay.inputs import RecordedCase, inputs_from_records
+
+    traced(tmp_path, "mem0", LISBON)
+    path = next(tmp_path.glob("*.jsonl"))
+    head, *rest = records_of(path)
+    shuffled = inputs_from_records([head, *reversed(rest)], "from the graph")  # no order there
+    inputs = read_native(path)
+    assert shuffled == inputs
+    assert inputs.trace_id == head["id"] == "mem0-locomo-9"
+    prediction = inputs.cases[CASE].prediction
+    assert inputs.cases == {CASE: RecordedCase(CASE, True, prediction)} and "Lisbon" in prediction
+    # the conversation alone (no question asked, no operation): nothing to replay, nothing lost
+    kept = [r for r in rest if r["type"] == "session" or r.get("category") == "message"]
+    alone = inputs_from_records([head, *kept], "t")
+    assert alone.conversation.sessions == LISBON.sessions and alone.conversation.questions == ()
+    assert (alone.cases, alone.operations, alone.recorded) == ({}, {}, {})
+    with pytest.raises(NotReplayableError, match=r"^t: no LoCoMo sessions"):
+        inputs_from_records([head], "t")

@@ -177,3 +177,17 @@ def test_trace_files_give_a_reference_systems_trace_to_the_engine_with_the_setti
     case_id = next(iter(inputs.cases))
     repairs = [BlamedOp(inputs.trace_id, case_id, extract)]
     assert what_if_.cost(inputs.trace_id, repairs) == replayer.joint_cost({case_id: {extract}})
+
+
+def test_a_class_replay_asks_the_named_traces_replayer_for_the_cases_asked(
+    traced: tuple[ConversationRun, Path],
+) -> None:
+    run, path = traced
+    inputs = read_native(path)
+    replayer = WhatIfReplayer(TraceFiles({inputs.trace_id: path}).for_trace)
+    passing = next(r for r in run.results if r.passed and r.keys)
+    extract = next(op for op, (name, _) in inputs.operations.items() if "extract" in name)
+    repairs = [BlamedOp(inputs.trace_id, passing.case_id, extract)]
+    outcomes = replayer.replay(inputs.trace_id, repairs, cases=[passing.case_id])
+    assert set(outcomes) == {passing.case_id} and outcomes[passing.case_id].passed
+    assert replayer.runs == 2  # the step map's run and the repaired conversation
