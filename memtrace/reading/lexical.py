@@ -169,7 +169,10 @@ def containment(sentence_words: frozenset[str], text: str) -> float:
 Postings = dict[str, list[tuple[int, int]]]
 
 
-@lru_cache(maxsize=64)  # the memories of one trace before one question, read for its sentences
+# The memories of one trace before one question, read for each of its sentences: a case worker
+# uses its entry while it reads that case, so two per worker do; each holds a posting per word of
+# every memory (tens of MB on a timeline of 100k requests), so not many more.
+@lru_cache(maxsize=16)
 def _postings(texts: tuple[str, ...]) -> Postings:
     """Content word -> the (text, statement) positions that hold it."""
     postings: Postings = {}
